@@ -68,3 +68,10 @@ def get(config: pytest.Config, dest: str, parse: Callable[[Any], T], default: T)
 
 def usage(message: str) -> pytest.UsageError:
     return pytest.UsageError(message)
+
+
+def controller_mode(config: pytest.Config) -> bool:
+    """True when this process screens or compares (``--zl-ab``/``--zl-rounds``/``--zl-compare``):
+    it measures nothing itself, so recording and timing stay off in it."""
+    return any(raw(config, name) not in (None, False, []) for name in
+               ("zl_ab", "zl_rounds", "zl_compare"))

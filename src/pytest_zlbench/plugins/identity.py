@@ -80,8 +80,8 @@ def seed_replay(source: Path, cache_dir: Path) -> int:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     out = _opts.raw(early_config, "zl_out")
-    if out is None or _xdist.worker_index() is not None:
-        return  # workers inherit the controller's environment
+    if out is None or _xdist.worker_index() is not None or _opts.controller_mode(early_config):
+        return  # workers inherit the controller's environment; an A/B root is no run directory
     run_dir = Path(str(out)).resolve()
     if (run_dir / records.IDENTITY_FILE).exists() or (run_dir / records.COMPLETE_FILE).exists():
         raise pytest.UsageError(
@@ -109,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
     recorder = config.stash.get(run_recorder_key, None)
     if recorder is not None:
         config.pluginmanager.register(recorder, "zlbench-run-recorder")
-    elif _opts.raw(config, "zl_out") is not None:
+    elif _opts.raw(config, "zl_out") is not None and not _opts.controller_mode(config):
         # an xdist worker: attach rows to reports, write nothing
         config.pluginmanager.register(WorkerRows(config), "zlbench-worker-rows")
 

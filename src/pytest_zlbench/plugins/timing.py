@@ -54,7 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
     requested = _opts.get(config, "zl_timer", parse_timer, "auto")
     cold = _opts.get(config, "zl_cold_cache", parse_bool, False)
     config.stash[timing_settings_key] = TimingSettings(requested, cold)
-    if any(_opts.raw(config, name) not in (None, False) for name in MEASURING):
+    measuring = any(_opts.raw(config, name) not in (None, False) for name in MEASURING)
+    if measuring and not _opts.controller_mode(config):
         config.pluginmanager.register(TimingSession(config), "zlbench-timing-session")
 
 

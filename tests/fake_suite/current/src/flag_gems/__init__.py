@@ -43,7 +43,7 @@ def _count(name: str) -> None:
 # would recurse into itself while the override library is active.
 
 
-def abs(x: torch.Tensor) -> torch.Tensor:  # noqa: A001 - FlagGems exports flag_gems.abs
+def abs(x: torch.Tensor) -> torch.Tensor:  # FlagGems exports flag_gems.abs
     _count("abs")
     return torch.where(x < 0, torch.rsub(x, 0), x)
 
@@ -129,7 +129,8 @@ def use_gems(
     names = [
         name
         for name in _ATEN_OVERRIDES
-        if (include is None or name in set(include)) and (exclude is None or name not in set(exclude))
+        if (include is None or name in set(include))
+        and (exclude is None or name not in set(exclude))
     ]
     lib = torch.library.Library("aten", "IMPL")
     try:

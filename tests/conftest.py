@@ -1,0 +1,29 @@
+"""Shared fixtures for the pytest-zlbench test suite.
+
+``pytester`` is enabled through ``-p pytester`` in the project's addopts. Its runs happen in a
+temporary directory with their own ini (written by :func:`zl_pytester`), so they do not inherit
+this project's ``filterwarnings = error`` or ``--strict-markers``. Plain helpers and file
+contents live in ``zl_testing.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from zl_testing import BENCH_TESTS, FAST_CPU_TIMER_CONFTEST, STABLE_INI
+
+
+@pytest.fixture
+def zl_pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """``pytester`` with the stable ini in place."""
+    pytester.makefile(".ini", pytest=STABLE_INI)
+    return pytester
+
+
+@pytest.fixture
+def bench_suite(zl_pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester directory holding :data:`BENCH_TESTS` and the fast-timer conftest."""
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_bench=BENCH_TESTS)
+    return zl_pytester
+
+

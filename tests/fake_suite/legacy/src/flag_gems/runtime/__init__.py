@@ -1,0 +1,18 @@
+"""Stand-in for ``flag_gems.runtime``: the device detector's public attributes (§9.1)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import flag_gems
+
+device = SimpleNamespace(
+    vendor_name=flag_gems.vendor_name,
+    name=flag_gems.vendor_name,
+    dispatch_key="CPU",
+    device_count=1,
+    support_fp64=True,
+    support_bf16=True,
+    support_int64=True,
+)
+backend_info = device

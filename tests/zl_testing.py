@@ -1,0 +1,91 @@
+"""Helpers shared by the test modules (imported as ``zl_testing``; ``tests/`` is on ``sys.path``
+because ``tests/conftest.py`` lives there and the suite uses pytest's default import mode)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+#: the ini every pytester run uses: stable output, nothing from the outer project
+STABLE_INI = "[pytest]\nconsole_output_style = classic\n"
+
+#: every zlbench plugin, as ``-p no:`` arguments: pytest with the distribution installed but off
+ALL_PLUGINS = ("device", "timing", "compat", "identity", "ab")
+NO_ZLBENCH: tuple[str, ...] = tuple(
+    arg for name in ALL_PLUGINS for arg in ("-p", f"no:zlbench.{name}")
+)
+
+#: a test file timing a pure-Python callable with ``zl_bench`` (no torch: in-process runs of
+#: pytester drop newly imported modules afterwards, and torch cannot be imported twice)
+BENCH_TESTS = '''
+import pytest
+
+
+def busy(n=200):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+@pytest.mark.parametrize("size", [100, 300])
+def test_busy(zl_bench, size):
+    print(f"measuring busy size={size}")
+    row = zl_bench(lambda: busy(size), baseline=lambda: busy(size), op="busy",
+                   dtype="int", shape=str(size))
+    assert row.latency > 0
+    assert row.timer == "direct"
+
+
+def test_plain():
+    print("plain test output")
+'''
+
+#: a faster CPU timer for acceptance tests: the default one spends ~60 ms per measurement
+FAST_CPU_TIMER_CONFTEST = """
+import pytest
+from pytest_zlbench.adapters import timers
+
+
+@pytest.fixture(autouse=True)
+def _fast_cpu_timer(monkeypatch):
+    init = timers.CpuTimer.__init__
+
+    def fast(self, warmup_ms=1.0, rep_ms=2.0, min_samples=5, min_sample_ms=0.05, **kw):
+        init(self, warmup_ms=warmup_ms, rep_ms=rep_ms, min_samples=min_samples,
+             min_sample_ms=min_sample_ms, **kw)
+
+    monkeypatch.setattr(timers.CpuTimer, "__init__", fast)
+"""
+
+
+def error_lines(result: pytest.RunResult) -> list[str]:
+    """The ``ERROR:`` lines a usage error printed, after checking there was no traceback."""
+    text = "\n".join(result.outlines + result.errlines)
+    assert "Traceback" not in text, text
+    return [line for line in result.errlines if line.startswith("ERROR")]
+
+
+def assert_usage_error(result: pytest.RunResult, *needles: str) -> str:
+    """Exit status 4, exactly one ``ERROR:`` line, containing every needle; returns the line."""
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, (result.outlines, result.errlines)
+    lines = error_lines(result)
+    assert len(lines) == 1, result.errlines
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def read_jsonl(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def files_under(root: Path) -> set[str]:
+    """Every path under ``root`` relative to it, ignoring byte-code caches."""
+    return {
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if "__pycache__" not in p.parts and ".pytest_cache" not in p.parts
+    }
