@@ -4,11 +4,16 @@
 temporary directory with their own ini (written by :func:`zl_pytester`), so they do not inherit
 this project's ``filterwarnings = error`` or ``--strict-markers``. Plain helpers and file
 contents live in ``zl_testing.py``.
+
+hypothesis is imported here on purpose: its pytest plugin imports it at the end of every run, and
+an in-process pytester run drops modules it imported, so without this each run would pay ~1 s.
 """
 
 from __future__ import annotations
 
+import hypothesis  # noqa: F401 - see the docstring
 import pytest
+
 from zl_testing import BENCH_TESTS, FAST_CPU_TIMER_CONFTEST, STABLE_INI
 
 
@@ -25,5 +30,3 @@ def bench_suite(zl_pytester: pytest.Pytester) -> pytest.Pytester:
     zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
     zl_pytester.makepyfile(test_bench=BENCH_TESTS)
     return zl_pytester
-
-

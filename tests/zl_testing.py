@@ -17,9 +17,12 @@ NO_ZLBENCH: tuple[str, ...] = tuple(
     arg for name in ALL_PLUGINS for arg in ("-p", f"no:zlbench.{name}")
 )
 
+#: for subprocess runs: hypothesis' plugin costs ~1 s per run and plays no part in these tests
+NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
+
 #: a test file timing a pure-Python callable with ``zl_bench`` (no torch: in-process runs of
 #: pytester drop newly imported modules afterwards, and torch cannot be imported twice)
-BENCH_TESTS = '''
+BENCH_TESTS = """
 import pytest
 
 
@@ -41,7 +44,7 @@ def test_busy(zl_bench, size):
 
 def test_plain():
     print("plain test output")
-'''
+"""
 
 #: a faster CPU timer for acceptance tests: the default one spends ~60 ms per measurement
 FAST_CPU_TIMER_CONFTEST = """

@@ -35,8 +35,12 @@ def add(
         kwargs["default"] = False
     group.addoption(flag, **kwargs)
     if ini:
-        ini_type = "bool" if action == "store_true" else "linelist" if action == "append" else "string"
-        parser.addini(dest, help=help, type=ini_type, default=None)
+        if action == "store_true":
+            parser.addini(dest, help=help, type="bool", default=None)
+        elif action == "append":
+            parser.addini(dest, help=help, type="linelist", default=None)
+        else:
+            parser.addini(dest, help=help, type="string", default=None)
 
 
 def raw(config: pytest.Config, dest: str) -> Any:
@@ -73,5 +77,6 @@ def usage(message: str) -> pytest.UsageError:
 def controller_mode(config: pytest.Config) -> bool:
     """True when this process screens or compares (``--zl-ab``/``--zl-rounds``/``--zl-compare``):
     it measures nothing itself, so recording and timing stay off in it."""
-    return any(raw(config, name) not in (None, False, []) for name in
-               ("zl_ab", "zl_rounds", "zl_compare"))
+    return any(
+        raw(config, name) not in (None, False, []) for name in ("zl_ab", "zl_rounds", "zl_compare")
+    )

@@ -8,8 +8,8 @@ import pytest
 
 if TYPE_CHECKING:
     from .core.records import Row
-    from .plugins.device import DeviceSettings
-    from .plugins.timing import TimingSettings
+    from .plugins.device import DeviceSettings  # noqa: F401 (used in a string annotation)
+    from .plugins.timing import TimingSettings  # noqa: F401 (used in a string annotation)
 
 device_settings_key = pytest.StashKey["DeviceSettings"]()
 #: environment variables a plugin changed, with their previous values (None = was unset)

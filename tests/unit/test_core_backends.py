@@ -71,8 +71,13 @@ def test_builtin_names_and_visibility_variables() -> None:
 
 @pytest.mark.parametrize(
     ("name", "timer"),
-    [("cuda", "graph"), ("rocm", "graph"), ("musa", "direct"), ("ascend", "direct"),
-     ("cpu", "direct")],
+    [
+        ("cuda", "graph"),
+        ("rocm", "graph"),
+        ("musa", "direct"),
+        ("ascend", "direct"),
+        ("cpu", "direct"),
+    ],
 )
 def test_default_timer(name: str, timer: str) -> None:
     assert BackendRegistry().resolve(name).default_timer == timer

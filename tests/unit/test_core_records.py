@@ -33,10 +33,22 @@ FULL_ROW = Row(
 
 ROWS = [
     FULL_ROW,
-    Row(op="mm", dtype="bfloat16", shape="[4096, 4096]", latency=None, status="failed",
-        error="RuntimeError: unsupported"),
-    Row(op="fft", dtype="complex64", shape="(64,)", latency=1.5, timer="direct",
-        fallback="RuntimeError: operation not permitted when stream is capturing"),
+    Row(
+        op="mm",
+        dtype="bfloat16",
+        shape="[4096, 4096]",
+        latency=None,
+        status="failed",
+        error="RuntimeError: unsupported",
+    ),
+    Row(
+        op="fft",
+        dtype="complex64",
+        shape="(64,)",
+        latency=1.5,
+        timer="direct",
+        fallback="RuntimeError: operation not permitted when stream is capturing",
+    ),
     Row(op="weird \t op", dtype="", shape="unicode × shape ~", latency=3),
 ]
 
@@ -107,15 +119,26 @@ def test_row_nan_latency_round_trips_as_unusable() -> None:
         ({"latency": 1.0}, "lacks op, dtype, shape"),
         ({"op": "a", "dtype": "f", "shape": "s", "latency": "1.0"}, "latency is not a number"),
         ({"op": "a", "dtype": "f", "shape": "s", "latency": True}, "latency is not a number"),
-        ({"op": "a", "dtype": "f", "shape": "s", "latency": 1, "latency_base": [1]},
-         "latency_base is not a number"),
+        (
+            {"op": "a", "dtype": "f", "shape": "s", "latency": 1, "latency_base": [1]},
+            "latency_base is not a number",
+        ),
         ({"op": 1, "dtype": "f", "shape": "s", "latency": 1.0}, "op is not a string"),
         ({"op": "a", "dtype": None, "shape": "s", "latency": 1.0}, "dtype is not a string"),
-        ({"op": "a", "dtype": "f", "shape": "s", "latency": 1.0, "spread": {"p20": 1}},
-         "spread is malformed"),
-        ({"op": "a", "dtype": "f", "shape": "s", "latency": 1.0,
-          "spread_base": {"p20": 1, "p50": 1, "p80": 1, "n": 1, "x": 2}},
-         "spread_base is malformed"),
+        (
+            {"op": "a", "dtype": "f", "shape": "s", "latency": 1.0, "spread": {"p20": 1}},
+            "spread is malformed",
+        ),
+        (
+            {
+                "op": "a",
+                "dtype": "f",
+                "shape": "s",
+                "latency": 1.0,
+                "spread_base": {"p20": 1, "p50": 1, "p80": 1, "n": 1, "x": 2},
+            },
+            "spread_base is malformed",
+        ),
     ],
 )
 def test_row_from_json_refuses(data: Any, needle: str) -> None:
@@ -128,7 +151,10 @@ def test_row_from_json_refuses(data: Any, needle: str) -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ('{"op": "a", "dtype": "f", "shape": "s", "latency": 1}\n{"op": "b"\n', "rows.jsonl:2: not JSON"),
+        (
+            '{"op": "a", "dtype": "f", "shape": "s", "latency": 1}\n{"op": "b"\n',
+            "rows.jsonl:2: not JSON",
+        ),
         ('\n\n{"op": "a"}\n', "rows.jsonl:3: row lacks"),
         ("[1]\n", "rows.jsonl:1: row is not a JSON object"),
     ],
@@ -171,7 +197,12 @@ def test_identity_json_order_and_round_trip() -> None:
 
 def test_identity_caliber_is_exactly_the_seven_fields() -> None:
     assert CALIBER_FIELDS == (
-        "backend", "device", "timer", "bench_level", "shape_mode", "tuner_cache",
+        "backend",
+        "device",
+        "timer",
+        "bench_level",
+        "shape_mode",
+        "tuner_cache",
         "direct_repeat",
     )
     assert list(IDENTITY.caliber()) == list(CALIBER_FIELDS)
@@ -186,7 +217,7 @@ def test_identity_info_cannot_override_caliber() -> None:
 
 
 def test_hand_written_minimal_identity_is_valid(tmp_path: Path) -> None:
-    minimal = {name: "x" for name in CALIBER_FIELDS}
+    minimal = dict.fromkeys(CALIBER_FIELDS, "x")
     minimal["direct_repeat"] = 100  # numbers are accepted and kept as text
     minimal["autotune_mode"] = "off"
     (tmp_path / records.IDENTITY_FILE).write_text(json.dumps(minimal))
@@ -216,7 +247,7 @@ def test_identity_missing_fields_are_all_named() -> None:
 @pytest.mark.parametrize("mode", ["", "RECORD", "recorded", "tune", "none"])
 def test_identity_bad_autotune_mode(mode: str) -> None:
     data = {**IDENTITY.to_json(), "autotune_mode": mode}
-    with pytest.raises(RecordError, match="autotune_mode .* is not one of record, replay, off"):
+    with pytest.raises(RecordError, match=r"autotune_mode .* is not one of record, replay, off"):
         RunIdentity.from_json(data)
 
 

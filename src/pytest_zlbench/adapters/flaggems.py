@@ -31,9 +31,9 @@ def find_suite() -> tuple[str, Any, Any] | None:
                 continue
             prefix = mod_name[: -len(base_name)]
             consts = sys.modules.get(prefix + consts_name)
-            result = getattr(consts, "BenchmarkResult", None) or getattr(
-                mod, "BenchmarkResult", None
-            )
+            result = getattr(consts, "BenchmarkResult", None)
+            if result is None:
+                result = getattr(mod, "BenchmarkResult", None)
             if result is not None:
                 return layout, bench, result
     return None
@@ -62,14 +62,14 @@ class FlagGemsAdapter:
         self.layout, bench_cls, result_cls = found
         adapter = self
 
-        def get_latency(bench: Any, op: Any, *args: Any, **kwargs: Any) -> float:
-            return adapter.time_call(bench, op, args, kwargs)
+        def get_latency(self_: Any, op: Any, *args: Any, **kwargs: Any) -> float:
+            return adapter.time_call(self_, op, args, kwargs)
 
         original_init = result_cls.__init__
 
-        def result_init(result: Any, *args: Any, **kwargs: Any) -> None:
-            original_init(result, *args, **kwargs)
-            adapter.capture(result)
+        def result_init(self_: Any, *args: Any, **kwargs: Any) -> None:
+            original_init(self_, *args, **kwargs)
+            adapter.capture(self_)
 
         self._patch(bench_cls, "get_latency", get_latency)
         self._patch(result_cls, "__init__", result_init)
@@ -87,7 +87,9 @@ class FlagGemsAdapter:
                 setattr(owner, name, old)
         self._patched.clear()
 
-    def time_call(self, bench: Any, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> float:
+    def time_call(
+        self, bench: Any, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> float:
         fn: Callable[[], Any] = lambda: op(*args, **kwargs)  # noqa: E731
         if getattr(bench, "is_backward", False):
             import torch

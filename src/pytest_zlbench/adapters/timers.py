@@ -61,14 +61,32 @@ class DeviceAPI(Protocol):
     def make_flush(self) -> Callable[[], Any]: ...
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, outermost first."""
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and not any(cur is seen for seen in out):
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
 def _fatal(api: DeviceAPI, exc: BaseException) -> bool:
-    return api.error_code(exc) in FATAL_CODES
+    # the whole chain: ending an invalidated capture reports 901 on top of the real error
+    return any(api.error_code(e) in FATAL_CODES for e in _chain(exc))
 
 
-def _reason(exc: BaseException) -> str:
+def _line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
     return f"{type(exc).__name__}: {first[:160]}"
+
+
+def _reason(exc: BaseException) -> str:
+    chain = _chain(exc)
+    if len(chain) == 1:
+        return _line(exc)
+    return f"{_line(exc)} <- {_line(chain[-1])}"  # the first error says what the op did
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,6 +256,15 @@ class GraphTimer:
             out.append(api.elapsed_ms(start, end) / calls)
         return out
 
+    def _empty_cache(self) -> None:
+        """``empty_cache`` reports a dead context too (it frees device memory); as fatal."""
+        try:
+            self.api.empty_cache()
+        except Exception as exc:
+            if _fatal(self.api, exc):
+                raise FatalDeviceError(_reason(exc)) from exc
+            raise
+
     def _recover(self, exc: BaseException) -> None:
         """After a failed capture: leave no capture open, and surface a dead context."""
         if _fatal(self.api, exc):
@@ -253,15 +280,16 @@ class GraphTimer:
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         api = self.api
-        for _ in range(self.warmup_calls):  # compiles and autotunes outside any capture
-            fn()
         try:
+            for _ in range(self.warmup_calls):  # compiles and autotunes outside any capture
+                fn()
             api.synchronize()
+            estimate = max(self._eager_ms(fn, 3), 1e-5)
         except BaseException as exc:
+            # a dead context shows up at whichever call comes next, often a launch
             if _fatal(api, exc):
                 raise FatalDeviceError(_reason(exc)) from exc
             raise
-        estimate = max(self._eager_ms(fn, 3), 1e-5)
         calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
         flush = api.make_flush() if self.cold else None
         graphs: list[Any] = []
@@ -272,6 +300,7 @@ class GraphTimer:
                     graphs.append(graph)
                     samples = self._time_replays(graph, calls)
                 else:
+
                     def both() -> None:
                         flush()
                         fn()
@@ -291,13 +320,12 @@ class GraphTimer:
                 for g in graphs:
                     api.release(g)
                 graphs.clear()
-                api.empty_cache()
+                self._empty_cache()
                 m = self.direct.measure(fn)
                 return Measurement(m.ms, m.spread, "direct", fallback=reason, settings=m.settings)
         finally:
             for g in graphs:
                 api.release(g)
-            del flush
-            api.empty_cache()
+            self._empty_cache()
         s = spread(samples)
         return Measurement(s.p50, s, "graph", settings=self.describe())

@@ -21,7 +21,9 @@ class CaliberProblem:
         return f"{PREFIX} {self.message}" if self.fatal else f"[caliber] warning: {self.message}"
 
 
-def check(a: RunIdentity, b: RunIdentity, label_a: str = "A", label_b: str = "B") -> list[CaliberProblem]:
+def check(
+    a: RunIdentity, b: RunIdentity, label_a: str = "A", label_b: str = "B"
+) -> list[CaliberProblem]:
     """Every caliber mismatch between two identities, then the autotune-mode rule, then the
     shared-tuner-cache caveat. An empty list means comparable without caveat."""
     problems: list[CaliberProblem] = []

@@ -117,7 +117,9 @@ class Row:
                     raise RecordError(f"row {key} is malformed: {exc}") from None
         for key in ("latency", "latency_base"):
             value = kwargs.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
                 raise RecordError(f"row {key} is not a number: {value!r:.40}")
         for key in ("op", "dtype", "shape"):
             if not isinstance(kwargs[key], str):

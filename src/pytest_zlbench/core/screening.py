@@ -52,7 +52,8 @@ def keyed(rows: Iterable[Row]) -> dict[Key, Row]:
         base = (row.op, row.dtype, row.shape)
         occurrence = seen.get(base, 0)
         seen[base] = occurrence + 1
-        out[(*base, occurrence)] = row
+        key: Key = (base[0], base[1], base[2], occurrence)
+        out[key] = row
     return out
 
 
@@ -237,9 +238,16 @@ class OpResult:
             "notes": list(self.notes),
             "caliber": dict(self.caliber),
             "shapes": [
-                {"op": s.key[0], "dtype": s.key[1], "shape": s.key[2], "occurrence": s.key[3],
-                 "deltas": list(s.deltas), "median": s.median, "round_spread": s.round_spread,
-                 "sign_flip": s.sign_flip}
+                {
+                    "op": s.key[0],
+                    "dtype": s.key[1],
+                    "shape": s.key[2],
+                    "occurrence": s.key[3],
+                    "deltas": list(s.deltas),
+                    "median": s.median,
+                    "round_spread": s.round_spread,
+                    "sign_flip": s.sign_flip,
+                }
                 for s in self.shapes
             ],
         }
@@ -367,9 +375,18 @@ class ScreenLine:
 
     def cells(self) -> list[str]:
         head = [
-            self.op, self.verdict, self.rows, self.range, self.median_delta_pct, self.sign_flips,
-            self.kernels_a, self.kernels_b, self.kernels_changed, self.convert_layout_a,
-            self.convert_layout_b, self.note,
+            self.op,
+            self.verdict,
+            self.rows,
+            self.range,
+            self.median_delta_pct,
+            self.sign_flips,
+            self.kernels_a,
+            self.kernels_b,
+            self.kernels_changed,
+            self.convert_layout_a,
+            self.convert_layout_b,
+            self.note,
         ]
         return head + [self.caliber.get(k, "") for k in CALIBER_FIELDS]
 
@@ -380,7 +397,9 @@ class ScreenLine:
     def from_json(cls, data: Mapping[str, str]) -> ScreenLine:
         values = {k: str(data.get(k, "")) for k in COLUMNS}
         if values["verdict"] not in VERDICTS:
-            raise ValueError(f"screen line for {values['op']!r}: unknown verdict {values['verdict']!r}")
+            raise ValueError(
+                f"screen line for {values['op']!r}: unknown verdict {values['verdict']!r}"
+            )
         caliber = {k: values.pop(k) for k in CALIBER_FIELDS}
         return cls(caliber=caliber, **values)
 
@@ -394,17 +413,34 @@ def read_screen(text: str, source: str = "screen.tsv") -> list[ScreenLine]:
 
 
 def render_screen(lines: Sequence[ScreenLine]) -> list[str]:
-    headers = ("op", "verdict", "rows", "range (B/A - 1)", "median", "flips", "kernels changed",
-               "convert_layout A->B", "note")
+    headers = (
+        "op",
+        "verdict",
+        "rows",
+        "range (B/A - 1)",
+        "median",
+        "flips",
+        "kernels changed",
+        "convert_layout A->B",
+        "note",
+    )
     body = []
     for line in lines:
         has_kernels = line.kernels_a not in ("", "0") or line.kernels_b not in ("", "0")
         cvt = f"{line.convert_layout_a}->{line.convert_layout_b}" if has_kernels else ""
-        body.append([
-            line.op, line.verdict, line.rows, line.range,
-            f"{line.median_delta_pct}%" if line.median_delta_pct else "",
-            line.sign_flips, line.kernels_changed or "", cvt, line.note,
-        ])
+        body.append(
+            [
+                line.op,
+                line.verdict,
+                line.rows,
+                line.range,
+                f"{line.median_delta_pct}%" if line.median_delta_pct else "",
+                line.sign_flips,
+                line.kernels_changed or "",
+                cvt,
+                line.note,
+            ]
+        )
     out = table(headers, body)
     if lines:
         cal = lines[0].caliber

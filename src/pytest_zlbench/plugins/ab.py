@@ -27,8 +27,14 @@ from .. import _opts, _xdist
 from .._stash import ab_controller_key
 from ..core import records, screening
 from ..core.caliber import check as caliber_check
-from ..core.parsing import Switch, parse_bool, parse_positive_float, parse_positive_int
-from ..core.parsing import parse_switch, switches_env
+from ..core.parsing import (
+    Switch,
+    parse_bool,
+    parse_positive_float,
+    parse_positive_int,
+    parse_switch,
+    switches_env,
+)
 from ..core.records import RecordError
 from ..core.rundir import Side, load_side
 
@@ -47,16 +53,39 @@ RESUME_HELP = "In an existing --zl-out root, skip operators whose results are co
 
 #: marks that are never an operator id (FlagGems' BUILTIN_MARKS, plus ours and xdist's)
 BUILTIN_MARKS = frozenset(
-    {"parametrize", "skip", "skipif", "xfail", "usefixtures", "filterwarnings", "timeout",
-     "tryfirst", "trylast", "xdist_group", "zl_op"}
+    {
+        "parametrize",
+        "skip",
+        "skipif",
+        "xfail",
+        "usefixtures",
+        "filterwarnings",
+        "timeout",
+        "tryfirst",
+        "trylast",
+        "xdist_group",
+        "zl_op",
+    }
 )
 #: our options that never pass through to a child (with whether they take a value)
 OWN_OPTIONS = {
-    "--zl-ab": True, "--zl-rounds": True, "--zl-allow-no-ir-diff": False, "--zl-out": True,
-    "--zl-compare": True, "--zl-allow-caliber-mismatch": False, "--zl-timeout": True,
-    "--zl-resume": False, "--zl-devices": True, "--zl-replay-from": True,
-    "-n": True, "--numprocesses": True, "--dist": True, "--tx": True, "--maxprocesses": True,
-    "--max-worker-restart": True, "--zl-backend": True,
+    "--zl-ab": True,
+    "--zl-rounds": True,
+    "--zl-allow-no-ir-diff": False,
+    "--zl-out": True,
+    "--zl-compare": True,
+    "--zl-allow-caliber-mismatch": False,
+    "--zl-timeout": True,
+    "--zl-resume": False,
+    "--zl-devices": True,
+    "--zl-replay-from": True,
+    "-n": True,
+    "--numprocesses": True,
+    "--dist": True,
+    "--tx": True,
+    "--maxprocesses": True,
+    "--max-worker-restart": True,
+    "--zl-backend": True,
 }
 OP_DONE = "op.complete"
 
@@ -104,14 +133,18 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if not paths:
         return None
     if _ab_requested(config):
-        raise pytest.UsageError("--zl-compare runs no tests: it cannot be combined with --zl-ab/--zl-rounds")
+        raise pytest.UsageError(
+            "--zl-compare runs no tests: it cannot be combined with --zl-ab/--zl-rounds"
+        )
     allow = _opts.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
     out = _opts.raw(config, "zl_out")
     tw = config.get_terminal_writer()
     if len(paths) == 1:
         return _reaggregate(Path(paths[0]), allow, tw)
     if len(paths) != 2:
-        raise pytest.UsageError(f"--zl-compare takes one A/B root or two run directories, got {len(paths)}")
+        raise pytest.UsageError(
+            f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
+        )
     root = Path(str(out)) if out else _default_root()
     return _compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
 
@@ -132,16 +165,23 @@ def _compare_two(path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any) -
     for problem in problems:
         tw.line(problem.line(), red=problem.fatal, yellow=not problem.fatal)
     if any(p.fatal for p in problems) and not allow:
-        tw.line("!!! [caliber] refusing to compare; --zl-allow-caliber-mismatch overrides", red=True)
+        tw.line(
+            "!!! [caliber] refusing to compare; --zl-allow-caliber-mismatch overrides", red=True
+        )
         return int(pytest.ExitCode.USAGE_ERROR)
     ops = sorted({r.op for r in a.rows} | {r.op for r in b.rows})
     lines = []
     notes = [f"caliber mismatch allowed: {p.field}" for p in problems if p.fatal]
     for op in ops:
         rnd = screening.RoundInput(
-            round=1, order="AB",
-            rows_a=[r for r in a.rows if r.op == op], rows_b=[r for r in b.rows if r.op == op],
-            ir_a=a.ir, ir_b=b.ir, identity_a=a.identity, identity_b=b.identity,
+            round=1,
+            order="AB",
+            rows_a=[r for r in a.rows if r.op == op],
+            rows_b=[r for r in b.rows if r.op == op],
+            ir_a=a.ir,
+            ir_b=b.ir,
+            identity_a=a.identity,
+            identity_b=b.identity,
         )
         lines.append(screening.aggregate(op, [rnd], notes).to_line())
     _write_and_show(root, lines, tw)
@@ -153,7 +193,9 @@ def _reaggregate(root: Path, allow: bool, tw: Any) -> int:
         raise pytest.UsageError(f"--zl-compare {root}: no such directory")
     op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob("r*_A")))
     if not op_dirs:
-        raise pytest.UsageError(f"--zl-compare {root}: not an A/B root (no <op>/r<k>_A directories)")
+        raise pytest.UsageError(
+            f"--zl-compare {root}: not an A/B root (no <op>/r<k>_A directories)"
+        )
     lines = []
     refused = False
     for op_dir in op_dirs:
@@ -204,7 +246,9 @@ def _failure_of(run_dir: Path) -> str | None:
     return None
 
 
-def aggregate_op_dir(op_dir: Path, notes: Sequence[str] = ()) -> tuple[screening.OpResult, list[str]]:
+def aggregate_op_dir(
+    op_dir: Path, notes: Sequence[str] = ()
+) -> tuple[screening.OpResult, list[str]]:
     """Aggregate every round found under ``op_dir``; returns the result and caliber problems."""
     rounds = []
     problems: list[str] = []
@@ -225,8 +269,14 @@ def aggregate_op_dir(op_dir: Path, notes: Sequence[str] = ()) -> tuple[screening
                 problems.append(f"{p.line()} ({op_dir.name})")
         rounds.append(
             screening.RoundInput(
-                round=k, order=order, rows_a=sa.rows, rows_b=sb.rows, ir_a=sa.ir, ir_b=sb.ir,
-                identity_a=sa.identity, identity_b=sb.identity,
+                round=k,
+                order=order,
+                rows_a=sa.rows,
+                rows_b=sb.rows,
+                ir_a=sa.ir,
+                ir_b=sb.ir,
+                identity_a=sa.identity,
+                identity_b=sb.identity,
             )
         )
     extra = list(notes)
@@ -245,7 +295,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "zl_op(name): the operator id this test belongs to")
     if _opts.raw(config, "zl_compare") or not _ab_requested(config):
         return
-    switches = tuple(_opts.get(config, "zl_ab", lambda v: [parse_switch(s) for s in v], []))
+    no_switch: list[Switch] = []
+    switches = tuple(_opts.get(config, "zl_ab", lambda v: [parse_switch(s) for s in v], no_switch))
     rounds = _opts.get(config, "zl_rounds", lambda v: parse_positive_int(v, "--zl-rounds"), 1)
     timeout = _opts.get(
         config, "zl_timeout", lambda v: parse_positive_float(v, "--zl-timeout"), None
@@ -271,9 +322,14 @@ def pytest_configure(config: pytest.Config) -> None:
         except OSError as exc:
             raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
     settings = AbSettings(
-        root=root.resolve(), switches=switches, env_b=env_b, rounds=rounds,
+        root=root.resolve(),
+        switches=switches,
+        env_b=env_b,
+        rounds=rounds,
         allow_no_ir_diff=_opts.get(config, "zl_allow_no_ir_diff", parse_bool, False),
-        timeout=timeout, resume=resume, backend=backend.name,
+        timeout=timeout,
+        resume=resume,
+        backend=backend.name,
         flagtree_prefix=backend.flagtree_prefix,
     )
     controller = AbController(config, settings)
@@ -372,8 +428,11 @@ class AbController:
         for op, members in groups.items():
             new_items.append(
                 OpItem.from_parent(
-                    session, name=f"zlbench[{op}]", op=op,
-                    nodeids=[_abs_nodeid(m) for m in members], controller=self,
+                    session,
+                    name=f"zlbench[{op}]",
+                    op=op,
+                    nodeids=[_abs_nodeid(m) for m in members],
+                    controller=self,
                     path=members[0].path,
                 )
             )
@@ -413,16 +472,28 @@ class AbController:
         inv = self.config.invocation_params
         cmd = [sys.executable, "-m", "pytest", *item.nodeids]
         cmd += passthrough_args(inv.args, self.config.args)
-        cmd += [f"--zl-out={run_dir}", f"--zl-backend={self.settings.backend}", "-p", "no:xdist",
-                "-p", "no:cacheprovider"]
+        cmd += [
+            f"--zl-out={run_dir}",
+            f"--zl-backend={self.settings.backend}",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+        ]
         if replay is not None:
             cmd.append(f"--zl-replay-from={replay}")
         return cmd
 
-    def run_child(self, item: OpItem, run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
+    def run_child(
+        self, item: OpItem, run_dir: Path, side: str, rnd: int, replay: Path | None
+    ) -> str | None:
         """Run one side; returns None on success or a one-line cause."""
         if run_dir.exists():
-            if self.settings.resume and records.is_complete(run_dir) and not (run_dir / "child.failed").exists():
+            if (
+                self.settings.resume
+                and records.is_complete(run_dir)
+                and not (run_dir / "child.failed").exists()
+            ):
                 self.progress(f"{item.op} r{rnd} {side}: complete, reused (--zl-resume)")
                 return None
             shutil.rmtree(run_dir)
@@ -435,8 +506,12 @@ class AbController:
             out.write("$ " + " ".join(cmd) + "\n")
             out.flush()
             proc = subprocess.Popen(
-                cmd, cwd=self.config.invocation_params.dir, env=self.child_env(side, rnd),
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cmd,
+                cwd=self.config.invocation_params.dir,
+                env=self.child_env(side, rnd),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
             try:
@@ -456,7 +531,9 @@ class AbController:
             elif not records.is_complete(run_dir):
                 cause = "child finished without a complete run directory"
         elapsed = time.monotonic() - t0
-        self.progress(f"{item.op} r{rnd} {side}: {'ok' if cause is None else cause} ({elapsed:.1f}s)")
+        self.progress(
+            f"{item.op} r{rnd} {side}: {'ok' if cause is None else cause} ({elapsed:.1f}s)"
+        )
         if cause is not None:
             run_dir.mkdir(parents=True, exist_ok=True)
             records.write_atomic(run_dir / "child.failed", cause + "\n")
@@ -480,7 +557,9 @@ class AbController:
             if cause is None:
                 replay = rec_dir
             else:
-                self.progress(f"{item.op}: recording pass failed ({cause}); sides tune on their own")
+                self.progress(
+                    f"{item.op}: recording pass failed ({cause}); sides tune on their own"
+                )
         for k in range(1, s.rounds + 1):
             order = ("A", "B") if k % 2 else ("B", "A")
             for side in order:
@@ -530,8 +609,12 @@ class AbController:
         back = screening.read_screen(path.read_text(encoding="utf-8"), str(path))
         for line in screening.render_screen(back):
             terminalreporter.write_line(line)
-        switch = " ".join(f"{k}={v}" for k, v in self.settings.env_b.items()) or "none (A/A control)"
-        terminalreporter.write_line(f"zlbench: switch on side B: {switch}; rounds={self.settings.rounds}")
+        switch = (
+            " ".join(f"{k}={v}" for k, v in self.settings.env_b.items()) or "none (A/A control)"
+        )
+        terminalreporter.write_line(
+            f"zlbench: switch on side B: {switch}; rounds={self.settings.rounds}"
+        )
         terminalreporter.write_line(f"zlbench: wrote {path}")
 
     @pytest.hookimpl

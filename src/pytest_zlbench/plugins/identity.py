@@ -27,6 +27,7 @@ from .. import __version__, _opts, _xdist
 from .._env import restore_env, set_env
 from .._stash import item_rows_key, run_recorder_key, timing_settings_key
 from ..core import records, summary
+from ..core.autotune import tuned_keys
 from ..core.records import RecordError, Row, RunIdentity
 from ..hookspecs import IdentitySpec
 
@@ -59,7 +60,9 @@ def _check_writable(run_dir: Path) -> None:
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        raise pytest.UsageError(f"--zl-out {run_dir}: not writable ({exc.strerror or exc})") from None
+        raise pytest.UsageError(
+            f"--zl-out {run_dir}: not writable ({exc.strerror or exc})"
+        ) from None
 
 
 def seed_replay(source: Path, cache_dir: Path) -> int:
@@ -96,6 +99,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     replay = _opts.raw(early_config, "zl_replay_from")
     seeded = seed_replay(Path(str(replay)).resolve(), gems_cache) if replay else 0
     set_env(early_config, "TRITON_CACHE_DIR", str(triton_cache))
+    if "TRITON_PRINT_AUTOTUNING" not in os.environ:  # lets the run report what it had to tune
+        set_env(early_config, "TRITON_PRINT_AUTOTUNING", "1")
     set_env(early_config, "FLAGGEMS_CACHE_DIR", str(gems_cache))
     if os.environ.get("TRITON_STORE_BINARY_ONLY"):
         raise pytest.UsageError(
@@ -182,9 +187,7 @@ class _Tee(io.TextIOBase):
 class RunRecorder(WorkerRows):
     """The controller's view of one recorded run."""
 
-    def __init__(
-        self, config: pytest.Config, run_dir: Path, replay: Any, seeded: int
-    ) -> None:
+    def __init__(self, config: pytest.Config, run_dir: Path, replay: Any, seeded: int) -> None:
         super().__init__(config)
         self.run_dir = run_dir
         self.replay = replay
@@ -195,6 +198,7 @@ class RunRecorder(WorkerRows):
         self.started_at = now()
         self.tee: _Tee | None = None
         self.errors: list[str] = []
+        self.tuned: list[str] = []
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -213,10 +217,11 @@ class RunRecorder(WorkerRows):
                 self.rows.append(Row.from_json(data))
             except RecordError as exc:
                 self.errors.append(f"{report.nodeid}: {exc}")
+        # a report carries the sections of the phases before it too: take this phase's only
         text = "".join(
             content
             for name, content in report.sections
-            if name.startswith(("Captured stdout", "Captured stderr"))
+            if name in (f"Captured stdout {report.when}", f"Captured stderr {report.when}")
         )
         if text or report.outcome != "passed":
             self.log.write(f"===== {report.nodeid} [{report.when}] {report.outcome}\n")
@@ -261,6 +266,7 @@ class RunRecorder(WorkerRows):
             else "",
             "replay_from": str(self.replay) if self.replay else None,
             "replay_seeded_dbs": self.seeded,
+            "autotuned": self.tuned,
             "started_at": self.started_at,
             "finished_at": now(),
             "exitstatus": int(exitstatus),
@@ -289,6 +295,7 @@ class RunRecorder(WorkerRows):
         lines = summary.summarize(self.rows)
         records.write_atomic(run_dir / records.SUMMARY_FILE, summary.write_tsv(lines))
         records.write_atomic(run_dir / records.LOG_FILE, self.log.getvalue())
+        self.tuned = tuned_keys(self.log.getvalue())
         self.ir_note = write_ir(run_dir)
         records.write_identity(run_dir, self.identity(exitstatus))
         complete = int(exitstatus) in (0, 1, 5) and not self.errors
@@ -309,6 +316,14 @@ class RunRecorder(WorkerRows):
                 terminalreporter.write_line(line)
         else:
             terminalreporter.write_line("no rows were measured")
+        if self.tuned:
+            what = "replay had to tune" if self.replay else "tuned"
+            terminalreporter.write_line(
+                f"zlbench: {what} {len(self.tuned)} autotune key(s): "
+                + "; ".join(self.tuned[:5])
+                + (" ..." if len(self.tuned) > 5 else ""),
+                yellow=bool(self.replay),
+            )
         for error in self.errors:
             terminalreporter.write_line(f"bad row: {error}", red=True)
         state = "complete" if getattr(self, "complete", False) else "INCOMPLETE (no .complete)"

@@ -53,6 +53,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     requested = _opts.get(config, "zl_timer", parse_timer, "auto")
     cold = _opts.get(config, "zl_cold_cache", parse_bool, False)
+    if requested == "graph" and _opts.raw(config, "zl_backend") is not None:
+        # a conflict between two options is a usage error now, not a failure in the first test
+        if config.pluginmanager.hasplugin("zlbench.device"):
+            from .device import backend_of
+
+            if backend_of(config).name == "cpu":
+                raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
     config.stash[timing_settings_key] = TimingSettings(requested, cold)
     measuring = any(_opts.raw(config, name) not in (None, False) for name in MEASURING)
     if measuring and not _opts.controller_mode(config):
@@ -94,7 +101,8 @@ def active_timer(config: pytest.Config) -> Timer:
     if settings.timer is None:
         settings.backend = _backend(config)
         settings.timer = build_timer(settings.backend, settings.requested, settings.cold)
-    return settings.timer
+    timer: Timer = settings.timer
+    return timer
 
 
 class TimingSession:
@@ -165,7 +173,7 @@ class Bench:
         base: Measurement | None = timer.measure(baseline) if baseline is not None else None
         m = timer.measure(fn)
         row = Row(
-            op=op or getattr(self._item, "originalname", self._item.name),
+            op=op or str(getattr(self._item, "originalname", self._item.name)),
             dtype=dtype,
             shape=shape,
             latency=m.ms,

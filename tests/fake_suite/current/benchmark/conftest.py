@@ -119,6 +119,8 @@ def _record_log_name(args: tuple[str, ...] | list[str]) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     global Config, _record_handler
+    _pending_results.clear()
+    _json_report.clear()
     dtypes = config.getoption("dtypes")
     record = config.getoption("record", "none")
     Config = BenchConfig(

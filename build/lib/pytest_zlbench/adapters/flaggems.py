@@ -1,0 +1,136 @@
+"""Route FlagGems' ``Benchmark.get_latency`` through the active timer and capture its rows.
+
+Works for both suite layouts: current (``benchmark/base.py`` + ``benchmark/consts.py``) and
+legacy (``benchmark/performance_utils.py`` + ``benchmark/attri_util.py``). The modules are found
+in ``sys.modules`` after collection, so nothing is imported that the suite did not import.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..core.records import Row
+from .timers import FALLBACK_MARK, Measurement, Timer
+
+LAYOUTS = (
+    ("current", "base", "consts"),
+    ("legacy", "performance_utils", "attri_util"),
+)
+
+
+def find_suite() -> tuple[str, Any, Any] | None:
+    """(layout, Benchmark class, BenchmarkResult class) of an imported FlagGems-like suite."""
+    for layout, base_name, consts_name in LAYOUTS:
+        for mod_name, mod in list(sys.modules.items()):
+            if mod is None or not (mod_name == base_name or mod_name.endswith("." + base_name)):
+                continue
+            bench = getattr(mod, "Benchmark", None)
+            if bench is None or not hasattr(bench, "get_latency"):
+                continue
+            prefix = mod_name[: -len(base_name)]
+            consts = sys.modules.get(prefix + consts_name)
+            result = getattr(consts, "BenchmarkResult", None)
+            if result is None:
+                result = getattr(mod, "BenchmarkResult", None)
+            if result is not None:
+                return layout, bench, result
+    return None
+
+
+def _short_dtype(dtype: object) -> str:
+    text = str(dtype)
+    return text[len("torch.") :] if text.startswith("torch.") else text
+
+
+class FlagGemsAdapter:
+    """Installed once per process; ``uninstall`` restores the suite's own methods."""
+
+    def __init__(self, timer: Timer, sink: Callable[[Row], None], echo: Callable[[str], None]):
+        self.timer = timer
+        self.sink = sink
+        self.echo = echo
+        self.layout: str | None = None
+        self._patched: list[tuple[Any, str, Any]] = []
+        self._samples: dict[float, Measurement] = {}
+
+    def install(self) -> bool:
+        found = find_suite()
+        if found is None:
+            return False
+        self.layout, bench_cls, result_cls = found
+        adapter = self
+
+        def get_latency(self_: Any, op: Any, *args: Any, **kwargs: Any) -> float:
+            return adapter.time_call(self_, op, args, kwargs)
+
+        original_init = result_cls.__init__
+
+        def result_init(self_: Any, *args: Any, **kwargs: Any) -> None:
+            original_init(self_, *args, **kwargs)
+            adapter.capture(self_)
+
+        self._patch(bench_cls, "get_latency", get_latency)
+        self._patch(result_cls, "__init__", result_init)
+        return True
+
+    def _patch(self, owner: Any, name: str, value: Any) -> None:
+        self._patched.append((owner, name, owner.__dict__.get(name)))
+        setattr(owner, name, value)
+
+    def uninstall(self) -> None:
+        for owner, name, old in reversed(self._patched):
+            if old is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, old)
+        self._patched.clear()
+
+    def time_call(
+        self, bench: Any, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> float:
+        fn: Callable[[], Any] = lambda: op(*args, **kwargs)  # noqa: E731
+        if getattr(bench, "is_backward", False):
+            import torch
+
+            out = fn()
+            dout = torch.randn_like(out)
+            xs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+
+            def fn() -> Any:
+                return torch.autograd.grad((out,), xs, grad_outputs=(dout,), retain_graph=True)
+
+        m = self.timer.measure(fn)
+        self._samples[m.ms] = m
+        return m.ms
+
+    def capture(self, result: Any) -> None:
+        op = str(getattr(result, "op_name", "?"))
+        dtype = _short_dtype(getattr(result, "dtype", "?"))
+        for metric in getattr(result, "result", None) or []:
+            latency = getattr(metric, "latency", None)
+            base = getattr(metric, "latency_base", None)
+            m = self._samples.pop(latency, None) if latency is not None else None
+            mb = self._samples.pop(base, None) if base is not None else None
+            shape = str(getattr(metric, "shape_detail", ""))
+            error = getattr(metric, "error_msg", None)
+            row = Row(
+                op=op,
+                dtype=dtype,
+                shape=shape,
+                latency=latency,
+                latency_base=base,
+                timer=m.timer if m else "direct",
+                fallback=m.fallback if m else None,
+                spread=m.spread if m else None,
+                spread_base=mb.spread if mb else None,
+                status="failed" if error else "ok",
+                error=str(error) if error else None,
+            )
+            if row.fallback:
+                self.echo(
+                    f"{FALLBACK_MARK} op={op} dtype={dtype} shape={shape} reason={row.fallback}"
+                )
+            self.sink(row)
+        self._samples.clear()

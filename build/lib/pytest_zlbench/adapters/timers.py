@@ -1,0 +1,331 @@
+"""The timers: graph capture with per-shape fallback, the direct timer, and the CPU clock.
+
+Timers are written against a small device API (:class:`DeviceAPI`) so that the capture logic can
+be tested on a CPU against a faithful fake, and driven on a card by :mod:`.torch_api`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..core.records import Spread
+from ..core.stats import spread
+
+FALLBACK_MARK = "BENCHMARK_DIRECT_NO_CUDAGRAPH"
+
+#: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
+FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})
+
+
+class FatalDeviceError(RuntimeError):
+    """The device context is unusable (illegal address, device-side assert): fail loudly."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    ms: float
+    spread: Spread
+    timer: str
+    fallback: str | None = None
+    settings: str = ""
+
+
+class Timer(Protocol):
+    name: str
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement: ...
+
+    def describe(self) -> str: ...
+
+
+class DeviceAPI(Protocol):
+    """What the graph and direct timers need from a device runtime."""
+
+    def synchronize(self) -> None: ...
+    def event(self) -> Any: ...
+    def elapsed_ms(self, start: Any, end: Any) -> float: ...
+    def new_graph(self) -> Any: ...
+    def capture(self, graph: Any) -> Any: ...  # a context manager
+    def replay(self, graph: Any) -> None: ...
+    def release(self, graph: Any) -> None: ...
+    def get_rng_state(self) -> Any: ...
+    def set_rng_state(self, state: Any) -> None: ...
+    def is_capturing(self) -> bool: ...
+    def empty_cache(self) -> None: ...
+    def error_code(self, exc: BaseException) -> int | None: ...
+    def make_flush(self) -> Callable[[], Any]: ...
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, outermost first."""
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and not any(cur is seen for seen in out):
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def _fatal(api: DeviceAPI, exc: BaseException) -> bool:
+    # the whole chain: ending an invalidated capture reports 901 on top of the real error
+    return any(api.error_code(e) in FATAL_CODES for e in _chain(exc))
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first[:160]}"
+
+
+def _reason(exc: BaseException) -> str:
+    chain = _chain(exc)
+    if len(chain) == 1:
+        return _line(exc)
+    return f"{_line(exc)} <- {_line(chain[-1])}"  # the first error says what the op did
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU
+
+
+class CpuTimer:
+    """A monotonic-clock timer for the cpu backend, same row format as the device timers.
+
+    Calls are batched so that one sample lasts at least ``min_sample_ms``; samples are collected
+    until ``rep_ms`` has passed (at least ``min_samples``).
+    """
+
+    name = "direct"
+
+    def __init__(
+        self,
+        warmup_ms: float = 10.0,
+        rep_ms: float = 50.0,
+        min_samples: int = 9,
+        min_sample_ms: float = 0.2,
+        clock: Callable[[], int] = time.perf_counter_ns,
+    ) -> None:
+        self.warmup_ms = warmup_ms
+        self.rep_ms = rep_ms
+        self.min_samples = min_samples
+        self.min_sample_ms = min_sample_ms
+        self.clock = clock
+
+    def describe(self) -> str:
+        return f"cpu:warmup={self.warmup_ms:g}ms,rep={self.rep_ms:g}ms"
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        clock = self.clock
+        calls = 0
+        start = clock()
+        while True:
+            fn()
+            calls += 1
+            elapsed = (clock() - start) / 1e6
+            if elapsed >= self.warmup_ms and calls >= 2:
+                break
+        per_call = max(elapsed / calls, 1e-6)
+        batch = max(1, math.ceil(self.min_sample_ms / per_call))
+        samples: list[float] = []
+        begin = clock()
+        while len(samples) < self.min_samples or (clock() - begin) / 1e6 < self.rep_ms:
+            t0 = clock()
+            for _ in range(batch):
+                fn()
+            samples.append((clock() - t0) / 1e6 / batch)
+            if len(samples) >= 10_000:
+                break
+        s = spread(samples)
+        return Measurement(s.p50, s, "direct", settings=self.describe())
+
+
+# ---------------------------------------------------------------------------------------------
+# Direct (the backend's do_bench)
+
+
+class DirectTimer:
+    """The backend's ``do_bench`` with an L2 flush before each rep; the median is the latency."""
+
+    name = "direct"
+
+    def __init__(
+        self, do_bench: Callable[..., Any], warmup_ms: int = 25, rep_ms: int = 100
+    ) -> None:
+        self.do_bench = do_bench
+        self.warmup_ms = warmup_ms
+        self.rep_ms = rep_ms
+
+    def describe(self) -> str:
+        return f"warmup={self.warmup_ms}ms,rep={self.rep_ms}ms"
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        times = self.do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode="all")
+        if isinstance(times, int | float):
+            times = [float(times)]
+        s = spread([float(t) for t in times])
+        return Measurement(s.p50, s, "direct", settings=self.describe())
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph
+
+
+class GraphTimer:
+    """Capture ``calls`` back-to-back calls of the op into one device graph, replay it
+    ``replays`` times, time each replay with device events; latency = replay time / calls.
+
+    * ``calls`` is chosen from an eager estimate so that one replay lasts about ``budget_ms``.
+    * ``cold=True`` captures an L2 flush before every call and subtracts a flush-only graph.
+    * Captures run under a throwaway RNG state (restored even when capture aborts).
+    * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason.
+    * Graphs are released and the caching allocator emptied after every measurement.
+    """
+
+    name = "graph"
+
+    def __init__(
+        self,
+        api: DeviceAPI,
+        direct: Timer,
+        budget_ms: float = 20.0,
+        replays: int = 10,
+        warmup_calls: int = 3,
+        max_calls: int = 2000,
+        cold: bool = False,
+    ) -> None:
+        self.api = api
+        self.direct = direct
+        self.budget_ms = budget_ms
+        self.replays = replays
+        self.warmup_calls = warmup_calls
+        self.max_calls = max_calls
+        self.cold = cold
+
+    def describe(self) -> str:
+        return (
+            f"graph:{'cold' if self.cold else 'warm'},budget={self.budget_ms:g}ms,"
+            f"replays={self.replays}"
+        )
+
+    @contextmanager
+    def _throwaway_rng(self) -> Iterator[None]:
+        state = self.api.get_rng_state()
+        try:
+            yield
+        finally:
+            self.api.set_rng_state(state)
+
+    def _eager_ms(self, fn: Callable[[], Any], n: int) -> float:
+        api = self.api
+        api.synchronize()
+        start, end = api.event(), api.event()
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        api.synchronize()
+        return api.elapsed_ms(start, end) / n
+
+    def _capture(self, body: Callable[[], Any], calls: int) -> Any:
+        graph = self.api.new_graph()
+        try:
+            with self._throwaway_rng(), self.api.capture(graph):
+                for _ in range(calls):
+                    body()
+        except BaseException:
+            self.api.release(graph)
+            raise
+        return graph
+
+    def _time_replays(self, graph: Any, calls: int) -> list[float]:
+        api = self.api
+        api.replay(graph)  # first replay uploads the graph; not timed
+        api.synchronize()
+        out = []
+        for _ in range(self.replays):
+            start, end = api.event(), api.event()
+            start.record()
+            api.replay(graph)
+            end.record()
+            api.synchronize()
+            out.append(api.elapsed_ms(start, end) / calls)
+        return out
+
+    def _empty_cache(self) -> None:
+        """``empty_cache`` reports a dead context too (it frees device memory); as fatal."""
+        try:
+            self.api.empty_cache()
+        except Exception as exc:
+            if _fatal(self.api, exc):
+                raise FatalDeviceError(_reason(exc)) from exc
+            raise
+
+    def _recover(self, exc: BaseException) -> None:
+        """After a failed capture: leave no capture open, and surface a dead context."""
+        if _fatal(self.api, exc):
+            raise FatalDeviceError(_reason(exc)) from exc
+        try:
+            self.api.synchronize()
+        except BaseException as sync_exc:
+            if _fatal(self.api, sync_exc):
+                raise FatalDeviceError(_reason(sync_exc)) from sync_exc
+            raise
+        if self.api.is_capturing():
+            raise FatalDeviceError("stream is still capturing after a failed capture")
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        api = self.api
+        try:
+            for _ in range(self.warmup_calls):  # compiles and autotunes outside any capture
+                fn()
+            api.synchronize()
+            estimate = max(self._eager_ms(fn, 3), 1e-5)
+        except BaseException as exc:
+            # a dead context shows up at whichever call comes next, often a launch
+            if _fatal(api, exc):
+                raise FatalDeviceError(_reason(exc)) from exc
+            raise
+        calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
+        flush = api.make_flush() if self.cold else None
+        graphs: list[Any] = []
+        try:
+            try:
+                if flush is None:
+                    graph = self._capture(fn, calls)
+                    graphs.append(graph)
+                    samples = self._time_replays(graph, calls)
+                else:
+
+                    def both() -> None:
+                        flush()
+                        fn()
+
+                    g_flush = self._capture(flush, calls)
+                    graphs.append(g_flush)
+                    g_both = self._capture(both, calls)
+                    graphs.append(g_both)
+                    flush_t = self._time_replays(g_flush, calls)
+                    both_t = self._time_replays(g_both, calls)
+                    samples = [max(b - f, 0.0) for b, f in zip(both_t, flush_t, strict=True)]
+            except FatalDeviceError:
+                raise
+            except Exception as exc:
+                self._recover(exc)
+                reason = _reason(exc)
+                for g in graphs:
+                    api.release(g)
+                graphs.clear()
+                self._empty_cache()
+                m = self.direct.measure(fn)
+                return Measurement(m.ms, m.spread, "direct", fallback=reason, settings=m.settings)
+        finally:
+            for g in graphs:
+                api.release(g)
+            self._empty_cache()
+        s = spread(samples)
+        return Measurement(s.p50, s, "graph", settings=self.describe())

@@ -1,0 +1,91 @@
+"""The device API of :mod:`.timers`, driven by torch's device module (cuda, musa, npu)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from ..core.backends import Backend
+
+_GRAPH_CLASS = {"cuda": "CUDAGraph", "musa": "MUSAGraph", "npu": "NPUGraph"}
+FLUSH_BYTES = 256 * 1024 * 1024  # several times the largest L2 we know (H200: 60 MB)
+
+
+class TorchDeviceAPI:
+    def __init__(self, backend: Backend) -> None:
+        if backend.import_module:
+            importlib.import_module(backend.import_module)
+        import torch
+
+        self.torch = torch
+        self.device = backend.torch_device
+        self.m = getattr(torch, backend.torch_device)
+        self.graph_class = getattr(self.m, _GRAPH_CLASS.get(backend.torch_device, ""), None)
+
+    def synchronize(self) -> None:
+        self.m.synchronize()
+
+    def event(self) -> Any:
+        return self.m.Event(enable_timing=True)
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        return float(start.elapsed_time(end))
+
+    def new_graph(self) -> Any:
+        if self.graph_class is None:
+            raise RuntimeError(f"{self.device} has no graph class")
+        return self.graph_class()
+
+    def capture(self, graph: Any) -> Any:
+        return self.m.graph(graph)
+
+    def replay(self, graph: Any) -> None:
+        graph.replay()
+
+    def release(self, graph: Any) -> None:
+        try:
+            graph.reset()
+        except Exception:
+            pass
+
+    def get_rng_state(self) -> Any:
+        return (self.torch.get_rng_state(), self.m.get_rng_state())
+
+    def set_rng_state(self, state: Any) -> None:
+        cpu, dev = state
+        self.torch.set_rng_state(cpu)
+        try:
+            self.m.set_rng_state(dev)
+        except RuntimeError:
+            # a generator left in capture mode by an aborted capture: re-seed it from the saved
+            # state through a fresh generator state object
+            self.m.default_generators[self.m.current_device()].set_state(dev)
+
+    def is_capturing(self) -> bool:
+        fn = getattr(self.m, "is_current_stream_capturing", None)
+        return bool(fn()) if fn is not None else False
+
+    def empty_cache(self) -> None:
+        self.m.empty_cache()
+
+    def error_code(self, exc: BaseException) -> int | None:
+        code = getattr(exc, "error_code", None)
+        if isinstance(code, int):
+            return code
+        return None
+
+    def make_flush(self) -> Callable[[], Any]:
+        buf = self.torch.empty(FLUSH_BYTES, dtype=self.torch.int8, device=self.device)
+        return buf.zero_
+
+    def memory_allocated(self) -> int:
+        return int(self.m.memory_allocated())
+
+
+def triton_do_bench() -> Callable[..., Any] | None:
+    try:
+        from triton.testing import do_bench
+    except Exception:
+        return None
+    return do_bench  # type: ignore[no-any-return]

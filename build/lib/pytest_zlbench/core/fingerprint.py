@@ -1,0 +1,380 @@
+"""TTGIR fingerprints of a Triton cache directory (pure: no pytest, torch or triton).
+
+A run's fingerprint is, per kernel name, the sorted multiset of normalised TTGIR hashes of its
+variants (SPEC §7, triton-ir.md §3). Normalisation is either Triton's own re-parse without debug
+info (method ``nodebug``, supplied by ``adapters.triton_ir.nodebug_text``) or the text-only
+location stripping of :func:`strip_locations` (method ``stripped``). Hashes made by different
+methods are never compared. Cache hash-directory names are not part of the fingerprint: a
+cache-invalidating switch renames every directory even where the TTGIR is identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .records import write_json
+
+SCHEMA = 1
+METHODS: tuple[str, ...] = ("nodebug", "stripped")
+MIXED = "mixed"
+TTGIR_SUFFIX = ".ttgir"
+
+#: Re-parses one ``.ttgir`` file and prints it without debug info; ``None`` when it cannot.
+NodebugFn = Callable[[str], str | None]
+
+# An op occurrence: the op name not preceded by an identifier character, '.' or '#' (layout
+# aliases such as ``#ttg.blocked`` never spell the op, but be strict anyway); the generic form
+# ``"ttg.convert_layout"(...)`` is preceded by a quote and counts.
+_CONVERT_LAYOUT = re.compile(r"(?<![\w.#])ttg\.convert_layout(?![\w.])")
+
+_LOC_OPEN = "loc("
+# What the location scan stops at: a string literal (skipped whole) or a possible location.
+_TOKEN = re.compile(r'"|loc\(')
+
+
+def _skip_string(line: str, i: int) -> int:
+    """Index just past the string literal whose opening quote is at ``line[i]``."""
+    i += 1
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == '"':
+            return i + 1
+        i += 1
+    return i
+
+
+def _loc_end(line: str, open_paren: int) -> int:
+    """Index just past the parenthesis balancing ``line[open_paren]`` (``len(line)`` if none)."""
+    depth = 0
+    i = open_paren
+    while i < len(line):
+        ch = line[i]
+        if ch == '"':
+            i = _skip_string(line, i)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return i
+
+
+def _strip_line(line: str) -> str:
+    if _LOC_OPEN not in line:
+        return line
+    out: list[str] = []
+    start = 0  # start of the not-yet-copied part of the line
+    i = 0
+    while (match := _TOKEN.search(line, i)) is not None:
+        j = match.start()
+        if line[j] == '"':
+            i = _skip_string(line, j)
+        elif j == 0 or line[j - 1] in " \t":
+            cut = j
+            while cut > start and line[cut - 1] in " \t":
+                cut -= 1
+            out.append(line[start:cut])
+            i = start = _loc_end(line, j + len(_LOC_OPEN) - 1)
+        else:
+            i = j + 1
+    out.append(line[start:])
+    return "".join(out)
+
+
+def strip_locations(text: str) -> str:
+    """Remove every MLIR location from TTGIR text (triton-ir.md §3.2).
+
+    Drops ``#loc`` alias lines and every `` loc(...)`` span, found with a balanced-parenthesis scan
+    that ignores parentheses inside string literals (locations nest, occur mid-line and inside
+    block- and function-argument lists). Trailing whitespace and empty lines are removed; the
+    result ends with a newline unless it is empty.
+    """
+    lines: list[str] = []
+    for raw in text.splitlines():
+        if raw.startswith("#loc"):
+            continue
+        line = _strip_line(raw).rstrip()
+        if line:
+            lines.append(line)
+    return "".join(line + "\n" for line in lines)
+
+
+def count_convert_layout(text: str) -> int:
+    """Number of ``ttg.convert_layout`` op occurrences in TTGIR text (triton-ir.md §4)."""
+    return len(_CONVERT_LAYOUT.findall(text))
+
+
+def kernel_name(filename: str | os.PathLike[str]) -> str:
+    """Kernel name of a cache artifact: the stem of ``<name>.ttgir``, a leading ``@`` removed."""
+    name = os.path.basename(os.fspath(filename))
+    stem = name[: -len(TTGIR_SUFFIX)] if name.endswith(TTGIR_SUFFIX) else Path(name).stem
+    return stem[1:] if stem.startswith("@") else stem
+
+
+def text_hash(text: str) -> str:
+    """SHA-256 hex digest of ``text`` encoded as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class IrEntry:
+    """One ``.ttgir`` file of a cache: where it is, whose it is, and its normalised hash."""
+
+    path: str
+    kernel: str
+    hash: str
+    method: str
+    convert_layout: int
+    num_warps: int | None = None
+    num_stages: int | None = None
+    num_ctas: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kernel": self.kernel,
+            "hash": self.hash,
+            "method": self.method,
+            "convert_layout": self.convert_layout,
+            "num_warps": self.num_warps,
+            "num_stages": self.num_stages,
+            "num_ctas": self.num_ctas,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "ir.json") -> IrEntry:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{source}: entry is not an object")
+        for key in ("path", "kernel", "hash", "method"):
+            if not isinstance(data.get(key), str):
+                raise ValueError(f"{source}: entry field {key!r} must be a string")
+        if data["method"] not in METHODS:
+            raise ValueError(f"{source}: entry method {data['method']!r} not in {METHODS}")
+        count = data.get("convert_layout")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ValueError(f"{source}: entry field 'convert_layout' must be an integer >= 0")
+        optional: dict[str, int | None] = {}
+        for key in ("num_warps", "num_stages", "num_ctas"):
+            value = data.get(key)
+            if value is not None and not _is_int(value):
+                raise ValueError(f"{source}: entry field {key!r} must be an integer or null")
+            optional[key] = value
+        return cls(
+            path=data["path"],
+            kernel=data["kernel"],
+            hash=data["hash"],
+            method=data["method"],
+            convert_layout=count,
+            **optional,
+        )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def report_method(entries: tuple[IrEntry, ...], default: str = "stripped") -> str:
+    """The method of some entries: theirs if they agree, ``"mixed"`` if not, else ``default``."""
+    methods = {e.method for e in entries}
+    if not methods:
+        return default
+    return methods.pop() if len(methods) == 1 else MIXED
+
+
+@dataclass(frozen=True)
+class IrReport:
+    """Every ``.ttgir`` of one run's Triton cache, as written to ``ir.json``.
+
+    ``method`` is ``"nodebug"`` or ``"stripped"`` when every entry used it, ``"mixed"`` otherwise.
+    ``triton_version`` is the version that wrote the cache (from the metadata ``.json`` files).
+    """
+
+    entries: tuple[IrEntry, ...]
+    method: str
+    triton_version: str | None = None
+
+    def fingerprint(self) -> dict[str, list[str]]:
+        """Per kernel name, the sorted list (a multiset) of its variants' hashes."""
+        per_kernel: dict[str, list[str]] = {}
+        for entry in self.entries:
+            per_kernel.setdefault(entry.kernel, []).append(entry.hash)
+        return {kernel: sorted(per_kernel[kernel]) for kernel in sorted(per_kernel)}
+
+    def convert_layout_total(self) -> int:
+        return sum(e.convert_layout for e in self.entries)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "method": self.method,
+            "triton_version": self.triton_version,
+            "entries": [e.to_json() for e in self.entries],
+            "fingerprint": self.fingerprint(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "ir.json") -> IrReport:
+        """Parse the ``ir.json`` form; raise ``ValueError`` (one line) on malformed input."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{source}: not a JSON object")
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"{source}: unsupported schema {data.get('schema')!r}")
+        method = data.get("method")
+        if method not in (*METHODS, MIXED):
+            raise ValueError(f"{source}: method {method!r} not in {(*METHODS, MIXED)}")
+        version = data.get("triton_version")
+        if version is not None and not isinstance(version, str):
+            raise ValueError(f"{source}: triton_version must be a string or null")
+        raw_entries = data.get("entries")
+        if not isinstance(raw_entries, list):
+            raise ValueError(f"{source}: entries must be a list")
+        entries = tuple(IrEntry.from_json(e, source) for e in raw_entries)
+        if entries and report_method(entries) != method:
+            raise ValueError(
+                f"{source}: method {method!r} does not match the entries' "
+                f"{report_method(entries)!r}"
+            )
+        report = cls(entries=entries, method=method, triton_version=version)
+        if "fingerprint" in data and data["fingerprint"] != report.fingerprint():
+            raise ValueError(f"{source}: fingerprint does not match the entries")
+        return report
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Write ``ir.json`` atomically."""
+        write_json(path, self.to_json())
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> IrReport:
+        """Read ``ir.json``; raise ``ValueError`` (one line) if missing, unreadable or malformed."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+            data = json.loads(text)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            detail = str(exc).splitlines()[0] if str(exc) else ""
+            raise ValueError(f"{path}: unreadable ({type(exc).__name__}: {detail})") from None
+        return cls.from_json(data, source=str(path))
+
+
+def _read_metadata(path: Path) -> dict[str, Any]:
+    """The sibling ``<name>.json`` metadata, or ``{}`` when absent or not a valid JSON object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def scan_cache(
+    root: str | os.PathLike[str],
+    nodebug: NodebugFn | None = None,
+    *,
+    triton_version: str | None = None,
+) -> IrReport:
+    """Fingerprint every ``.ttgir`` under a Triton cache root, skipping ``tmp.*`` directories.
+
+    The text hashed is ``nodebug(path)`` when that callable is given and returns a string (method
+    ``nodebug``), else the file's text through :func:`strip_locations` (method ``stripped``).
+    ``num_warps``/``num_stages``/``num_ctas`` come from the sibling ``<name>.json`` when present and
+    valid. ``triton_version`` defaults to the one recorded in those ``.json`` files (several
+    distinct versions are joined with ``","`` so that comparisons see them). Entries are sorted by
+    path. An unreadable ``.ttgir`` raises ``ValueError``.
+    """
+    base = Path(root)
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("tmp."))
+        found.extend(Path(dirpath) / f for f in filenames if f.endswith(TTGIR_SUFFIX))
+    entries: list[IrEntry] = []
+    versions: set[str] = set()
+    for path in sorted(found, key=lambda p: p.relative_to(base).as_posix()):
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: unreadable ({type(exc).__name__})") from None
+        text = nodebug(str(path)) if nodebug is not None else None
+        method = "nodebug"
+        if not isinstance(text, str):
+            text, method = strip_locations(raw), "stripped"
+        meta = _read_metadata(path.with_name(path.name[: -len(TTGIR_SUFFIX)] + ".json"))
+        if isinstance(meta.get("triton_version"), str):
+            versions.add(meta["triton_version"])
+        entries.append(
+            IrEntry(
+                path=path.relative_to(base).as_posix(),
+                kernel=kernel_name(path.name),
+                hash=text_hash(text),
+                method=method,
+                convert_layout=count_convert_layout(text),
+                num_warps=_int_or_none(meta.get("num_warps")),
+                num_stages=_int_or_none(meta.get("num_stages")),
+                num_ctas=_int_or_none(meta.get("num_ctas")),
+            )
+        )
+    if triton_version is None and versions:
+        triton_version = ",".join(sorted(versions))
+    frozen = tuple(entries)
+    default = "nodebug" if nodebug is not None else "stripped"
+    return IrReport(frozen, report_method(frozen, default), triton_version)
+
+
+@dataclass(frozen=True)
+class IrDiff:
+    """How two runs' TTGIR fingerprints differ (the IR columns of ``screen.tsv``)."""
+
+    kernels_a: int
+    kernels_b: int
+    kernels_changed: tuple[str, ...]
+    convert_layout_a: int
+    convert_layout_b: int
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.kernels_changed)
+
+
+def compare(a: IrReport, b: IrReport) -> IrDiff:
+    """Compare two fingerprints kernel by kernel.
+
+    A kernel counts as changed when its multiset of variant hashes differs, including a kernel
+    present on one side only. Raises ``ValueError`` when the hashes are not comparable: different
+    or mixed methods, or different known Triton versions.
+    """
+    if a.method == MIXED or b.method == MIXED:
+        raise ValueError(
+            "cannot compare IR fingerprints: a report mixes nodebug and stripped hashes"
+        )
+    if a.method != b.method:
+        raise ValueError(
+            f"cannot compare IR fingerprints made by different methods ({a.method} vs {b.method})"
+        )
+    if a.triton_version and b.triton_version and a.triton_version != b.triton_version:
+        raise ValueError(
+            "cannot compare IR fingerprints from different Triton versions "
+            f"({a.triton_version} vs {b.triton_version})"
+        )
+    fa, fb = a.fingerprint(), b.fingerprint()
+    changed = tuple(sorted(k for k in fa.keys() | fb.keys() if fa.get(k) != fb.get(k)))
+    return IrDiff(
+        kernels_a=len(fa),
+        kernels_b=len(fb),
+        kernels_changed=changed,
+        convert_layout_a=a.convert_layout_total(),
+        convert_layout_b=b.convert_layout_total(),
+    )

@@ -1,0 +1,260 @@
+"""Rows, run identities and their on-disk forms (pure: no pytest, torch or triton).
+
+A *row* is one measurement. A *run identity* describes the run that produced rows. Both round-trip
+through JSON; files are written atomically (temp file in the same directory, then ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+
+#: The seven caliber fields of SPEC §5, in order. Two runs are comparable only when all are equal.
+CALIBER_FIELDS: tuple[str, ...] = (
+    "backend",
+    "device",
+    "timer",
+    "bench_level",
+    "shape_mode",
+    "tuner_cache",
+    "direct_repeat",
+)
+AUTOTUNE_MODES: tuple[str, ...] = ("record", "replay", "off")
+TUNER_CACHES: tuple[str, ...] = ("isolated", "shared", "inherited")
+TIMERS: tuple[str, ...] = ("graph", "direct")
+
+IDENTITY_FILE = "run_identity.json"
+ROWS_FILE = "rows.jsonl"
+SUMMARY_FILE = "summary.tsv"
+LOG_FILE = "run.log"
+IR_FILE = "ir.json"
+COMPLETE_FILE = ".complete"
+
+
+class RecordError(ValueError):
+    """A file or value that cannot be a valid record; the message is one line naming the problem."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Within-run spread of one latency's samples, in milliseconds."""
+
+    p20: float
+    p50: float
+    p80: float
+    n: int
+
+    @property
+    def rel(self) -> float:
+        """(p80 - p20) / p50: the relative width of the middle of the sample distribution."""
+        return (self.p80 - self.p20) / self.p50 if self.p50 > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measurement of one operator at one dtype and shape.
+
+    ``latency`` is the candidate (FlagGems) latency and ``latency_base`` the baseline (torch)
+    latency, both in milliseconds; either may be ``None`` when that side was not measured.
+    ``timer`` is the timer that produced ``latency``; ``fallback`` says why a graph timer fell back
+    to the direct one for this shape.
+    """
+
+    op: str
+    dtype: str
+    shape: str
+    latency: float | None
+    latency_base: float | None = None
+    timer: str = "direct"
+    fallback: str | None = None
+    spread: Spread | None = None
+    spread_base: Spread | None = None
+    node: str = ""
+    card: str = ""
+    status: str = "ok"
+    error: str | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        if self.latency and self.latency_base and self.latency > 0 and self.latency_base > 0:
+            return self.latency_base / self.latency
+        return None
+
+    @property
+    def usable(self) -> bool:
+        """True when the candidate latency is a finite positive number from a successful row."""
+        return self.status == "ok" and is_positive_latency(self.latency)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("spread", "spread_base"):
+            if data[key] is None:
+                del data[key]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Row:
+        if not isinstance(data, Mapping):
+            raise RecordError(f"row is not a JSON object: {data!r:.60}")
+        known = {f.name for f in fields(cls)}
+        missing = [k for k in ("op", "dtype", "shape", "latency") if k not in data]
+        if missing:
+            raise RecordError(f"row lacks {', '.join(missing)}")
+        kwargs = {k: v for k, v in data.items() if k in known}
+        for key in ("spread", "spread_base"):
+            if kwargs.get(key) is not None:
+                try:
+                    kwargs[key] = Spread(**kwargs[key])
+                except TypeError as exc:
+                    raise RecordError(f"row {key} is malformed: {exc}") from None
+        for key in ("latency", "latency_base"):
+            value = kwargs.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise RecordError(f"row {key} is not a number: {value!r:.40}")
+        for key in ("op", "dtype", "shape"):
+            if not isinstance(kwargs[key], str):
+                raise RecordError(f"row {key} is not a string: {kwargs[key]!r:.40}")
+        return cls(**kwargs)
+
+
+def is_positive_latency(value: float | None) -> bool:
+    return value is not None and math.isfinite(value) and value > 0
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What a run was: the seven caliber fields, the autotune mode, and informational fields."""
+
+    backend: str
+    device: str
+    timer: str
+    bench_level: str
+    shape_mode: str
+    tuner_cache: str
+    direct_repeat: str
+    autotune_mode: str = "off"
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def caliber(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in CALIBER_FIELDS}
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = self.caliber()
+        data["autotune_mode"] = self.autotune_mode
+        for key, value in self.info.items():
+            if key not in data:
+                data[key] = value
+        data.setdefault("schema", SCHEMA)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "run_identity.json") -> RunIdentity:
+        if not isinstance(data, Mapping):
+            raise RecordError(f"{source}: not a JSON object")
+        missing = [k for k in (*CALIBER_FIELDS, "autotune_mode") if k not in data]
+        if missing:
+            raise RecordError(f"{source}: missing field(s) {', '.join(missing)}")
+        values = {}
+        for key in (*CALIBER_FIELDS, "autotune_mode"):
+            value = data[key]
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise RecordError(f"{source}: field {key} is not a string: {value!r:.40}")
+            values[key] = str(value)
+        if values["autotune_mode"] not in AUTOTUNE_MODES:
+            raise RecordError(
+                f"{source}: autotune_mode {values['autotune_mode']!r} is not one of "
+                f"{', '.join(AUTOTUNE_MODES)}"
+            )
+        info = {k: v for k, v in data.items() if k not in values}
+        return cls(info=info, **values)
+
+    def replace(self, **changes: Any) -> RunIdentity:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data.update(changes)
+        return RunIdentity(**data)
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see either the old file or the whole new one."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
+
+
+def read_identity(run_dir: str | os.PathLike[str]) -> RunIdentity:
+    path = Path(run_dir) / IDENTITY_FILE
+    if not path.is_file():
+        raise RecordError(f"{path}: missing")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+    return RunIdentity.from_json(data, source=str(path))
+
+
+def write_identity(run_dir: str | os.PathLike[str], identity: RunIdentity) -> None:
+    write_json(Path(run_dir) / IDENTITY_FILE, identity.to_json())
+
+
+def rows_to_jsonl(rows: Iterable[Row]) -> str:
+    return "".join(json.dumps(r.to_json(), allow_nan=True) + "\n" for r in rows)
+
+
+def iter_rows_jsonl(text: str, source: str = ROWS_FILE) -> Iterator[Row]:
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{source}:{lineno}: not JSON ({exc.msg})") from None
+        try:
+            yield Row.from_json(data)
+        except RecordError as exc:
+            raise RecordError(f"{source}:{lineno}: {exc}") from None
+
+
+def read_rows(run_dir: str | os.PathLike[str]) -> list[Row]:
+    path = Path(run_dir) / ROWS_FILE
+    if not path.is_file():
+        raise RecordError(f"{path}: missing")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(f"{path}: unreadable ({exc})") from None
+    return list(iter_rows_jsonl(text, source=str(path)))
+
+
+def is_complete(run_dir: str | os.PathLike[str]) -> bool:
+    return (Path(run_dir) / COMPLETE_FILE).is_file()

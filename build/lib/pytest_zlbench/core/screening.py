@@ -1,0 +1,448 @@
+"""Pairing rows of two sides, aggregating rounds, verdicts, ``screen.tsv`` (SPEC §7, §8).
+
+Rows pair by (operator, dtype, size detail, occurrence): a size detail can repeat within one
+table, so the n-th occurrence on side A pairs with the n-th on side B, never by overwriting.
+Only rows that succeeded on both sides with a positive finite latency count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .fingerprint import IrReport, compare
+from .records import CALIBER_FIELDS, Row, RunIdentity
+from .render import read_tsv, table, to_tsv
+from .stats import median
+
+IR_CHANGED = "IR_CHANGED"
+NO_IR_DIFF = "NO_IR_DIFF"
+NO_TRITON = "NO_TRITON"
+NO_ROWS = "NO_ROWS"
+IR_UNKNOWN = "IR_UNKNOWN"
+VERDICTS = (IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, IR_UNKNOWN)
+SKIP_NOTE = "SWITCH_NO_IR_DIFF"
+
+COLUMNS: tuple[str, ...] = (
+    "op",
+    "verdict",
+    "rows",
+    "range",
+    "median_delta_pct",
+    "sign_flips",
+    "kernels_a",
+    "kernels_b",
+    "kernels_changed",
+    "convert_layout_a",
+    "convert_layout_b",
+    "note",
+    *CALIBER_FIELDS,
+)
+
+Key = tuple[str, str, str, int]
+
+
+def keyed(rows: Iterable[Row]) -> dict[Key, Row]:
+    """Rows keyed by (op, dtype, shape, occurrence)."""
+    seen: dict[tuple[str, str, str], int] = {}
+    out: dict[Key, Row] = {}
+    for row in rows:
+        base = (row.op, row.dtype, row.shape)
+        occurrence = seen.get(base, 0)
+        seen[base] = occurrence + 1
+        key: Key = (base[0], base[1], base[2], occurrence)
+        out[key] = row
+    return out
+
+
+@dataclass(frozen=True)
+class Pair:
+    key: Key
+    a: Row
+    b: Row
+
+    @property
+    def delta(self) -> float:
+        if self.a.latency is None or self.b.latency is None:
+            raise ValueError("pair without latencies")
+        return self.b.latency / self.a.latency - 1.0
+
+    @property
+    def timers_differ(self) -> bool:
+        return self.a.timer != self.b.timer
+
+
+@dataclass(frozen=True)
+class Pairing:
+    pairs: tuple[Pair, ...]
+    keys_total: int  # distinct keys seen on either side
+    only_a: int
+    only_b: int
+    unusable: int  # keys present on both sides where a side did not succeed
+
+    @property
+    def complete(self) -> bool:
+        return len(self.pairs) == self.keys_total
+
+
+def pair_rows(rows_a: Iterable[Row], rows_b: Iterable[Row]) -> Pairing:
+    ka, kb = keyed(rows_a), keyed(rows_b)
+    pairs = []
+    unusable = 0
+    for key, a in ka.items():
+        b = kb.get(key)
+        if b is None:
+            continue
+        if a.usable and b.usable:
+            pairs.append(Pair(key, a, b))
+        else:
+            unusable += 1
+    keys = set(ka) | set(kb)
+    return Pairing(
+        pairs=tuple(pairs),
+        keys_total=len(keys),
+        only_a=len(set(ka) - set(kb)),
+        only_b=len(set(kb) - set(ka)),
+        unusable=unusable,
+    )
+
+
+@dataclass(frozen=True)
+class RoundInput:
+    """One round of one operator: both sides' rows, IR reports (None = not recorded) and
+    identities; ``failed`` holds the cause when a side of this round did not complete."""
+
+    round: int
+    order: str  # "AB" or "BA"
+    rows_a: Sequence[Row] = ()
+    rows_b: Sequence[Row] = ()
+    ir_a: IrReport | None = None
+    ir_b: IrReport | None = None
+    identity_a: RunIdentity | None = None
+    identity_b: RunIdentity | None = None
+    failed: str | None = None
+
+
+@dataclass(frozen=True)
+class ShapeResult:
+    key: Key
+    deltas: tuple[float, ...]  # one per round that paired this key
+
+    @property
+    def median(self) -> float:
+        return median(self.deltas)
+
+    @property
+    def round_spread(self) -> float:
+        return max(self.deltas) - min(self.deltas)
+
+    @property
+    def sign_flip(self) -> bool:
+        return any(d > 0 for d in self.deltas) and any(d < 0 for d in self.deltas)
+
+
+@dataclass(frozen=True)
+class OpResult:
+    op: str
+    verdict: str
+    rounds: int
+    rounds_failed: int
+    rows_paired: int
+    rows_total: int
+    shapes: tuple[ShapeResult, ...]
+    kernels_a: int | None
+    kernels_b: int | None
+    kernels_changed: tuple[str, ...]
+    convert_layout_a: int | None
+    convert_layout_b: int | None
+    within_side_spread: float | None  # median (p80-p20)/p50 over every row of every side
+    delta_spread: float | None  # median over shapes of (max - min) per-round delta
+    notes: tuple[str, ...]
+    caliber: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def has_range(self) -> bool:
+        return (
+            self.verdict in (IR_CHANGED, NO_IR_DIFF, IR_UNKNOWN)
+            and self.rounds_failed == 0
+            and bool(self.shapes)
+        )
+
+    @property
+    def range(self) -> tuple[float, float] | None:
+        if not self.has_range:
+            return None
+        medians = [s.median for s in self.shapes]
+        return min(medians), max(medians)
+
+    @property
+    def median_delta(self) -> float | None:
+        if not self.has_range:
+            return None
+        return median([s.median for s in self.shapes])
+
+    @property
+    def sign_flips(self) -> tuple[Key, ...]:
+        return tuple(s.key for s in self.shapes if s.sign_flip)
+
+    def range_text(self) -> str:
+        r = self.range
+        if r is None:
+            return ""
+        text = f"{r[0] * 100:+.2f}% ~ {r[1] * 100:+.2f}%"
+        if self.verdict == NO_IR_DIFF:
+            return f"noise floor {text}"
+        if self.verdict == IR_UNKNOWN:
+            return f"IR not recorded {text}"
+        return text
+
+    def rows_text(self) -> str:
+        if self.rows_paired == self.rows_total:
+            return str(self.rows_paired)
+        return f"{self.rows_paired}/{self.rows_total}"
+
+    def to_line(self) -> ScreenLine:
+        median_delta = self.median_delta
+        return ScreenLine(
+            op=self.op,
+            verdict=self.verdict,
+            rows=self.rows_text(),
+            range=self.range_text(),
+            median_delta_pct="" if median_delta is None else f"{median_delta * 100:+.3f}",
+            sign_flips=str(len(self.sign_flips)) if self.has_range else "",
+            kernels_a=_opt(self.kernels_a),
+            kernels_b=_opt(self.kernels_b),
+            kernels_changed=",".join(self.kernels_changed),
+            convert_layout_a=_opt(self.convert_layout_a),
+            convert_layout_b=_opt(self.convert_layout_b),
+            note="; ".join(self.notes),
+            caliber=dict(self.caliber),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "verdict": self.verdict,
+            "rounds": self.rounds,
+            "rounds_failed": self.rounds_failed,
+            "rows_paired": self.rows_paired,
+            "rows_total": self.rows_total,
+            "range": list(self.range) if self.range else None,
+            "median_delta": self.median_delta,
+            "within_side_spread": self.within_side_spread,
+            "delta_spread": self.delta_spread,
+            "sign_flips": [list(k) for k in self.sign_flips],
+            "kernels_changed": list(self.kernels_changed),
+            "notes": list(self.notes),
+            "caliber": dict(self.caliber),
+            "shapes": [
+                {
+                    "op": s.key[0],
+                    "dtype": s.key[1],
+                    "shape": s.key[2],
+                    "occurrence": s.key[3],
+                    "deltas": list(s.deltas),
+                    "median": s.median,
+                    "round_spread": s.round_spread,
+                    "sign_flip": s.sign_flip,
+                }
+                for s in self.shapes
+            ],
+        }
+
+
+def _opt(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def _rel_spreads(rows: Iterable[Row]) -> list[float]:
+    out = []
+    for row in rows:
+        if row.spread is not None and math.isfinite(row.spread.rel):
+            out.append(row.spread.rel)
+    return out
+
+
+def caliber_of(rounds: Sequence[RoundInput]) -> dict[str, str]:
+    for r in rounds:
+        if r.identity_a is not None and r.identity_b is not None:
+            ca, cb = r.identity_a.caliber(), r.identity_b.caliber()
+            return {k: ca[k] if ca[k] == cb[k] else f"{ca[k]}|{cb[k]}" for k in CALIBER_FIELDS}
+        if r.identity_a is not None:
+            return r.identity_a.caliber()
+    return {}
+
+
+def aggregate(op: str, rounds: Sequence[RoundInput], notes: Sequence[str] = ()) -> OpResult:
+    """Fold every round of one operator into one verdict, range and dispersions."""
+    notes_out = list(notes)
+    failed = [r for r in rounds if r.failed is not None]
+    for r in failed:
+        notes_out.append(f"round {r.round} failed: {r.failed}")
+    ok = [r for r in rounds if r.failed is None]
+    per_key: dict[Key, list[float]] = {}
+    keys_total = 0
+    timer_mismatch = 0
+    spreads: list[float] = []
+    for r in ok:
+        pairing = pair_rows(r.rows_a, r.rows_b)
+        keys_total = max(keys_total, pairing.keys_total)
+        for p in pairing.pairs:
+            per_key.setdefault(p.key, []).append(p.delta)
+            timer_mismatch += p.timers_differ
+        spreads += _rel_spreads(r.rows_a) + _rel_spreads(r.rows_b)
+    if timer_mismatch:
+        notes_out.append(f"timers differ between sides on {timer_mismatch} row(s)")
+    if ok and keys_total > len(per_key):
+        notes_out.append(f"paired {len(per_key)} of {keys_total} rows")
+    shapes = tuple(ShapeResult(k, tuple(v)) for k, v in per_key.items())
+
+    kernels_a = kernels_b = cl_a = cl_b = None
+    changed: tuple[str, ...] = ()
+    ir_known = bool(ok) and all(r.ir_a is not None and r.ir_b is not None for r in ok)
+    any_change = False
+    any_kernels = False
+    for r in ok:
+        if r.ir_a is None or r.ir_b is None:
+            continue
+        try:
+            diff = compare(r.ir_a, r.ir_b)
+        except ValueError as exc:
+            notes_out.append(f"IR not comparable: {exc}")
+            ir_known = False
+            break
+        if kernels_a is None:
+            kernels_a, kernels_b = diff.kernels_a, diff.kernels_b
+            cl_a, cl_b = diff.convert_layout_a, diff.convert_layout_b
+        any_kernels = any_kernels or diff.kernels_a > 0 or diff.kernels_b > 0
+        if diff.changed:
+            any_change = True
+            changed = tuple(sorted(set(changed) | set(diff.kernels_changed)))
+
+    if not shapes:
+        verdict = NO_ROWS
+    elif not ir_known:
+        verdict = IR_UNKNOWN
+    elif not any_kernels:
+        verdict = NO_TRITON
+    elif any_change:
+        verdict = IR_CHANGED
+    else:
+        verdict = NO_IR_DIFF
+
+    delta_spread = median([s.round_spread for s in shapes]) if len(ok) > 1 and shapes else None
+    return OpResult(
+        op=op,
+        verdict=verdict,
+        rounds=len(rounds),
+        rounds_failed=len(failed),
+        rows_paired=len(shapes),
+        rows_total=keys_total,
+        shapes=shapes,
+        kernels_a=kernels_a,
+        kernels_b=kernels_b,
+        kernels_changed=changed,
+        convert_layout_a=cl_a,
+        convert_layout_b=cl_b,
+        within_side_spread=median(spreads) if spreads else None,
+        delta_spread=delta_spread,
+        notes=tuple(notes_out),
+        caliber=caliber_of(rounds),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# screen.tsv
+
+
+@dataclass(frozen=True)
+class ScreenLine:
+    op: str
+    verdict: str
+    rows: str
+    range: str
+    median_delta_pct: str
+    sign_flips: str
+    kernels_a: str
+    kernels_b: str
+    kernels_changed: str
+    convert_layout_a: str
+    convert_layout_b: str
+    note: str
+    caliber: Mapping[str, str]
+
+    def cells(self) -> list[str]:
+        head = [
+            self.op,
+            self.verdict,
+            self.rows,
+            self.range,
+            self.median_delta_pct,
+            self.sign_flips,
+            self.kernels_a,
+            self.kernels_b,
+            self.kernels_changed,
+            self.convert_layout_a,
+            self.convert_layout_b,
+            self.note,
+        ]
+        return head + [self.caliber.get(k, "") for k in CALIBER_FIELDS]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(zip(COLUMNS, self.cells(), strict=True))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, str]) -> ScreenLine:
+        values = {k: str(data.get(k, "")) for k in COLUMNS}
+        if values["verdict"] not in VERDICTS:
+            raise ValueError(
+                f"screen line for {values['op']!r}: unknown verdict {values['verdict']!r}"
+            )
+        caliber = {k: values.pop(k) for k in CALIBER_FIELDS}
+        return cls(caliber=caliber, **values)
+
+
+def write_screen(lines: Iterable[ScreenLine]) -> str:
+    return to_tsv(COLUMNS, (line.cells() for line in sorted(lines, key=lambda x: x.op)))
+
+
+def read_screen(text: str, source: str = "screen.tsv") -> list[ScreenLine]:
+    return [ScreenLine.from_json(rec) for rec in read_tsv(text, COLUMNS, source)]
+
+
+def render_screen(lines: Sequence[ScreenLine]) -> list[str]:
+    headers = (
+        "op",
+        "verdict",
+        "rows",
+        "range (B/A - 1)",
+        "median",
+        "flips",
+        "kernels changed",
+        "convert_layout A->B",
+        "note",
+    )
+    body = []
+    for line in lines:
+        has_kernels = line.kernels_a not in ("", "0") or line.kernels_b not in ("", "0")
+        cvt = f"{line.convert_layout_a}->{line.convert_layout_b}" if has_kernels else ""
+        body.append(
+            [
+                line.op,
+                line.verdict,
+                line.rows,
+                line.range,
+                f"{line.median_delta_pct}%" if line.median_delta_pct else "",
+                line.sign_flips,
+                line.kernels_changed or "",
+                cvt,
+                line.note,
+            ]
+        )
+    out = table(headers, body)
+    if lines:
+        cal = lines[0].caliber
+        out.append("caliber: " + " ".join(f"{k}={cal.get(k, '')}" for k in CALIBER_FIELDS))
+    return out

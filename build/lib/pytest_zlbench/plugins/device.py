@@ -1,0 +1,123 @@
+"""zlbench.device: ``--zl-backend``, ``--zl-devices``, the backend registry and xdist card pinning.
+
+Each xdist worker ``gwK`` sees only card ``LIST[K % len(LIST)]`` through the backend's
+visibility variable. It is set in ``pytest_load_initial_conftests``, before any initial conftest
+(FlagGems' imports torch and initialises the device) is imported.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+
+from .. import _opts, _xdist
+from .._env import restore_env, set_env
+from .._stash import device_settings_key
+from ..core.backends import Backend, BackendRegistry
+from ..core.parsing import parse_devices
+from ..hookspecs import DeviceSpec
+
+BACKEND_HELP = (
+    "Device backend: cuda, musa, rocm, ascend, cpu (aliases nvidia, mthreads/mt, amd/hip, "
+    "npu/huawei). Default: detected from the installed torch"
+)
+DEVICES_HELP = (
+    "Card indices to use, e.g. 0,1,3. With -n N, worker gwK sees only card LIST[K %% len]. "
+    "Default: all visible cards"
+)
+
+
+@dataclass(frozen=True)
+class DeviceSettings:
+    backend: Backend
+    devices: tuple[str, ...]
+    pinned: str | None  # the card this process was pinned to, if any
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("zlbench-device", "zlbench device: backend and card selection")
+    _opts.add(parser, group, "--zl-backend", BACKEND_HELP, metavar="NAME")
+    _opts.add(parser, group, "--zl-devices", DEVICES_HELP, metavar="LIST")
+
+
+@pytest.hookimpl
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(DeviceSpec)
+
+
+def _registry(config: pytest.Config) -> BackendRegistry:
+    registry = BackendRegistry()
+    config.hook.pytest_zlbench_device_register(registry=registry)
+    return registry
+
+
+def _resolve(config: pytest.Config, registry: BackendRegistry) -> Backend:
+    name = _opts.raw(config, "zl_backend")
+    if name is None:
+        from ..adapters.device_info import detect_backend_name
+
+        name = detect_backend_name()
+    try:
+        return registry.resolve(str(name))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--zl-backend: {exc}") from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    devices_raw = _opts.raw(early_config, "zl_devices")
+    if devices_raw is None:
+        return
+    try:
+        devices = parse_devices(str(devices_raw))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    backend = _resolve(early_config, _registry(early_config))
+    if not backend.visibility_var:
+        raise pytest.UsageError(f"--zl-devices: backend {backend.name} has no cards to select")
+    index = _xdist.worker_index()
+    value = ",".join(devices) if index is None else devices[index % len(devices)]
+    set_env(early_config, backend.visibility_var, value)
+
+
+@pytest.hookimpl
+def pytest_configure(config: pytest.Config) -> None:
+    backend_raw = _opts.raw(config, "zl_backend")
+    devices_raw = _opts.raw(config, "zl_devices")
+    if backend_raw is None and devices_raw is None:
+        return
+    backend = _resolve(config, _registry(config))
+    devices = parse_devices(str(devices_raw)) if devices_raw is not None else ()
+    pinned = os.environ.get(backend.visibility_var) if devices and backend.visibility_var else None
+    config.stash[device_settings_key] = DeviceSettings(backend, devices, pinned)
+
+
+def backend_of(config: pytest.Config) -> Backend:
+    """The session's backend; detected lazily when no ``--zl-backend`` was given."""
+    settings = config.stash.get(device_settings_key, None)
+    if settings is None:
+        settings = DeviceSettings(_resolve(config, _registry(config)), (), None)
+        config.stash[device_settings_key] = settings
+    return settings.backend
+
+
+@pytest.hookimpl
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    settings = config.stash.get(device_settings_key, None)
+    if settings is None:
+        return None
+    line = f"zlbench: backend={settings.backend.name}"
+    if settings.devices:
+        line += f" devices={','.join(settings.devices)}"
+        if settings.backend.visibility_var:
+            line += f" ({settings.backend.visibility_var}={settings.pinned})"
+    return [line]
+
+
+@pytest.hookimpl
+def pytest_unconfigure(config: pytest.Config) -> None:
+    restore_env(config)
+    if device_settings_key in config.stash:
+        del config.stash[device_settings_key]

@@ -1,0 +1,195 @@
+"""zlbench.timing: ``--zl-timer``, the ``zl_bench`` fixture and the FlagGems adapter.
+
+``auto`` picks what the backend supports: graph capture with per-shape fallback where graphs
+work (CUDA, ROCm), the direct timer elsewhere, a monotonic clock on the cpu backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from .. import _opts
+from .._stash import item_rows_key, timing_settings_key
+from ..adapters.timers import Measurement, Timer
+from ..core.backends import Backend
+from ..core.parsing import parse_bool, parse_timer
+from ..core.records import Row
+
+TIMER_HELP = "Timer: auto (graph where the backend supports it, else direct), graph, direct"
+COLD_HELP = "Flush L2 inside the graph before every call (cold cache); default warm"
+#: options whose presence means "this session measures": the adapter is installed only then
+MEASURING = ("zl_timer", "zl_out", "zl_backend", "zl_devices", "zl_cold_cache")
+
+
+@dataclass
+class TimingSettings:
+    requested: str  # auto | graph | direct
+    cold: bool
+    timer: Timer | None = None
+    backend: Backend | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.timer.name if self.timer is not None else self.requested
+
+    def direct_repeat(self) -> str:
+        if self.timer is None:
+            return ""
+        direct = getattr(self.timer, "direct", self.timer)
+        return str(direct.describe())
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("zlbench-timing", "zlbench timing: graph capture and direct timers")
+    _opts.add(parser, group, "--zl-timer", TIMER_HELP, metavar="auto|graph|direct")
+    _opts.add(parser, group, "--zl-cold-cache", COLD_HELP, action="store_true")
+
+
+@pytest.hookimpl
+def pytest_configure(config: pytest.Config) -> None:
+    requested = _opts.get(config, "zl_timer", parse_timer, "auto")
+    cold = _opts.get(config, "zl_cold_cache", parse_bool, False)
+    config.stash[timing_settings_key] = TimingSettings(requested, cold)
+    measuring = any(_opts.raw(config, name) not in (None, False) for name in MEASURING)
+    if measuring and not _opts.controller_mode(config):
+        config.pluginmanager.register(TimingSession(config), "zlbench-timing-session")
+
+
+def _backend(config: pytest.Config) -> Backend:
+    if config.pluginmanager.hasplugin("zlbench.device"):
+        from .device import backend_of
+
+        return backend_of(config)
+    from ..adapters.device_info import detect_backend_name
+    from ..core.backends import BackendRegistry
+
+    return BackendRegistry().resolve(detect_backend_name())
+
+
+def build_timer(backend: Backend, requested: str, cold: bool) -> Timer:
+    from ..adapters.timers import CpuTimer, DirectTimer, GraphTimer
+
+    if backend.name == "cpu":
+        if requested == "graph":
+            raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
+        return CpuTimer()
+    from ..adapters.torch_api import TorchDeviceAPI, triton_do_bench
+
+    do_bench = triton_do_bench()
+    if do_bench is None:
+        raise pytest.UsageError(f"the {backend.name} backend needs triton for its direct timer")
+    direct = DirectTimer(do_bench)
+    use_graph = requested == "graph" or (requested == "auto" and backend.graph_capture)
+    if not use_graph:
+        return direct
+    return GraphTimer(TorchDeviceAPI(backend), direct, cold=cold)
+
+
+def active_timer(config: pytest.Config) -> Timer:
+    settings = config.stash[timing_settings_key]
+    if settings.timer is None:
+        settings.backend = _backend(config)
+        settings.timer = build_timer(settings.backend, settings.requested, settings.cold)
+    timer: Timer = settings.timer
+    return timer
+
+
+class TimingSession:
+    """Registered only when the session measures: installs the FlagGems adapter and collects
+    each test's rows into ``item.stash[item_rows_key]``."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.adapter: Any = None
+        self.current: list[Row] | None = None
+
+    def sink(self, row: Row) -> None:
+        if self.current is not None:
+            self.current.append(row)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        if self.adapter is None:
+            self._install()
+        rows = item.stash.setdefault(item_rows_key, [])
+        self.current = rows
+        try:
+            return (yield)
+        finally:
+            self.current = None
+
+    def _install(self) -> None:
+        from ..adapters.flaggems import FlagGemsAdapter, find_suite
+
+        if find_suite() is None:
+            self.adapter = False
+            return
+        timer = active_timer(self.config)
+        adapter = FlagGemsAdapter(timer, self.sink, print)
+        if adapter.install():
+            self.adapter = adapter
+            if timer.name == "graph":
+                print("ZLBENCH_TIMER graph")
+        else:
+            self.adapter = False
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.adapter:
+            self.adapter.uninstall()
+        self.adapter = None
+
+
+class Bench:
+    """The ``zl_bench`` fixture's value: ``zl_bench(fn, baseline=None, op=..., dtype=...,
+    shape=...)`` times ``fn`` (and ``baseline``) with the session's timer and records a row."""
+
+    def __init__(self, item: pytest.Item, timer_factory: Callable[[], Timer]) -> None:
+        self._item = item
+        self._timer_factory = timer_factory
+        self.rows: list[Row] = []
+
+    def __call__(
+        self,
+        fn: Callable[[], Any],
+        *,
+        baseline: Callable[[], Any] | None = None,
+        op: str | None = None,
+        dtype: str = "",
+        shape: str = "",
+    ) -> Row:
+        timer = self._timer_factory()
+        base: Measurement | None = timer.measure(baseline) if baseline is not None else None
+        m = timer.measure(fn)
+        row = Row(
+            op=op or str(getattr(self._item, "originalname", self._item.name)),
+            dtype=dtype,
+            shape=shape,
+            latency=m.ms,
+            latency_base=base.ms if base else None,
+            timer=m.timer,
+            fallback=m.fallback,
+            spread=m.spread,
+            spread_base=base.spread if base else None,
+            node=self._item.nodeid,
+        )
+        self.rows.append(row)
+        self._item.stash.setdefault(item_rows_key, []).append(row)
+        return row
+
+
+@pytest.fixture
+def zl_bench(request: pytest.FixtureRequest) -> Bench:
+    """Time a callable with the session's timer; returns the recorded :class:`Row`."""
+    config = request.config
+    return Bench(request.node, lambda: active_timer(config))
+
+
+@pytest.hookimpl
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if timing_settings_key in config.stash:
+        del config.stash[timing_settings_key]

@@ -1,0 +1,243 @@
+"""zlbench.timing: ``--zl-timer``, the ``zl_bench`` fixture, the FlagGems adapter."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_zlbench._stash import timing_settings_key
+from zl_testing import FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error, read_jsonl
+
+ROW_CHECKS = """
+import pytest
+
+
+def busy(n=200):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def test_row(zl_bench):
+    row = zl_bench(busy, baseline=lambda: busy(400), op="busy", dtype="int32", shape="(200,)")
+    assert (row.op, row.dtype, row.shape) == ("busy", "int32", "(200,)")
+    assert row.latency > 0 and row.latency_base > 0
+    assert row.timer == "direct" and row.fallback is None
+    assert row.spread.p20 <= row.spread.p50 <= row.spread.p80
+    assert row.spread.p50 == row.latency
+    assert row.spread_base.p50 == row.latency_base
+    assert row.node.endswith("::test_row")
+    assert zl_bench.rows == [row]
+
+
+def test_default_op_name(zl_bench):
+    assert zl_bench(busy).op == "test_default_op_name"
+
+
+@pytest.mark.parametrize("n", [1])
+def test_default_op_name_parametrized(zl_bench, n):
+    assert zl_bench(busy).op == "test_default_op_name_parametrized"
+"""
+
+
+@pytest.fixture
+def rows_suite(zl_pytester: pytest.Pytester) -> pytest.Pytester:
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_rows=ROW_CHECKS)
+    return zl_pytester
+
+
+def test_zl_bench_on_the_cpu_backend(rows_suite: pytest.Pytester) -> None:
+    result = rows_suite.runpytest("--zl-backend=cpu")
+    result.assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize("timer", ["auto", "direct", "DIRECT"])
+def test_timer_choices_on_cpu(rows_suite: pytest.Pytester, timer: str) -> None:
+    result = rows_suite.runpytest("--zl-backend=cpu", f"--zl-timer={timer}")
+    result.assert_outcomes(passed=3)
+
+
+def test_timer_settings_in_the_stash(zl_pytester: pytest.Pytester) -> None:
+    config = zl_pytester.parseconfigure("--zl-timer=Graph", "--zl-cold-cache")
+    settings = config.stash[timing_settings_key]
+    assert (settings.requested, settings.cold, settings.timer) == ("graph", True, None)
+    config = zl_pytester.parseconfigure()
+    settings = config.stash[timing_settings_key]
+    assert (settings.requested, settings.cold) == ("auto", False)
+
+
+def test_bad_timer_is_a_one_line_usage_error(rows_suite: pytest.Pytester) -> None:
+    result = rows_suite.runpytest("--zl-timer=fast")
+    assert_usage_error(result, "--zl-timer", "'fast'", "auto, graph, direct")
+
+
+def test_graph_timer_on_cpu_is_a_usage_error(rows_suite: pytest.Pytester) -> None:
+    result = rows_suite.runpytest("--zl-backend=cpu", "--zl-timer=graph")
+    assert_usage_error(result, "--zl-timer=graph", "cpu")
+
+
+def test_timer_ini_twin(rows_suite: pytest.Pytester) -> None:
+    rows_suite.makefile(".ini", pytest="[pytest]\nzl_timer = sometimes\n")
+    assert_usage_error(rows_suite.runpytest("--zl-backend=cpu"), "'sometimes'")
+    result = rows_suite.runpytest("--zl-backend=cpu", "--zl-timer=direct")  # the CLI wins
+    result.assert_outcomes(passed=3)
+
+
+def test_zl_bench_without_options_detects_the_backend(rows_suite: pytest.Pytester) -> None:
+    """No ``--zl-*`` option: the fixture still works, on the backend of the installed torch
+    (a subprocess: detection may import torch)."""
+    rows_suite.makepyfile(
+        test_rows="""
+        def test_row(zl_bench):
+            row = zl_bench(lambda: sum(range(100)))
+            assert row.latency > 0 and row.timer == "direct"
+        """
+    )
+    result = rows_suite.runpytest_subprocess("-p", "no:cacheprovider", *NO_HYPOTHESIS)
+    result.assert_outcomes(passed=1)
+
+
+# --------------------------------------------------------------------------------------------
+# FlagGems adapter on a minimal inline fake suite
+
+CONSTS = """
+from dataclasses import dataclass, field
+
+
+@dataclass
+class BenchmarkMetrics:
+    shape_detail: object = None
+    latency_base: float | None = None
+    latency: float | None = None
+    error_msg: str | None = None
+
+
+@dataclass
+class BenchmarkResult:
+    op_name: str
+    dtype: str
+    result: list = field(default_factory=list)
+"""
+
+BASE = """
+from .{consts} import BenchmarkMetrics, BenchmarkResult
+
+UPSTREAM_LATENCY = 999.0
+
+
+class Benchmark:
+    def __init__(self, op_name, torch_op, gems_op, sizes):
+        self.op_name = op_name
+        self.torch_op = torch_op
+        self.gems_op = gems_op
+        self.sizes = sizes
+
+    def get_latency(self, op, *args, **kwargs):
+        return UPSTREAM_LATENCY  # upstream: triton.testing.do_bench
+
+    def run(self):
+        metrics = []
+        for size in self.sizes:
+            base = self.get_latency(self.torch_op, size)
+            latency = self.get_latency(self.gems_op, size)
+            metrics.append(BenchmarkMetrics([size], base, latency))
+        result = BenchmarkResult(self.op_name, "torch.float32", metrics)
+        print(result)
+        return result
+"""
+
+TESTS = """
+from .{base} import UPSTREAM_LATENCY, Benchmark
+
+
+def busy(n):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def test_abs():
+    result = Benchmark("abs", busy, lambda n: busy(n // 2), [200, 400]).run()
+    latencies = [m.latency for m in result.result]
+    with open("latencies.json", "w") as f:
+        f.write(repr(latencies))
+"""
+
+#: checks, after every other plugin's unconfigure, that the suite's own methods are back
+RESTORE_CONFTEST = (
+    FAST_CPU_TIMER_CONFTEST
+    + """
+import importlib
+import json
+
+ORIGINAL = {{}}
+
+
+def pytest_collection_finish(session):
+    base = importlib.import_module("benchmark.{base}")
+    consts = importlib.import_module("benchmark.{consts}")
+    ORIGINAL["get_latency"] = base.Benchmark.__dict__["get_latency"]
+    ORIGINAL["init"] = consts.BenchmarkResult.__dict__["__init__"]
+    ORIGINAL["classes"] = (base.Benchmark, consts.BenchmarkResult)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    bench, result = ORIGINAL["classes"]
+    with open("restored.json", "w") as f:
+        json.dump({{
+            "get_latency": bench.__dict__["get_latency"] is ORIGINAL["get_latency"],
+            "init": result.__dict__["__init__"] is ORIGINAL["init"],
+        }}, f)
+"""
+)
+
+LAYOUTS = {"current": ("base", "consts"), "legacy": ("performance_utils", "attri_util")}
+
+
+@pytest.fixture(params=sorted(LAYOUTS))
+def gems_suite(request: pytest.FixtureRequest, zl_pytester: pytest.Pytester) -> pytest.Pytester:
+    base, consts = LAYOUTS[request.param]
+    pkg = zl_pytester.mkpydir("benchmark")
+    (pkg / f"{consts}.py").write_text(CONSTS)
+    (pkg / f"{base}.py").write_text(BASE.format(consts=consts))
+    (pkg / "test_ops.py").write_text(TESTS.format(base=base))
+    zl_pytester.makeconftest(RESTORE_CONFTEST.format(base=base, consts=consts))
+    return zl_pytester
+
+
+def test_flaggems_adapter_records_rows(gems_suite: pytest.Pytester) -> None:
+    out = gems_suite.path / "run"
+    result = gems_suite.runpytest("--zl-backend=cpu", f"--zl-out={out}", "benchmark")
+    result.assert_outcomes(passed=1)
+    latencies = json.loads((gems_suite.path / "latencies.json").read_text())
+    assert all(0 < lat != 999.0 for lat in latencies)  # measured by the zlbench timer
+    rows = read_jsonl(out / "rows.jsonl")
+    assert [(r["op"], r["dtype"], r["shape"], r["timer"]) for r in rows] == [
+        ("abs", "float32", "[200]", "direct"),
+        ("abs", "float32", "[400]", "direct"),
+    ]
+    assert [r["latency"] for r in rows] == latencies
+    for row in rows:
+        assert row["latency_base"] > 0
+        assert row["spread"]["p50"] == row["latency"]
+        assert row["status"] == "ok"
+        assert row["node"] == "benchmark/test_ops.py::test_abs"
+    assert json.loads((gems_suite.path / "restored.json").read_text()) == {
+        "get_latency": True,
+        "init": True,
+    }
+
+
+def test_flaggems_adapter_is_inert_without_options(gems_suite: pytest.Pytester) -> None:
+    result = gems_suite.runpytest("benchmark")
+    result.assert_outcomes(passed=1)
+    assert json.loads((gems_suite.path / "latencies.json").read_text()) == [999.0, 999.0]
+    assert json.loads((gems_suite.path / "restored.json").read_text()) == {
+        "get_latency": True,
+        "init": True,
+    }

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pytest_zlbench.core import summary
+from pytest_zlbench.core.records import Row
+from pytest_zlbench.core.summary import HEADERS, SummaryLine
+
+
+def row(
+    op: str,
+    dtype: str,
+    latency: float | None,
+    base: float | None = None,
+    timer: str = "graph",
+    status: str = "ok",
+) -> Row:
+    return Row(
+        op=op,
+        dtype=dtype,
+        shape="s",
+        latency=latency,
+        latency_base=base,
+        timer=timer,
+        status=status,
+    )
+
+
+ROWS = [
+    row("abs", "float16", 1.0, 2.0),
+    row("abs", "float16", 1.0, 3.0),
+    row("abs", "float16", 2.0, 2.0, timer="direct"),
+    row("abs", "float16", None, 2.0, status="failed"),
+    row("abs", "bfloat16", 4.0, 1.0),
+    row("mm", "float32", 1.0, None),  # no baseline: counted, but no speedup
+    row("mm", "float32", math.nan, 1.0),  # a NaN latency is a failed row
+    row("fft", "complex64", 0.0, 1.0, timer="direct"),
+]
+
+
+def test_summarize_groups_per_operator_and_dtype_in_order() -> None:
+    lines = summary.summarize(ROWS)
+    assert [(line.op, line.dtype) for line in lines] == [
+        ("abs", "float16"),
+        ("abs", "bfloat16"),
+        ("mm", "float32"),
+        ("fft", "complex64"),
+    ]
+    abs16, abs_bf16, mm, fft = lines
+    assert (abs16.rows, abs16.failed) == (3, 1)
+    assert abs16.median_speedup == pytest.approx(2.0)
+    assert abs16.timers == (("direct", 1), ("graph", 2))
+    assert abs_bf16.median_speedup == pytest.approx(0.25)
+    assert (mm.rows, mm.failed, mm.median_speedup) == (1, 1, None)
+    assert (fft.rows, fft.failed, fft.timers) == (0, 1, ())
+
+
+def test_summary_tsv_round_trip() -> None:
+    lines = summary.summarize(ROWS)
+    text = summary.write_tsv(lines)
+    assert text.splitlines()[0].split("\t") == list(HEADERS)
+    back = summary.parse_tsv(text)
+    assert len(back) == len(lines)
+    for got, want in zip(back, lines, strict=True):
+        assert (got.op, got.dtype, got.rows, got.failed, got.timers) == (
+            want.op,
+            want.dtype,
+            want.rows,
+            want.failed,
+            want.timers,
+        )
+        if want.median_speedup is None:
+            assert got.median_speedup is None
+        else:
+            assert got.median_speedup == pytest.approx(want.median_speedup, abs=5e-4)
+    # written again from what was read, the file is byte-identical
+    assert summary.write_tsv(back) == text
+
+
+def test_summary_tsv_keeps_awkward_names_on_one_line() -> None:
+    lines = [SummaryLine("a\tb", "x\ny", 1, 0, 1.5, (("graph", 1),))]
+    text = summary.write_tsv(lines)
+    assert len(text.splitlines()) == 2
+    (back,) = summary.parse_tsv(text)
+    assert (back.op, back.dtype) == ("a b", "x y")
+
+
+def test_empty_summary_round_trips() -> None:
+    text = summary.write_tsv([])
+    assert summary.parse_tsv(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("", "empty"),
+        ("op\tdtype\n", "unexpected header"),
+        ("\t".join(HEADERS) + "\nabs\tf16\t1\n", "3 cells"),
+        ("\t".join(HEADERS) + "\nabs\tf16\tone\t0\t1.0\tgraph=1\n", "bad line for 'abs'"),
+        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\tfast\tgraph=1\n", "bad line for 'abs'"),
+        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\t1.0\tgraph=x\n", "bad line for 'abs'"),
+    ],
+)
+def test_parse_tsv_refuses(text: str, needle: str) -> None:
+    with pytest.raises(ValueError) as info:
+        summary.parse_tsv(text, source="runs/a/summary.tsv")
+    assert needle in str(info.value)
+    assert str(info.value).startswith("runs/a/summary.tsv")
+
+
+def test_render_returns_lines() -> None:
+    lines = summary.render(summary.summarize(ROWS))
+    assert lines[0].split() == ["op", "dtype", "rows", "failed", "median", "speedup", "timers"]
+    assert set(lines[1]) <= {"-", " "}
+    assert len(lines) == 2 + 4
+    assert "direct=1,graph=2" in lines[2]
+
+
+@pytest.mark.parametrize(
+    ("timers", "requested", "expected"),
+    [
+        (["graph", "graph"], "graph", "graph"),
+        (["graph", "direct"], "graph", "mixed"),
+        (["direct"], "graph", "direct"),
+        ([], "graph", "graph"),
+        ([], "direct", "direct"),
+    ],
+)
+def test_timer_of_run(timers: list[str], requested: str, expected: str) -> None:
+    rows = [row("a", "f", 1.0, timer=t) for t in timers]
+    rows.append(row("a", "f", None, timer="direct", status="failed"))  # failed rows do not count
+    assert summary.timer_of_run(rows, requested) == expected

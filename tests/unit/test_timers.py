@@ -1,0 +1,698 @@
+"""The timers of ``adapters/timers.py`` on the CPU, against a faithful fake of the device API.
+
+The fake (:class:`FakeDevice`) models what the graph timer depends on in a CUDA runtime driven
+through torch:
+
+* a virtual device clock: a kernel advances it by its known cost when it executes; events record
+  the clock, so event timings are exact;
+* graph capture: launches made while capturing are recorded into the graph and do not execute;
+  a replay executes the recorded kernels again. Host synchronisation while capturing fails with
+  ``cudaErrorStreamCaptureUnsupported`` (900) and invalidates the capture, after which ending the
+  capture fails with ``cudaErrorStreamCaptureInvalidated`` (901), chained to the first error, as
+  ``torch.cuda.graph.__exit__`` does;
+* sticky errors: a faulting kernel (illegal address 700, device-side assert 710) reports
+  asynchronously, at the next API call, and from then on every call fails with the same error;
+  messages carry torch's "enable device-side assertions" hint, as every CUDA error of recent torch
+  does;
+* the default generator: capture registers it (``mode="capture"``) and an aborted capture leaves
+  it there, which is what the timer's throwaway RNG state must undo;
+* memory: each graph holds a private pool until released; freed memory stays reserved by the
+  caching allocator until ``empty_cache``; the cold-cache flush buffer lives as long as its
+  flush callable.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_zlbench.adapters.timers import (
+    FALLBACK_MARK,
+    CpuTimer,
+    DeviceAPI,
+    DirectTimer,
+    FatalDeviceError,
+    GraphTimer,
+    Measurement,
+)
+
+ILLEGAL_ADDRESS = 700
+DEVICE_ASSERT = 710
+CAPTURE_UNSUPPORTED = 900
+CAPTURE_INVALIDATED = 901
+
+TORCH_HINT = (
+    "\nCUDA kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+    "\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+)
+MESSAGES = {
+    ILLEGAL_ADDRESS: "CUDA error: an illegal memory access was encountered",
+    DEVICE_ASSERT: "CUDA error: device-side assert triggered",
+    CAPTURE_UNSUPPORTED: "CUDA error: operation not permitted when stream is capturing",
+    CAPTURE_INVALIDATED: "CUDA error: operation failed due to a previous error during capture",
+}
+GRAPH_POOL = 1 << 20
+FLUSH_BYTES = 256 << 20
+
+
+class AcceleratorError(RuntimeError):
+    """Like ``torch.AcceleratorError``: a runtime error carrying the CUDA error code."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(MESSAGES[code] + TORCH_HINT)
+        self.error_code = code
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    cost: float  # milliseconds of device time
+    fault: int | None = None  # the sticky error this kernel causes when it executes
+
+
+@dataclass(eq=False)
+class FakeGraph:
+    kernels: list[Kernel] = field(default_factory=list)
+    captured: bool = False
+    released: bool = False
+    invalidated: bool = False
+    pool: int = 0
+
+
+class FakeEvent:
+    def __init__(self, device: FakeDevice) -> None:
+        self.device = device
+        self.time: float | None = None
+
+    def record(self) -> None:
+        self.device.check()
+        self.time = self.device.clock
+
+
+class Flush:
+    """The cold-cache flush: a callable owning a large device buffer."""
+
+    def __init__(self, device: FakeDevice, cost: float) -> None:
+        device.allocated += FLUSH_BYTES
+        device.reserved = max(device.reserved, device.allocated)
+        self.device = device
+        self.kernel = Kernel("flush", cost)
+        weakref.finalize(self, device.free, FLUSH_BYTES)
+
+    def __call__(self) -> None:
+        self.device.launch(self.kernel)
+
+
+class FakeDevice:
+    """A faithful fake of :class:`pytest_zlbench.adapters.timers.DeviceAPI`."""
+
+    def __init__(self, flush_cost: float = 0.5, sticky_errors: bool = True) -> None:
+        self.clock = 0.0
+        self.flush_cost = flush_cost
+        self.sticky_errors = sticky_errors
+        self.capturing: FakeGraph | None = None
+        self.error: int | None = None  # the sticky error, once a kernel faulted
+        self.rng_offset = 0
+        self.rng_mode = "normal"
+        self.rng_at_capture: list[tuple[int, str]] = []
+        self.graphs: list[FakeGraph] = []
+        self.double_releases = 0
+        self.allocated = 0
+        self.reserved = 0
+        self.empty_cache_calls = 0
+        self.executed: list[str] = []
+
+    # -- what the "ops" of the tests call ---------------------------------------------------
+
+    def launch(self, kernel: Kernel) -> None:
+        self.check()
+        if self.capturing is not None:
+            self.capturing.kernels.append(kernel)
+            return
+        self._execute(kernel)
+
+    def random(self) -> None:
+        """An op drawing from the default generator (e.g. ``torch.randn``)."""
+        self.check()
+        self.rng_offset += 1
+
+    def _execute(self, kernel: Kernel) -> None:
+        self.clock += kernel.cost
+        self.executed.append(kernel.name)
+        if kernel.fault is not None:
+            self.error = kernel.fault  # reported asynchronously, at the next API call
+
+    def check(self) -> None:
+        if self.error is not None:
+            code = self.error
+            if not self.sticky_errors:
+                self.error = None
+            raise AcceleratorError(code)
+
+    def free(self, nbytes: int) -> None:
+        self.allocated -= nbytes
+
+    @property
+    def live_graphs(self) -> list[FakeGraph]:
+        return [g for g in self.graphs if not g.released]
+
+    # -- DeviceAPI ------------------------------------------------------------------------
+
+    def synchronize(self) -> None:
+        self.check()
+        if self.capturing is not None:
+            self.capturing.invalidated = True
+            raise AcceleratorError(CAPTURE_UNSUPPORTED)
+
+    def event(self) -> FakeEvent:
+        return FakeEvent(self)
+
+    def elapsed_ms(self, start: FakeEvent, end: FakeEvent) -> float:
+        self.check()
+        if start.time is None or end.time is None:
+            raise RuntimeError("event not recorded")
+        return end.time - start.time
+
+    def new_graph(self) -> FakeGraph:
+        self.check()
+        graph = FakeGraph()
+        self.graphs.append(graph)
+        return graph
+
+    @contextmanager
+    def capture(self, graph: FakeGraph) -> Iterator[None]:
+        self.check()
+        if self.capturing is not None:
+            raise AcceleratorError(CAPTURE_UNSUPPORTED)
+        if graph.released or graph.captured:
+            raise RuntimeError("graph already used")
+        self.capturing = graph
+        self.rng_at_capture.append((self.rng_offset, self.rng_mode))
+        self.rng_mode = "capture"  # the generator is registered with the graph
+        graph.pool = GRAPH_POOL
+        self.allocated += GRAPH_POOL
+        self.reserved = max(self.reserved, self.allocated)
+        try:
+            yield
+        except BaseException:
+            # torch.cuda.graph.__exit__ still ends the capture; the generator stays registered
+            self.capturing = None
+            self.check()
+            if graph.invalidated:
+                raise AcceleratorError(CAPTURE_INVALIDATED)  # noqa: B904 - chained implicitly
+            raise
+        self.capturing = None
+        self.check()
+        if graph.invalidated:
+            raise AcceleratorError(CAPTURE_INVALIDATED)
+        self.rng_mode = "normal"
+        graph.captured = True
+
+    def replay(self, graph: FakeGraph) -> None:
+        self.check()
+        if graph.released or not graph.captured:
+            raise RuntimeError("replay of a graph that is not captured")
+        for kernel in graph.kernels:
+            self._execute(kernel)
+
+    def release(self, graph: FakeGraph) -> None:
+        if graph.released:
+            self.double_releases += 1
+            return
+        graph.released = True
+        self.allocated -= graph.pool
+
+    def get_rng_state(self) -> tuple[int, str]:
+        self.check()
+        return (self.rng_offset, self.rng_mode)
+
+    def set_rng_state(self, state: tuple[int, str]) -> None:
+        if self.capturing is not None:
+            raise RuntimeError("cannot set the RNG state while capturing")
+        self.rng_offset, self.rng_mode = state
+
+    def is_capturing(self) -> bool:
+        return self.capturing is not None
+
+    def empty_cache(self) -> None:
+        self.check()
+        self.empty_cache_calls += 1
+        self.reserved = self.allocated
+
+    def error_code(self, exc: BaseException) -> int | None:
+        code = getattr(exc, "error_code", None)
+        return code if isinstance(code, int) else None
+
+    def make_flush(self) -> Callable[[], Any]:
+        self.check()
+        return Flush(self, self.flush_cost)
+
+
+def fake_do_bench(device: FakeDevice, reps: int = 5) -> Callable[..., list[float]]:
+    """Triton's ``do_bench`` in miniature: event-timed eager calls."""
+
+    def do_bench(fn: Callable[[], Any], warmup: int, rep: int, return_mode: str) -> list[float]:
+        assert return_mode == "all"
+        fn()
+        device.synchronize()
+        times = []
+        for _ in range(reps):
+            start, end = device.event(), device.event()
+            start.record()
+            fn()
+            end.record()
+            device.synchronize()
+            times.append(device.elapsed_ms(start, end))
+        return times
+
+    return do_bench
+
+
+class CountingDirect:
+    """A direct timer that counts its measurements."""
+
+    name = "direct"
+
+    def __init__(self, device: FakeDevice) -> None:
+        self.inner = DirectTimer(fake_do_bench(device), warmup_ms=1, rep_ms=1)
+        self.calls = 0
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        self.calls += 1
+        return self.inner.measure(fn)
+
+
+def make_timer(device: FakeDevice, **kwargs: Any) -> tuple[GraphTimer, CountingDirect]:
+    direct = CountingDirect(device)
+    return GraphTimer(device, direct, **kwargs), direct
+
+
+# ---------------------------------------------------------------------------------------------
+# ops
+
+
+def kernel_op(device: FakeDevice, cost: float, name: str = "k") -> Callable[[], None]:
+    kernel = Kernel(name, cost)
+    return lambda: device.launch(kernel)
+
+
+def host_sync_op(device: FakeDevice, cost: float) -> Callable[[], None]:
+    """Launches a kernel, then reads its result on the host (``.item()``, ``nonzero``)."""
+
+    def op() -> None:
+        device.launch(Kernel("k", cost))
+        device.synchronize()
+
+    return op
+
+
+def cpu_tensor_op(device: FakeDevice, cost: float) -> Callable[[], None]:
+    """Copies a pageable CPU tensor to the device: torch refuses it during capture."""
+
+    def op() -> None:
+        if device.is_capturing():
+            raise RuntimeError(
+                "Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the "
+                "CPU tensor is pinned."
+            )
+        device.launch(Kernel("k", cost))
+
+    return op
+
+
+def capture_only_failure_op(device: FakeDevice, cost: float) -> Callable[[], None]:
+    """Works eagerly, unsupported under capture (a library call that refuses capture)."""
+
+    def op() -> None:
+        device.random()
+        if device.is_capturing():
+            raise NotImplementedError("this op is not supported during graph capture")
+        device.launch(Kernel("k", cost))
+
+    return op
+
+
+def capture_failure_with_hint_op(device: FakeDevice, cost: float) -> Callable[[], None]:
+    """A non-fatal CUDA error whose message carries torch's device-side-assertion hint."""
+
+    def op() -> None:
+        if device.is_capturing():
+            device.capturing.invalidated = True  # type: ignore[union-attr]
+            raise AcceleratorError(CAPTURE_UNSUPPORTED)
+        device.launch(Kernel("k", cost))
+
+    return op
+
+
+CAPTURE_FAILURES = {
+    "host_sync": (host_sync_op, "operation not permitted when stream is capturing"),
+    "cpu_tensor": (cpu_tensor_op, "RuntimeError: Cannot copy between CPU and CUDA tensors"),
+    "capture_only": (capture_only_failure_op, "NotImplementedError: this op is not supported"),
+    "hint_text": (capture_failure_with_hint_op, "operation not permitted when stream is"),
+}
+
+
+def test_the_fake_is_a_device_api() -> None:
+    api: DeviceAPI = FakeDevice()  # checked by mypy; at run time, check the method names
+    for name in DeviceAPI.__dict__:
+        if not name.startswith("_"):
+            assert callable(getattr(api, name)), name
+
+
+# ---------------------------------------------------------------------------------------------
+# graph timer: the happy path
+
+
+@pytest.mark.parametrize("cost", [0.25, 0.015625, 3.0])
+def test_graph_latency_per_call_equals_the_kernel_cost(cost: float) -> None:
+    device = FakeDevice()
+    timer, direct = make_timer(device, budget_ms=20.0, replays=7)
+    m = timer.measure(kernel_op(device, cost))
+    assert m.timer == "graph"
+    assert m.fallback is None
+    assert m.ms == pytest.approx(cost, rel=1e-9)
+    assert m.spread.p20 == pytest.approx(cost, rel=1e-9)
+    assert m.spread.p80 == pytest.approx(cost, rel=1e-9)
+    assert m.spread.n == 7
+    assert m.settings == timer.describe()
+    assert direct.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("cost", "budget", "max_calls", "expected"),
+    [
+        (0.25, 20.0, 2000, 80),  # budget / cost
+        (0.5, 10.0, 2000, 20),
+        (0.125, 1.0, 2000, 8),
+        (30.0, 20.0, 2000, 1),  # one call longer than the budget: still one call
+        (2.0**-20, 20.0, 2000, 2000),  # a tiny op is capped at max_calls
+        (2.0**-20, 20.0, 50, 50),
+    ],
+)
+def test_calls_per_graph_follow_from_the_budget(
+    cost: float, budget: float, max_calls: int, expected: int
+) -> None:
+    device = FakeDevice()
+    timer, _ = make_timer(device, budget_ms=budget, max_calls=max_calls)
+    m = timer.measure(kernel_op(device, cost))
+    (graph,) = device.graphs
+    assert len(graph.kernels) == expected
+    assert m.ms == pytest.approx(cost, rel=1e-9)
+
+
+def test_replays_execute_what_was_captured() -> None:
+    device = FakeDevice()
+    timer, _ = make_timer(device, budget_ms=1.0, replays=4, warmup_calls=2)
+    timer.measure(kernel_op(device, 0.25, name="op"))
+    # 2 warmup + 3 eager estimate calls; then (1 untimed + 4 timed) replays of 4 calls each
+    assert device.executed.count("op") == 2 + 3 + 5 * 4
+
+
+def test_cold_mode_subtracts_the_flush() -> None:
+    device = FakeDevice(flush_cost=0.75)
+    timer, _ = make_timer(device, cold=True, budget_ms=8.0)
+    m = timer.measure(kernel_op(device, 0.25))
+    assert m.timer == "graph"
+    assert m.ms == pytest.approx(0.25, rel=1e-9)
+    flush_graph, both_graph = device.graphs
+    assert [k.name for k in flush_graph.kernels] == ["flush"] * 32
+    assert [k.name for k in both_graph.kernels] == ["flush", "k"] * 32
+    assert "cold" in timer.describe()
+
+
+def test_warm_mode_does_not_flush() -> None:
+    device = FakeDevice()
+    timer, _ = make_timer(device)
+    timer.measure(kernel_op(device, 0.25))
+    assert "flush" not in device.executed
+    assert "warm" in timer.describe()
+
+
+def test_capture_runs_under_a_throwaway_rng_state() -> None:
+    device = FakeDevice()
+    timer, _ = make_timer(device, warmup_calls=3)
+    kernel = Kernel("randn", 0.25)
+
+    def randn() -> None:
+        device.random()
+        device.launch(kernel)
+
+    m = timer.measure(randn)
+    assert m.timer == "graph"
+    # the warmup and estimate calls advanced the generator; the capture did not
+    assert device.rng_at_capture == [(6, "normal")]
+    assert device.get_rng_state() == (6, "normal")
+
+
+# ---------------------------------------------------------------------------------------------
+# graph timer: capture failures fall back to the direct timer for that shape
+
+
+@pytest.mark.parametrize("kind", sorted(CAPTURE_FAILURES))
+def test_capture_failure_falls_back_to_direct(kind: str) -> None:
+    make_op, reason = CAPTURE_FAILURES[kind]
+    device = FakeDevice()
+    timer, direct = make_timer(device)
+    m = timer.measure(make_op(device, 0.25))
+    assert m.timer == "direct"
+    assert m.fallback is not None
+    assert reason in m.fallback
+    assert "\n" not in m.fallback
+    assert m.ms == pytest.approx(0.25, rel=1e-9)  # the direct timer's event timing
+    assert m.settings == direct.describe()
+    assert direct.calls == 1
+    assert not device.is_capturing()
+    assert device.live_graphs == []
+
+
+def test_fallback_is_per_shape() -> None:
+    """A failure for one shape does not switch the timer off for the next one."""
+    device = FakeDevice()
+    timer, direct = make_timer(device)
+    assert timer.measure(host_sync_op(device, 0.25)).timer == "direct"
+    assert timer.measure(kernel_op(device, 0.5)).timer == "graph"
+    assert timer.measure(cpu_tensor_op(device, 0.25)).timer == "direct"
+    assert direct.calls == 2
+
+
+def test_cold_capture_failure_releases_the_flush_graph() -> None:
+    device = FakeDevice()
+    timer, _ = make_timer(device, cold=True)
+    m = timer.measure(host_sync_op(device, 0.25))
+    assert m.timer == "direct"
+    assert len(device.graphs) == 2  # the flush graph was captured, the op's capture failed
+    assert device.live_graphs == []
+    assert device.double_releases == 0
+
+
+def test_rng_state_is_restored_after_an_aborted_capture() -> None:
+    device = FakeDevice()
+    timer, _ = make_timer(device, warmup_calls=3)
+    m = timer.measure(capture_only_failure_op(device, 0.25))
+    assert m.timer == "direct"
+    ((offset, mode),) = device.rng_at_capture
+    assert (offset, mode) == (6, "normal")
+    # the generator left capture mode; afterwards only the direct timer's eager calls drew
+    assert device.rng_mode == "normal"
+    assert device.rng_offset == offset + 1 + 5  # do_bench: one warmup call and five reps
+
+
+def test_fallback_reason_is_printable_with_the_mark() -> None:
+    assert FALLBACK_MARK == "BENCHMARK_DIRECT_NO_CUDAGRAPH"
+
+
+# ---------------------------------------------------------------------------------------------
+# graph timer: fatal device errors fail loudly, never fall back
+
+
+def faulting_kernel_op(device: FakeDevice, code: int) -> Callable[[], None]:
+    """A kernel that faults whenever it executes (eagerly or in a replay)."""
+    kernel = Kernel("bad", 0.25, fault=code)
+    return lambda: device.launch(kernel)
+
+
+def fault_in_capture_op(device: FakeDevice, code: int) -> Callable[[], None]:
+    """Fine eagerly; during capture a fatal error surfaces at a launch (an earlier kernel's
+    asynchronous fault reported there) and the context is dead."""
+
+    def op() -> None:
+        if device.is_capturing():
+            device.error = code
+        device.launch(Kernel("k", 0.25))
+
+    return op
+
+
+def fault_in_replay_op(device: FakeDevice, code: int) -> Callable[[], None]:
+    """Fine eagerly; the captured kernel faults when the graph replays (its arguments differ)."""
+
+    def op() -> None:
+        device.launch(Kernel("k", 0.25, fault=code if device.is_capturing() else None))
+
+    return op
+
+
+@pytest.mark.parametrize("code", [ILLEGAL_ADDRESS, DEVICE_ASSERT])
+@pytest.mark.parametrize("where", ["eager", "capture", "replay"])
+@pytest.mark.parametrize("cold", [False, True])
+def test_fatal_errors_raise_fatal_device_error(code: int, where: str, cold: bool) -> None:
+    device = FakeDevice()
+    timer, direct = make_timer(device, cold=cold)
+    make_op = {
+        "eager": faulting_kernel_op,
+        "capture": fault_in_capture_op,
+        "replay": fault_in_replay_op,
+    }[where]
+    with pytest.raises(FatalDeviceError) as info:
+        timer.measure(make_op(device, code))
+    assert MESSAGES[code].split(": ", 1)[1] in str(info.value)
+    # the message mentions device-side assertions, and still it is no capture failure
+    assert "enable device-side assertions" in str(AcceleratorError(code))
+    assert direct.calls == 0
+    assert device.double_releases == 0
+
+
+@pytest.mark.parametrize("code", [ILLEGAL_ADDRESS, DEVICE_ASSERT])
+def test_fatal_error_masked_by_capture_end_is_still_fatal(code: int) -> None:
+    """Ending an invalidated capture reports 901; the fatal error underneath still counts."""
+    device = FakeDevice(sticky_errors=False)
+
+    def op() -> None:
+        if device.is_capturing():
+            device.capturing.invalidated = True  # type: ignore[union-attr]
+            raise AcceleratorError(code)
+        device.launch(Kernel("k", 0.25))
+
+    timer, direct = make_timer(device)
+    with pytest.raises(FatalDeviceError):
+        timer.measure(op)
+    assert direct.calls == 0
+
+
+@pytest.mark.parametrize("code", [None, 1, 2, 98, 400, 900, 901])
+def test_only_fatal_codes_are_fatal(code: int | None) -> None:
+    device = FakeDevice()
+
+    def op() -> None:
+        if device.is_capturing():
+            exc = RuntimeError("CUDA error: an illegal memory access was encountered" + TORCH_HINT)
+            exc.error_code = code  # type: ignore[attr-defined]
+            raise exc
+        device.launch(Kernel("k", 0.25))
+
+    timer, direct = make_timer(device)
+    m = timer.measure(op)  # classified by code, not by the text
+    assert m.timer == "direct"
+    assert direct.calls == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# graph timer: resources
+
+
+def test_no_growth_over_many_measurements() -> None:
+    device = FakeDevice()
+    warm, _ = make_timer(device)
+    cold, _ = make_timer(device, cold=True)
+    ops = [
+        (warm, kernel_op(device, 0.25)),
+        (warm, host_sync_op(device, 0.25)),
+        (cold, kernel_op(device, 0.5)),
+        (warm, cpu_tensor_op(device, 0.25)),
+        (cold, capture_only_failure_op(device, 0.25)),
+    ]
+    reserved: list[int] = []
+    for i in range(100):
+        timer, op = ops[i % len(ops)]
+        before = device.empty_cache_calls
+        timer.measure(op)
+        gc.collect()
+        assert device.empty_cache_calls > before
+        assert device.live_graphs == []
+        assert device.allocated == 0
+        reserved.append(device.reserved)
+    # what the caching allocator keeps never exceeds one flush buffer: no growth
+    assert max(reserved) <= FLUSH_BYTES
+    assert reserved[-len(ops) :] == reserved[: len(ops)]
+    assert device.double_releases == 0
+    assert len(device.graphs) >= 100
+
+
+def test_graphs_are_released_after_a_fatal_error() -> None:
+    device = FakeDevice()
+    timer, _ = make_timer(device)
+    with pytest.raises(FatalDeviceError):
+        timer.measure(fault_in_replay_op(device, ILLEGAL_ADDRESS))
+    assert device.live_graphs == []
+
+
+# ---------------------------------------------------------------------------------------------
+# direct and CPU timers
+
+
+def test_direct_timer_reports_the_median_of_do_bench() -> None:
+    samples = [3.0, 1.0, 2.0, 5.0, 4.0]
+    seen: dict[str, Any] = {}
+
+    def do_bench(fn: Callable[[], Any], **kwargs: Any) -> list[float]:
+        seen.update(kwargs)
+        return samples
+
+    m = DirectTimer(do_bench, warmup_ms=25, rep_ms=100).measure(lambda: None)
+    assert m.ms == 3.0
+    assert (m.spread.p20, m.spread.p80, m.spread.n) == (pytest.approx(1.8), pytest.approx(4.2), 5)
+    assert seen == {"warmup": 25, "rep": 100, "return_mode": "all"}
+    assert m.timer == "direct"
+    assert m.settings == "warmup=25ms,rep=100ms"
+
+
+def test_direct_timer_accepts_a_single_number() -> None:
+    m = DirectTimer(lambda fn, **kw: 0.5).measure(lambda: None)
+    assert (m.ms, m.spread.n) == (0.5, 1)
+
+
+def test_cpu_timer_on_a_virtual_clock() -> None:
+    now = [0]
+
+    def op() -> None:
+        now[0] += 2_000  # 2 µs per call
+
+    timer = CpuTimer(warmup_ms=0.1, rep_ms=0.5, min_samples=9, clock=lambda: now[0])
+    m = timer.measure(op)
+    assert m.ms == pytest.approx(0.002)
+    assert m.spread.p20 == pytest.approx(0.002)
+    assert m.spread.n >= 9
+    assert m.timer == "direct"
+    assert m.fallback is None
+
+
+def busy() -> int:
+    total = 0
+    for i in range(300):
+        total += i * i
+    return total
+
+
+def test_cpu_timer_on_a_busy_function() -> None:
+    timer = CpuTimer(warmup_ms=2.0, rep_ms=10.0, min_samples=9, min_sample_ms=0.1)
+    m = timer.measure(busy)
+    s = m.spread
+    assert 0 < s.p20 <= s.p50 <= s.p80
+    assert m.ms == s.p50
+    assert s.n >= 9
+    assert m.settings == timer.describe()
+
+
+def test_cpu_timer_default_clock_is_monotonic() -> None:
+    assert CpuTimer().clock is time.perf_counter_ns
