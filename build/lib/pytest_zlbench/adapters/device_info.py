@@ -12,10 +12,13 @@ from typing import Any
 from ..core.backends import Backend
 
 
-def detect_backend_name() -> str:
+def detect_backend_name(probe_device: bool = True) -> str:
     """The backend of the installed torch: musa/ascend when their torch extension is installed,
-    rocm for a HIP build, cuda for a CUDA build with a visible device, else cpu. Importing torch
-    here does not initialise a device context."""
+    rocm for a HIP build, cuda for a CUDA build with a visible device, else cpu.
+
+    With ``probe_device=False`` no device call is made at all (a CUDA build counts as cuda):
+    the device runtime reads the visibility variable once, at its first call, so card pinning
+    must happen before any probe. Importing torch initialises no device."""
     if importlib.util.find_spec("torch") is None:
         return "cpu"
     if importlib.util.find_spec("torch_musa") is not None:
@@ -26,7 +29,7 @@ def detect_backend_name() -> str:
 
     if getattr(torch.version, "hip", None):
         return "rocm"
-    if getattr(torch.version, "cuda", None) and torch.cuda.is_available():
+    if getattr(torch.version, "cuda", None) and (not probe_device or torch.cuda.is_available()):
         return "cuda"
     return "cpu"
 

@@ -49,16 +49,19 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def _registry(config: pytest.Config) -> BackendRegistry:
     registry = BackendRegistry()
-    config.hook.pytest_zlbench_device_register(registry=registry)
+    try:
+        config.hook.pytest_zlbench_device_register(registry=registry)
+    except ValueError as exc:  # e.g. a conftest's backend reusing a taken alias
+        raise pytest.UsageError(f"pytest_zlbench_device_register: {exc}") from None
     return registry
 
 
-def _resolve(config: pytest.Config, registry: BackendRegistry) -> Backend:
+def _resolve(config: pytest.Config, registry: BackendRegistry, probe: bool = True) -> Backend:
     name = _opts.raw(config, "zl_backend")
     if name is None:
         from ..adapters.device_info import detect_backend_name
 
-        name = detect_backend_name()
+        name = detect_backend_name(probe_device=probe)
     try:
         return registry.resolve(str(name))
     except ValueError as exc:
@@ -74,7 +77,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         devices = parse_devices(str(devices_raw))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    backend = _resolve(early_config, _registry(early_config))
+    # no device probe before the visibility variable is set: the runtime would ignore it after
+    backend = _resolve(early_config, _registry(early_config), probe=False)
     if not backend.visibility_var:
         raise pytest.UsageError(f"--zl-devices: backend {backend.name} has no cards to select")
     index = _xdist.worker_index()

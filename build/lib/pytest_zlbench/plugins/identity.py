@@ -217,10 +217,11 @@ class RunRecorder(WorkerRows):
                 self.rows.append(Row.from_json(data))
             except RecordError as exc:
                 self.errors.append(f"{report.nodeid}: {exc}")
+        # a report carries the sections of the phases before it too: take this phase's only
         text = "".join(
             content
             for name, content in report.sections
-            if name.startswith(("Captured stdout", "Captured stderr"))
+            if name in (f"Captured stdout {report.when}", f"Captured stderr {report.when}")
         )
         if text or report.outcome != "passed":
             self.log.write(f"===== {report.nodeid} [{report.when}] {report.outcome}\n")

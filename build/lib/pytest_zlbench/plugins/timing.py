@@ -53,6 +53,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     requested = _opts.get(config, "zl_timer", parse_timer, "auto")
     cold = _opts.get(config, "zl_cold_cache", parse_bool, False)
+    if requested == "graph" and _opts.raw(config, "zl_backend") is not None:
+        # a conflict between two options is a usage error now, not a failure in the first test
+        if config.pluginmanager.hasplugin("zlbench.device"):
+            from .device import backend_of
+
+            if backend_of(config).name == "cpu":
+                raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
     config.stash[timing_settings_key] = TimingSettings(requested, cold)
     measuring = any(_opts.raw(config, name) not in (None, False) for name in MEASURING)
     if measuring and not _opts.controller_mode(config):

@@ -1,0 +1,50 @@
+"""Timer noise from two independent runs of the same configuration.
+
+For each pair of run directories (plugin runs, or plain FlagGems logs with a hand-written
+identity), rows are paired by (op, dtype, shape, occurrence) and the per-shape |B/A - 1| of the
+FlagGems latency is summarised: median, worst, and how many rows were measured on both sides.
+
+    python benchmarks/timer_noise.py LABEL=DIR1,DIR2 [LABEL=DIR1,DIR2 ...]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pytest_zlbench.core.rundir import load_side
+from pytest_zlbench.core.screening import pair_rows
+from pytest_zlbench.core.stats import median
+
+
+def summarise(label: str, dir_a: str, dir_b: str) -> list[str]:
+    a, b = load_side(dir_a), load_side(dir_b)
+    pairing = pair_rows(a.rows, b.rows)
+    deltas = [abs(p.delta) for p in pairing.pairs]
+    timers = sorted({p.a.timer for p in pairing.pairs} | {p.b.timer for p in pairing.pairs})
+    fallbacks = sum(1 for p in pairing.pairs if p.a.fallback or p.b.fallback)
+    worst = max(pairing.pairs, key=lambda p: abs(p.delta)) if pairing.pairs else None
+    where = f"{worst.key[0]} {worst.key[1]} {worst.key[2]}" if worst else ""
+    return [
+        label,
+        f"{len(pairing.pairs)}/{pairing.keys_total}",
+        f"{median(deltas) * 100:.3f} %" if deltas else "",
+        f"{max(deltas) * 100:.2f} %" if deltas else "",
+        where,
+        ",".join(timers) + (f" ({fallbacks} fell back)" if fallbacks else ""),
+    ]
+
+
+def main(argv: list[str]) -> int:
+    header = ["timer", "rows paired", "median abs(delta)", "worst abs(delta)", "worst shape",
+              "timer used"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for spec in argv:
+        label, _, dirs = spec.partition("=")
+        dir_a, _, dir_b = dirs.partition(",")
+        print("| " + " | ".join(summarise(label, dir_a, dir_b)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
