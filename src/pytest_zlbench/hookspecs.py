@@ -3,11 +3,12 @@ own class in ``pytest_addhooks``, so disabling a plugin also removes its hooks."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .core.backends import BackendRegistry
+if TYPE_CHECKING:  # an annotation only: plugins import hookspecs even when inactive
+    from .core.backends import BackendRegistry
 
 
 class DeviceSpec:

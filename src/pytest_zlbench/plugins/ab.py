@@ -101,6 +101,7 @@ class AbSettings:
     resume: bool
     backend: str
     flagtree_prefix: str
+    replay_from: Path | None = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -331,10 +332,21 @@ def pytest_configure(config: pytest.Config) -> None:
         resume=resume,
         backend=backend.name,
         flagtree_prefix=backend.flagtree_prefix,
+        replay_from=_replay_root(config),
     )
     controller = AbController(config, settings)
     config.stash[ab_controller_key] = controller
     config.pluginmanager.register(controller, "zlbench-ab-controller")
+
+
+def _replay_root(config: pytest.Config) -> Path | None:
+    value = _opts.raw(config, "zl_replay_from")
+    if value is None:
+        return None
+    path = Path(str(value)).resolve()
+    if not (path / "flaggems_cache").is_dir():
+        raise pytest.UsageError(f"--zl-replay-from {path}: holds no flaggems_cache/ to replay")
+    return path
 
 
 def op_id(item: pytest.Item) -> str:
@@ -550,8 +562,10 @@ class AbController:
         op_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("skipped.txt", OP_DONE):
             (op_dir / stale).unlink(missing_ok=True)
-        replay = None
-        if s.backend != "cpu":
+        replay = s.replay_from
+        if replay is not None:
+            self.progress(f"{item.op}: every side replays {replay} (no recording pass)")
+        elif s.backend != "cpu":
             rec_dir = op_dir / "record"
             cause = self.run_child(item, rec_dir, "record", 0, None)
             if cause is None:

@@ -26,8 +26,7 @@ import pytest
 from .. import __version__, _opts, _xdist
 from .._env import restore_env, set_env
 from .._stash import item_rows_key, run_recorder_key, timing_settings_key
-from ..core import records, summary
-from ..core.autotune import tuned_keys
+from ..core import records
 from ..core.records import RecordError, Row, RunIdentity
 from ..hookspecs import IdentitySpec
 
@@ -66,7 +65,8 @@ def _check_writable(run_dir: Path) -> None:
 
 
 def seed_replay(source: Path, cache_dir: Path) -> int:
-    """Copy the recorded LibTuner databases of ``source`` into this run's cache; returns how many."""
+    """Copy the recorded LibTuner databases of ``source`` into this run's cache; return how
+    many were copied."""
     src = source / "flaggems_cache" / "config_cache"
     if not source.is_dir():
         raise pytest.UsageError(f"--zl-replay-from {source}: no such directory")
@@ -193,7 +193,7 @@ class RunRecorder(WorkerRows):
         self.replay = replay
         self.seeded = seeded
         self.rows: list[Row] = []
-        self.nodes: list[str] = []
+        self.nodes: dict[str, None] = {}  # ordered set: a list lookup is O(n) per report
         self.log = io.StringIO()
         self.started_at = now()
         self.tee: _Tee | None = None
@@ -210,8 +210,7 @@ class RunRecorder(WorkerRows):
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or report.outcome != "passed":
-            if report.nodeid not in self.nodes:
-                self.nodes.append(report.nodeid)
+            self.nodes.setdefault(report.nodeid, None)
         for data in getattr(report, ROWS_ATTR, None) or []:
             try:
                 self.rows.append(Row.from_json(data))
@@ -230,6 +229,8 @@ class RunRecorder(WorkerRows):
                 self.log.write(report.longreprtext + "\n")
 
     def identity(self, exitstatus: int) -> RunIdentity:
+        from ..core.summary import timer_of_run
+
         config = self.config
         settings = config.stash.get(timing_settings_key, None)
         from .timing import _backend
@@ -242,10 +243,9 @@ class RunRecorder(WorkerRows):
         device = cards[0].split(" [")[0] if cards else _card(config).split(" [")[0]
         level = config.getoption("level", None)
         db_url = os.environ.get("FLAGGEMS_DB_URL")
+        tuner = "isolated"
         if db_url:
             tuner = "inherited" if db_url.startswith("sqlite") else "shared"
-        else:
-            tuner = "isolated"
         if self.replay:
             autotune = "replay"
         elif backend.name == "cpu":
@@ -256,7 +256,7 @@ class RunRecorder(WorkerRows):
             "switch": _switch_env(),
             "side": os.environ.get("ZLBENCH_SIDE", ""),
             "round": int(os.environ.get("ZLBENCH_ROUND", "0") or 0),
-            "test_nodes": self.nodes,
+            "test_nodes": list(self.nodes),
             "argv": list(sys.argv),
             "versions": _versions(),
             "host": socket.gethostname(),
@@ -267,6 +267,9 @@ class RunRecorder(WorkerRows):
             "replay_from": str(self.replay) if self.replay else None,
             "replay_seeded_dbs": self.seeded,
             "autotuned": self.tuned,
+            "timer_settings": settings.timer.describe()
+            if settings is not None and settings.timer is not None
+            else None,
             "started_at": self.started_at,
             "finished_at": now(),
             "exitstatus": int(exitstatus),
@@ -276,7 +279,7 @@ class RunRecorder(WorkerRows):
         return RunIdentity(
             backend=backend.name,
             device=device,
-            timer=summary.timer_of_run(self.rows, requested),
+            timer=timer_of_run(self.rows, requested),
             bench_level=str(level) if level is not None else "n/a",
             shape_mode=_shape_mode(config),
             tuner_cache=tuner,
@@ -291,6 +294,9 @@ class RunRecorder(WorkerRows):
             sys.stdout = self.tee.inner
             self.tee = None
         run_dir = self.run_dir
+        from ..core import summary
+        from ..core.autotune import tuned_keys
+
         records.write_atomic(run_dir / records.ROWS_FILE, records.rows_to_jsonl(self.rows))
         lines = summary.summarize(self.rows)
         records.write_atomic(run_dir / records.SUMMARY_FILE, summary.write_tsv(lines))
@@ -309,6 +315,8 @@ class RunRecorder(WorkerRows):
             return
         terminalreporter.write_sep("=", "zlbench run summary")
         # read back through the same core code that wrote it
+        from ..core import summary
+
         text = (self.run_dir / records.SUMMARY_FILE).read_text(encoding="utf-8")
         lines = summary.parse_tsv(text, str(self.run_dir / records.SUMMARY_FILE))
         if lines:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from tabulate import tabulate
-
 
 def fmt_float(value: float | None, digits: int = 3) -> str:
     if value is None:
@@ -24,6 +22,8 @@ def fmt_pct(value: float | None, digits: int = 2) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    from tabulate import tabulate  # ~8 ms to import: only once a table is rendered
+
     text = tabulate(list(rows), headers=list(headers), tablefmt="simple", disable_numparse=True)
     return text.splitlines()
 

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .. import _opts, _xdist
 from .._env import restore_env, set_env
 from .._stash import device_settings_key
-from ..core.backends import Backend, BackendRegistry
-from ..core.parsing import parse_devices
 from ..hookspecs import DeviceSpec
+
+if TYPE_CHECKING:  # imported where used: an inactive plugin imports little
+    from ..core.backends import Backend, BackendRegistry
 
 BACKEND_HELP = (
     "Device backend: cuda, musa, rocm, ascend, cpu (aliases nvidia, mthreads/mt, amd/hip, "
@@ -48,6 +50,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def _registry(config: pytest.Config) -> BackendRegistry:
+    from ..core.backends import BackendRegistry
+
     registry = BackendRegistry()
     try:
         config.hook.pytest_zlbench_device_register(registry=registry)
@@ -73,6 +77,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     devices_raw = _opts.raw(early_config, "zl_devices")
     if devices_raw is None:
         return
+    from ..core.parsing import parse_devices
+
     try:
         devices = parse_devices(str(devices_raw))
     except ValueError as exc:
@@ -92,6 +98,8 @@ def pytest_configure(config: pytest.Config) -> None:
     devices_raw = _opts.raw(config, "zl_devices")
     if backend_raw is None and devices_raw is None:
         return
+    from ..core.parsing import parse_devices
+
     backend = _resolve(config, _registry(config))
     devices = parse_devices(str(devices_raw)) if devices_raw is not None else ()
     pinned = os.environ.get(backend.visibility_var) if devices and backend.visibility_var else None

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .. import _opts
 from .._stash import item_rows_key, timing_settings_key
-from ..adapters.timers import Measurement, Timer
-from ..core.backends import Backend
-from ..core.parsing import parse_bool, parse_timer
-from ..core.records import Row
+
+if TYPE_CHECKING:  # the rest is imported where used: an inactive plugin imports little
+    from ..adapters.timers import Measurement, Timer
+    from ..core.backends import Backend
+    from ..core.records import Row
 
 TIMER_HELP = "Timer: auto (graph where the backend supports it, else direct), graph, direct"
+REPLAYS_HELP = "Graph timer: timed replays per measurement (default 10)"
+BUDGET_HELP = "Graph timer: milliseconds of work captured in one graph (default 20)"
 COLD_HELP = "Flush L2 inside the graph before every call (cold cache); default warm"
 #: options whose presence means "this session measures": the adapter is installed only then
 MEASURING = ("zl_timer", "zl_out", "zl_backend", "zl_devices", "zl_cold_cache")
@@ -29,6 +32,8 @@ MEASURING = ("zl_timer", "zl_out", "zl_backend", "zl_devices", "zl_cold_cache")
 class TimingSettings:
     requested: str  # auto | graph | direct
     cold: bool
+    replays: int = 10
+    budget_ms: float = 20.0
     timer: Timer | None = None
     backend: Backend | None = None
 
@@ -47,20 +52,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-timing", "zlbench timing: graph capture and direct timers")
     _opts.add(parser, group, "--zl-timer", TIMER_HELP, metavar="auto|graph|direct")
     _opts.add(parser, group, "--zl-cold-cache", COLD_HELP, action="store_true")
+    _opts.add(parser, group, "--zl-graph-replays", REPLAYS_HELP, metavar="N")
+    _opts.add(parser, group, "--zl-graph-budget-ms", BUDGET_HELP, metavar="MS")
 
 
 @pytest.hookimpl
 def pytest_configure(config: pytest.Config) -> None:
+    from ..core.parsing import parse_bool, parse_positive_float, parse_positive_int, parse_timer
+
     requested = _opts.get(config, "zl_timer", parse_timer, "auto")
     cold = _opts.get(config, "zl_cold_cache", parse_bool, False)
-    if requested == "graph" and _opts.raw(config, "zl_backend") is not None:
+    if (
+        requested == "graph"
+        and _opts.raw(config, "zl_backend") is not None
+        and config.pluginmanager.hasplugin("zlbench.device")
+    ):
         # a conflict between two options is a usage error now, not a failure in the first test
-        if config.pluginmanager.hasplugin("zlbench.device"):
-            from .device import backend_of
+        from .device import backend_of
 
-            if backend_of(config).name == "cpu":
-                raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
-    config.stash[timing_settings_key] = TimingSettings(requested, cold)
+        if backend_of(config).name == "cpu":
+            raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
+    replays = _opts.get(
+        config, "zl_graph_replays", lambda v: parse_positive_int(v, "--zl-graph-replays"), 10
+    )
+    budget = _opts.get(
+        config, "zl_graph_budget_ms", lambda v: parse_positive_float(v, "--zl-graph-budget-ms"), 20.0
+    )
+    config.stash[timing_settings_key] = TimingSettings(requested, cold, replays, budget)
     measuring = any(_opts.raw(config, name) not in (None, False) for name in MEASURING)
     if measuring and not _opts.controller_mode(config):
         config.pluginmanager.register(TimingSession(config), "zlbench-timing-session")
@@ -77,7 +95,9 @@ def _backend(config: pytest.Config) -> Backend:
     return BackendRegistry().resolve(detect_backend_name())
 
 
-def build_timer(backend: Backend, requested: str, cold: bool) -> Timer:
+def build_timer(
+    backend: Backend, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
+) -> Timer:
     from ..adapters.timers import CpuTimer, DirectTimer, GraphTimer
 
     if backend.name == "cpu":
@@ -93,14 +113,19 @@ def build_timer(backend: Backend, requested: str, cold: bool) -> Timer:
     use_graph = requested == "graph" or (requested == "auto" and backend.graph_capture)
     if not use_graph:
         return direct
-    return GraphTimer(TorchDeviceAPI(backend), direct, cold=cold)
+    return GraphTimer(
+        TorchDeviceAPI(backend), direct, budget_ms=budget_ms, replays=replays, cold=cold
+    )
 
 
 def active_timer(config: pytest.Config) -> Timer:
     settings = config.stash[timing_settings_key]
     if settings.timer is None:
         settings.backend = _backend(config)
-        settings.timer = build_timer(settings.backend, settings.requested, settings.cold)
+        settings.timer = build_timer(
+            settings.backend, settings.requested, settings.cold, settings.replays,
+            settings.budget_ms,
+        )
     timer: Timer = settings.timer
     return timer
 
@@ -169,6 +194,8 @@ class Bench:
         dtype: str = "",
         shape: str = "",
     ) -> Row:
+        from ..core.records import Row
+
         timer = self._timer_factory()
         base: Measurement | None = timer.measure(baseline) if baseline is not None else None
         m = timer.measure(fn)
