@@ -19,16 +19,17 @@ import sys
 from collections.abc import Generator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import pytest
 
 from .. import __version__, _opts, _xdist
 from .._env import restore_env, set_env
 from .._stash import item_rows_key, run_recorder_key, timing_settings_key
-from ..core import records
-from ..core.records import RecordError, Row, RunIdentity
 from ..hookspecs import IdentitySpec
+
+if TYPE_CHECKING:  # core modules are imported where used: an inactive plugin imports little
+    from ..core.records import Row, RunIdentity
 
 OUT_HELP = "Write this session's run directory (identity, rows, log, summary, IR) to DIR"
 REPLAY_HELP = (
@@ -85,6 +86,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     out = _opts.raw(early_config, "zl_out")
     if out is None or _xdist.worker_index() is not None or _opts.controller_mode(early_config):
         return  # workers inherit the controller's environment; an A/B root is no run directory
+    from ..core import records
+
     run_dir = Path(str(out)).resolve()
     if (run_dir / records.IDENTITY_FILE).exists() or (run_dir / records.COMPLETE_FILE).exists():
         raise pytest.UsageError(
@@ -205,12 +208,14 @@ class RunRecorder(WorkerRows):
         capture = self.config.getoption("capture", "fd")
         if capture == "no" and not self.config.pluginmanager.hasplugin("dsession"):
             self.tee = _Tee(sys.stdout, self.log)
-            sys.stdout = self.tee  # type: ignore[assignment]
+            sys.stdout = self.tee
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or report.outcome != "passed":
             self.nodes.setdefault(report.nodeid, None)
+        from ..core.records import RecordError, Row
+
         for data in getattr(report, ROWS_ATTR, None) or []:
             try:
                 self.rows.append(Row.from_json(data))
@@ -229,6 +234,8 @@ class RunRecorder(WorkerRows):
                 self.log.write(report.longreprtext + "\n")
 
     def identity(self, exitstatus: int) -> RunIdentity:
+        from ..core import records
+        from ..core.records import RunIdentity
         from ..core.summary import timer_of_run
 
         config = self.config
@@ -294,7 +301,7 @@ class RunRecorder(WorkerRows):
             sys.stdout = self.tee.inner
             self.tee = None
         run_dir = self.run_dir
-        from ..core import summary
+        from ..core import records, summary
         from ..core.autotune import tuned_keys
 
         records.write_atomic(run_dir / records.ROWS_FILE, records.rows_to_jsonl(self.rows))
@@ -315,7 +322,7 @@ class RunRecorder(WorkerRows):
             return
         terminalreporter.write_sep("=", "zlbench run summary")
         # read back through the same core code that wrote it
-        from ..core import summary
+        from ..core import records, summary
 
         text = (self.run_dir / records.SUMMARY_FILE).read_text(encoding="utf-8")
         lines = summary.parse_tsv(text, str(self.run_dir / records.SUMMARY_FILE))
@@ -346,6 +353,8 @@ class RunRecorder(WorkerRows):
 
 def write_ir(run_dir: Path) -> str:
     """Write ``ir.json`` from the run's own Triton cache; returns a note for the log."""
+    from ..core import records
+
     cache = run_dir / "triton_cache"
     if not cache.is_dir():
         return "no triton cache"
