@@ -30,3 +30,11 @@ def bench_suite(zl_pytester: pytest.Pytester) -> pytest.Pytester:
     zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
     zl_pytester.makepyfile(test_bench=BENCH_TESTS)
     return zl_pytester
+
+
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs made from inside this suite are sessions of their own, never xdist workers, even
+    when this suite itself runs under ``-n`` (xdist exports these to its worker processes)."""
+    for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(var, raising=False)

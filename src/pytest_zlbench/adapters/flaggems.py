@@ -24,7 +24,7 @@ def find_suite() -> tuple[str, Any, Any] | None:
     """(layout, Benchmark class, BenchmarkResult class) of an imported FlagGems-like suite."""
     for layout, base_name, consts_name in LAYOUTS:
         for mod_name, mod in list(sys.modules.items()):
-            if mod is None or not (mod_name == base_name or mod_name.endswith("." + base_name)):
+            if not (mod_name == base_name or mod_name.endswith("." + base_name)):
                 continue
             bench = getattr(mod, "Benchmark", None)
             if bench is None or not hasattr(bench, "get_latency"):

@@ -76,7 +76,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config, "zl_graph_replays", lambda v: parse_positive_int(v, "--zl-graph-replays"), 10
     )
     budget = _opts.get(
-        config, "zl_graph_budget_ms", lambda v: parse_positive_float(v, "--zl-graph-budget-ms"), 20.0
+        config,
+        "zl_graph_budget_ms",
+        lambda v: parse_positive_float(v, "--zl-graph-budget-ms"),
+        20.0,
     )
     config.stash[timing_settings_key] = TimingSettings(requested, cold, replays, budget)
     measuring = any(_opts.raw(config, name) not in (None, False) for name in MEASURING)
@@ -123,7 +126,10 @@ def active_timer(config: pytest.Config) -> Timer:
     if settings.timer is None:
         settings.backend = _backend(config)
         settings.timer = build_timer(
-            settings.backend, settings.requested, settings.cold, settings.replays,
+            settings.backend,
+            settings.requested,
+            settings.cold,
+            settings.replays,
             settings.budget_ms,
         )
     timer: Timer = settings.timer
