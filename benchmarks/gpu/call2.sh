@@ -11,7 +11,7 @@ trap pack EXIT
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 echo "===== pinning re-check: -n 2 --zl-devices=0,1"
-(cd benchmarks/gpu/pinning && timeout 120 python3 -m pytest -n 2 --zl-devices=0,1 --zl-out "$W/pin" -p no:cacheprovider -q 2>&1 | tail -8)
+(cd benchmarks/gpu/pinning && timeout 120 python3 -m pytest -n 2 --zl-devices=0,1 --zl-out="$W/pin" -p no:cacheprovider -q 2>&1 | tail -8)
 cd .fg
 SEL="benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_sum.py::test_sum benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm"
 COMMON="--level core -p no:cacheprovider -q"
@@ -26,15 +26,15 @@ native() {  # native DIR MODEFLAGS... : FlagGems' own timer, tables parsed from 
 }
 card0() {
   export CUDA_VISIBLE_DEVICES=0
-  timeout 300 python3 -m pytest $SEL $COMMON --zl-out "$W/warm1"
-  timeout 300 python3 -m pytest $SEL $COMMON --zl-out "$W/warm2" --zl-replay-from "$W/warm1"
-  timeout 300 python3 -m pytest $SEL $COMMON --zl-out "$W/cold1" --zl-replay-from "$W/warm1" --zl-cold-cache
-  timeout 300 python3 -m pytest $SEL $COMMON --zl-out "$W/cold2" --zl-replay-from "$W/warm1" --zl-cold-cache
+  timeout 300 python3 -m pytest $SEL $COMMON --zl-out="$W/warm1"
+  timeout 300 python3 -m pytest $SEL $COMMON --zl-out="$W/warm2" --zl-replay-from="$W/warm1"
+  timeout 300 python3 -m pytest $SEL $COMMON --zl-out="$W/cold1" --zl-replay-from="$W/warm1" --zl-cold-cache
+  timeout 300 python3 -m pytest $SEL $COMMON --zl-out="$W/cold2" --zl-replay-from="$W/warm1" --zl-cold-cache
 }
 card1() {
   export CUDA_VISIBLE_DEVICES=1
-  timeout 300 python3 -m pytest $SEL $COMMON --zl-out "$W/direct1" --zl-timer direct
-  timeout 300 python3 -m pytest $SEL $COMMON --zl-out "$W/direct2" --zl-timer direct --zl-replay-from "$W/direct1"
+  timeout 300 python3 -m pytest $SEL $COMMON --zl-out="$W/direct1" --zl-timer=direct
+  timeout 300 python3 -m pytest $SEL $COMMON --zl-out="$W/direct2" --zl-timer=direct --zl-replay-from="$W/direct1"
   SEED="$W/direct1"
   for r in 1 2; do mkdir -p "$W/fgk$r"; native "$W/fgk$r" --mode kernel --warmup 25 --iter 100; ident "$W/fgk$r" direct "flaggems-kernel:warmup=25ms,rep=100ms"; done
   for r in 1 2; do mkdir -p "$W/fgg$r"; native "$W/fgg$r" --mode cudagraph --iter 20; ident "$W/fgg$r" graph "flaggems-cudagraph:rep=20ms"; done
