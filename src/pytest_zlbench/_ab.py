@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -24,7 +26,9 @@ import pytest
 from . import _opts, _xdist
 from ._stash import ab_controller_key
 from .core import records, screening
+from .core.caliber import PREFIX as CALIBER_PREFIX
 from .core.caliber import check as caliber_check
+from .core.caliber import unreadable
 from .core.parsing import (
     Switch,
     parse_bool,
@@ -33,8 +37,8 @@ from .core.parsing import (
     parse_switch,
     switches_env,
 )
-from .core.records import RecordError
-from .core.rundir import Side, load_side
+from .core.records import RecordError, RunIdentity
+from .core.rundir import IdentityError, Side, load_side
 
 #: marks that are never an operator id (FlagGems' BUILTIN_MARKS, plus ours and xdist's)
 BUILTIN_MARKS = frozenset(
@@ -52,7 +56,9 @@ BUILTIN_MARKS = frozenset(
         "zl_op",
     }
 )
-#: our options that never pass through to a child (with whether they take a value)
+#: options that never pass through to a child (with whether they take a value): ours, xdist's
+#: (a child is one process), the cache's (children run with -p no:cacheprovider) and those
+#: naming one file or directory that concurrent children would share
 OWN_OPTIONS = {
     "--zl-ab": True,
     "--zl-rounds": True,
@@ -64,15 +70,50 @@ OWN_OPTIONS = {
     "--zl-resume": False,
     "--zl-devices": True,
     "--zl-replay-from": True,
+    "--zl-backend": True,
     "-n": True,
     "--numprocesses": True,
     "--dist": True,
     "--tx": True,
     "--maxprocesses": True,
     "--max-worker-restart": True,
-    "--zl-backend": True,
+    "--lf": False,
+    "--last-failed": False,
+    "--ff": False,
+    "--failed-first": False,
+    "--nf": False,
+    "--new-first": False,
+    "--cache-clear": False,
+    "--lfnf": True,
+    "--last-failed-no-failures": True,
+    "--sw": False,
+    "--stepwise": False,
+    "--sw-skip": False,
+    "--stepwise-skip": False,
+    "--sw-reset": False,
+    "--stepwise-reset": False,
+    "--basetemp": True,
+    "--junitxml": True,
+    "--junit-xml": True,
+    "--junitprefix": True,
+    "--junit-prefix": True,
 }
+#: ini names a child must not inherit: they would make it screen again, or re-pin its card
+CHILD_INI_RESET = ("zl_ab", "zl_rounds", "zl_compare", "zl_devices", "zl_resume")
+#: set in every child's environment; a child that is asked to screen again refuses
+CHILD_ENV = "ZLBENCH_AB_CHILD"
 OP_DONE = "op.complete"
+SCREEN_FILE = "screen.tsv"
+SETTINGS_FILE = "screen.json"
+#: what an operator id may look like: it names a directory under the screen's root
+_OP_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
+_EXIT_MEANING = {
+    1: "tests failed",
+    2: "interrupted",
+    3: "internal error",
+    4: "usage error",
+    5: "no tests collected",
+}
 
 
 @dataclass(frozen=True)
@@ -87,6 +128,17 @@ class AbSettings:
     backend: str
     flagtree_prefix: str
     replay_from: Path | None = None
+    allow_caliber_mismatch: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
+        return {
+            "switch": dict(self.env_b),
+            "rounds": self.rounds,
+            "backend": self.backend,
+            "allow_no_ir_diff": self.allow_no_ir_diff,
+            "replay_from": str(self.replay_from) if self.replay_from else None,
+        }
 
 
 def _default_root() -> Path:
@@ -96,6 +148,17 @@ def _default_root() -> Path:
 
 def _ab_requested(config: pytest.Config) -> bool:
     return _opts.raw(config, "zl_ab") is not None or _opts.raw(config, "zl_rounds") is not None
+
+
+def _terminal_writer(config: pytest.Config) -> Any:
+    # --zl-compare answers from pytest_cmdline_main, before the terminal reporter exists
+    from _pytest.config import create_terminal_writer
+
+    return create_terminal_writer(config, sys.stdout)
+
+
+# --------------------------------------------------------------------------------------------
+# --zl-compare
 
 
 def run_compare(config: pytest.Config) -> int | None:
@@ -108,40 +171,62 @@ def run_compare(config: pytest.Config) -> int | None:
         )
     allow = _opts.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
     out = _opts.raw(config, "zl_out")
-    tw = config.get_terminal_writer()
-    if len(paths) == 1:
-        return _reaggregate(Path(paths[0]), allow, tw)
-    if len(paths) != 2:
+    if len(paths) not in (1, 2):
         raise pytest.UsageError(
             f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
         )
+    tw = _terminal_writer(config)
+    if len(paths) == 1:
+        if out:
+            raise pytest.UsageError(
+                "--zl-compare with one A/B root rewrites that root's screen.tsv: drop --zl-out"
+            )
+        return _reaggregate(Path(paths[0]), allow, tw)
     root = Path(str(out)) if out else _default_root()
     return _compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
 
 
+def _caliber_line(tw: Any, text: str, fatal: bool = True) -> None:
+    tw.line(text, red=fatal, yellow=not fatal)
+
+
+def _refuse(tw: Any) -> int:
+    _caliber_line(
+        tw, f"{CALIBER_PREFIX} refusing to compare; --zl-allow-caliber-mismatch overrides"
+    )
+    return int(pytest.ExitCode.USAGE_ERROR)
+
+
 def _compare_two(path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any) -> int:
     sides: list[Side] = []
-    failed = False
+    identity_problem = False
+    errors: list[str] = []
     for label, path in (("A", path_a), ("B", path_b)):
         try:
             sides.append(load_side(path))
+        except IdentityError as exc:
+            _caliber_line(tw, unreadable(label, str(exc)).line())
+            identity_problem = True
         except RecordError as exc:
-            tw.line(f"!!! [caliber] {label}: {exc}", red=True)
-            failed = True
-    if failed:
+            errors.append(f"--zl-compare {label}: {exc}")
+    if identity_problem:
         return int(pytest.ExitCode.USAGE_ERROR)
+    if errors:
+        raise pytest.UsageError("; ".join(errors))
     a, b = sides
     problems = caliber_check(a.identity, b.identity, str(path_a), str(path_b))
     for problem in problems:
-        tw.line(problem.line(), red=problem.fatal, yellow=not problem.fatal)
+        _caliber_line(tw, problem.line(), problem.fatal)
     if any(p.fatal for p in problems) and not allow:
-        tw.line(
-            "!!! [caliber] refusing to compare; --zl-allow-caliber-mismatch overrides", red=True
-        )
-        return int(pytest.ExitCode.USAGE_ERROR)
-    ops = sorted({r.op for r in a.rows} | {r.op for r in b.rows})
-    lines = []
+        return _refuse(tw)
     notes = [f"caliber mismatch allowed: {p.field}" for p in problems if p.fatal]
+    notes += [f"caliber warning: {p.field}" for p in problems if not p.fatal]
+    if (a.ir is not None and a.ir.entries) or (b.ir is not None and b.ir.entries):
+        notes.append(
+            "IR compared over the whole run"
+        )  # ir.json does not say which op compiled what
+    ops = sorted({r.op for r in a.rows} | {r.op for r in b.rows})
+    results = []
     for op in ops:
         rnd = screening.RoundInput(
             round=1,
@@ -153,38 +238,49 @@ def _compare_two(path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any) -
             identity_a=a.identity,
             identity_b=b.identity,
         )
-        lines.append(screening.aggregate(op, [rnd], notes).to_line())
-    _write_and_show(root, lines, tw)
+        results.append(screening.aggregate(op, [rnd], notes))
+    root.mkdir(parents=True, exist_ok=True)
+    records.write_json(
+        root / "compare.json",
+        {
+            "a": {"path": str(path_a.resolve()), "source": a.source},
+            "b": {"path": str(path_b.resolve()), "source": b.source},
+            "ops": [r.to_json() for r in results],
+        },
+    )
+    _write_and_show(root, [r.to_line() for r in results], tw)
     return 0
 
 
 def _reaggregate(root: Path, allow: bool, tw: Any) -> int:
     if not root.is_dir():
         raise pytest.UsageError(f"--zl-compare {root}: no such directory")
-    op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob("r*_A")))
+    op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob("r*_[AB]")))
     if not op_dirs:
         raise pytest.UsageError(
-            f"--zl-compare {root}: not an A/B root (no <op>/r<k>_A directories)"
+            f"--zl-compare {root}: neither a run directory pair nor an A/B root "
+            "(no <op>/r<k>_A directories)"
         )
-    lines = []
-    refused = False
+    results = []
+    problems: list[str] = []
     for op_dir in op_dirs:
-        result, problems = aggregate_op_dir(op_dir)
-        for problem in problems:
-            tw.line(problem, red=True)
-        if problems and not allow:
-            refused = True
-            continue
-        lines.append(result.to_line())
-    if refused:
-        return int(pytest.ExitCode.USAGE_ERROR)
-    _write_and_show(root, lines, tw)
-    return 0
+        result, found = aggregate_op_dir(op_dir, allow=allow, require_done=True)
+        problems += found
+        results.append((op_dir, result))
+    for problem in problems:
+        _caliber_line(tw, problem)
+    if problems and not allow:
+        return _refuse(tw)
+    for op_dir, result in results:
+        records.write_json(op_dir / "ab.json", result.to_json())
+    _write_and_show(root, [r.to_line() for _, r in results], tw)
+    failed = any(r.rounds_failed for _, r in results)
+    return int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK)
 
 
 def _write_and_show(root: Path, lines: list[screening.ScreenLine], tw: Any) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    path = root / "screen.tsv"
+    path = root / SCREEN_FILE
     records.write_atomic(path, screening.write_screen(lines))
     back = screening.read_screen(path.read_text(encoding="utf-8"), str(path))
     tw.sep("=", "zlbench screen")
@@ -211,32 +307,74 @@ def _failure_of(run_dir: Path) -> str | None:
     marker = run_dir / "child.failed"
     if marker.is_file():
         return marker.read_text(encoding="utf-8").strip() or "failed"
+    if not run_dir.exists():
+        return "not run"
     if not records.is_complete(run_dir):
         return "incomplete run"
     return None
 
 
 def aggregate_op_dir(
-    op_dir: Path, notes: Sequence[str] = ()
+    op_dir: Path,
+    notes: Sequence[str] = (),
+    *,
+    allow: bool = False,
+    require_done: bool = False,
 ) -> tuple[screening.OpResult, list[str]]:
-    """Aggregate every round found under ``op_dir``; returns the result and caliber problems."""
-    rounds = []
+    """Aggregate every round found under ``op_dir``; returns the result and one ``!!! [caliber]``
+    line per caliber problem. A round with such a problem counts as failed unless ``allow``.
+    With ``require_done``, an operator the screen did not finish (no ``op.complete``) fails."""
+    rounds: list[screening.RoundInput] = []
     problems: list[str] = []
+    extra = list(notes)
+    record_dir = op_dir / "record"
+    if record_dir.exists():
+        cause = _failure_of(record_dir)
+        if cause is not None:
+            rounds.append(screening.RoundInput(round=0, order="", failed=cause))
+    reference: tuple[str, RunIdentity] | None = None
+    last = 0
     for k, a_dir, b_dir in _round_dirs(op_dir):
+        last = k
         order = "AB" if k % 2 else "BA"
-        cause = _failure_of(a_dir) or _failure_of(b_dir)
-        if cause:
-            side = "A" if _failure_of(a_dir) else "B"
-            rounds.append(screening.RoundInput(round=k, order=order, failed=f"{side}: {cause}"))
+        causes = {"A": _failure_of(a_dir), "B": _failure_of(b_dir)}
+        failed = [side for side in order if causes[side]]
+        if failed:  # name the side that failed first in this round's order
+            side = failed[0]
+            rounds.append(
+                screening.RoundInput(round=k, order=order, failed=f"{side}: {causes[side]}")
+            )
             continue
         try:
-            sa, sb = load_side(a_dir), load_side(b_dir)
+            sa = load_side(a_dir, allow_empty=True)
+            sb = load_side(b_dir, allow_empty=True)
         except RecordError as exc:
             rounds.append(screening.RoundInput(round=k, order=order, failed=str(exc)))
             continue
-        for p in caliber_check(sa.identity, sb.identity, f"r{k}_A", f"r{k}_B"):
-            if p.fatal:
-                problems.append(f"{p.line()} ({op_dir.name})")
+        found = caliber_check(sa.identity, sb.identity, f"r{k}_A", f"r{k}_B")
+        if reference is None:
+            reference = (f"r{k}_A", sa.identity)
+        else:
+            found += [
+                p
+                for p in caliber_check(reference[1], sa.identity, reference[0], f"r{k}_A")
+                if p.fatal
+            ]
+        for p in found:
+            if not p.fatal:
+                note = f"caliber warning: {p.field}"
+                if note not in extra:
+                    extra.append(note)
+        fatal = [p for p in found if p.fatal]
+        if fatal:
+            problems += [f"{p.line()} ({op_dir.name})" for p in fatal]
+            fields = ", ".join(dict.fromkeys(p.field for p in fatal))
+            if not allow:
+                rounds.append(
+                    screening.RoundInput(round=k, order=order, failed=f"caliber: {fields}")
+                )
+                continue
+            extra.append(f"round {k}: caliber mismatch allowed: {fields}")
         rounds.append(
             screening.RoundInput(
                 round=k,
@@ -249,10 +387,17 @@ def aggregate_op_dir(
                 identity_b=sb.identity,
             )
         )
-    extra = list(notes)
     skipped = op_dir / "skipped.txt"
     if skipped.is_file():
         extra.append(skipped.read_text(encoding="utf-8").strip())
+    if require_done and not (op_dir / OP_DONE).is_file():
+        rounds.append(
+            screening.RoundInput(
+                round=last + 1,
+                order="",
+                failed=f"the screen did not finish this operator (no {OP_DONE})",
+            )
+        )
     return screening.aggregate(op_dir.name, rounds, extra), problems
 
 
@@ -289,8 +434,18 @@ def _abs_nodeid(item: pytest.Item) -> str:
     return f"{item.path}{rest}"
 
 
+def _option_name(arg: str) -> str | None:
+    """The option an argument spells, for the options we filter; None for anything else."""
+    name = arg.split("=", 1)[0]
+    if name in OWN_OPTIONS:
+        return name
+    if arg.startswith("-n") and not arg.startswith("--") and len(arg) > 2:
+        return "-n="  # -n4, -nauto: the value is attached
+    return None
+
+
 def passthrough_args(args: Sequence[str], positional: Sequence[str]) -> list[str]:
-    """The user's options minus ours and xdist's, and minus the test paths."""
+    """The user's options minus ours, xdist's and the parent-only ones, and minus test paths."""
     out: list[str] = []
     skip_next = False
     pos = set(positional)
@@ -298,11 +453,11 @@ def passthrough_args(args: Sequence[str], positional: Sequence[str]) -> list[str
         if skip_next:
             skip_next = False
             continue
-        name = arg.split("=", 1)[0]
-        if name in OWN_OPTIONS:
-            skip_next = OWN_OPTIONS[name] and "=" not in arg
+        name = _option_name(arg)
+        if name == "-n=":
             continue
-        if name.startswith("-n") and name[2:].isdigit():
+        if name is not None:
+            skip_next = OWN_OPTIONS[name] and "=" not in arg
             continue
         if arg in pos:
             continue
@@ -347,6 +502,7 @@ class AbController:
         self.settings = settings
         self.lines: dict[str, screening.ScreenLine] = {}
         self.started = time.monotonic()
+        self.where = _xdist.worker_id(config) if _xdist.is_worker(config) else ""
 
     # ---- collection ------------------------------------------------------------------------
 
@@ -356,13 +512,20 @@ class AbController:
     ) -> None:
         groups: dict[str, list[pytest.Item]] = {}
         for item in items:
-            groups.setdefault(op_id(item), []).append(item)
+            op = op_id(item)
+            if not _OP_ID.match(op):
+                raise pytest.UsageError(
+                    f"{item.nodeid}: operator id {op!r} cannot name a directory of the screen"
+                )
+            groups.setdefault(op, []).append(item)
         new_items: list[pytest.Item] = []
         for op, members in groups.items():
+            first_file = members[0].nodeid.split("::", 1)[0]
             new_items.append(
                 OpItem.from_parent(
                     session,
                     name=f"zlbench[{op}]",
+                    nodeid=f"{first_file}::zlbench[{op}]",
                     op=op,
                     nodeids=[_abs_nodeid(m) for m in members],
                     controller=self,
@@ -373,12 +536,15 @@ class AbController:
 
     # ---- running one operator --------------------------------------------------------------
 
-    def progress(self, text: str) -> None:
+    def progress(self, text: str, terminal: bool = True) -> None:
         elapsed = time.monotonic() - self.started
-        line = f"[zlbench {elapsed:7.1f}s] {text}"
+        where = f" {self.where}" if self.where else ""
+        line = f"[zlbench{where} {elapsed:7.1f}s] {text}"
         root = self.settings.root
         with open(root / "progress.log", "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
+        if not terminal:
+            return
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
         if reporter is None or _xdist.is_worker(self.config) or self.config.get_verbosity() < 0:
             return
@@ -395,9 +561,16 @@ class AbController:
             env.pop(var, None)
         if side == "B":
             env.update(self.settings.env_b)
+        addopts = env.get("PYTEST_ADDOPTS")
+        if addopts:
+            try:
+                env["PYTEST_ADDOPTS"] = shlex.join(passthrough_args(shlex.split(addopts), ()))
+            except ValueError:
+                pass  # pytest itself reports a malformed PYTEST_ADDOPTS
         env["ZLBENCH_SIDE"] = side
         env["ZLBENCH_ROUND"] = str(rnd)
         env["ZLBENCH_SWITCH"] = json.dumps(self.settings.env_b if side == "B" else {})
+        env[CHILD_ENV] = "1"
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
@@ -409,34 +582,33 @@ class AbController:
             f"--zl-out={run_dir}",
             f"--zl-backend={self.settings.backend}",
             "-p",
-            "no:xdist",
-            "-p",
             "no:cacheprovider",
         ]
+        if self.config.pluginmanager.hasplugin("xdist"):
+            cmd += ["-n", "0"]  # wins over an -n in the ini's addopts: a child is one process
+        for name in CHILD_INI_RESET:
+            cmd += ["-o", f"{name}="]
         if replay is not None:
             cmd.append(f"--zl-replay-from={replay}")
+        else:
+            cmd += ["-o", "zl_replay_from="]
         return cmd
 
     def run_child(
         self, item: OpItem, run_dir: Path, side: str, rnd: int, replay: Path | None
     ) -> str | None:
-        """Run one side; returns None on success or a one-line cause."""
+        """Run one side in its own process group; returns None on success or a one-line cause.
+        Whatever the child leaves running in its group is killed when it ends."""
         if run_dir.exists():
-            if (
-                self.settings.resume
-                and records.is_complete(run_dir)
-                and not (run_dir / "child.failed").exists()
-            ):
-                self.progress(f"{item.op} r{rnd} {side}: complete, reused (--zl-resume)")
-                return None
             shutil.rmtree(run_dir)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         out_path = run_dir.parent / f"{run_dir.name}.out"
         cmd = self.child_cmd(item, run_dir, replay)
         t0 = time.monotonic()
         cause = None
+        rc: int | None = None
         with open(out_path, "w", encoding="utf-8") as out:
-            out.write("$ " + " ".join(cmd) + "\n")
+            out.write("$ " + shlex.join(cmd) + "\n")
             out.flush()
             proc = subprocess.Popen(
                 cmd,
@@ -450,23 +622,21 @@ class AbController:
             try:
                 rc = proc.wait(timeout=self.settings.timeout)
             except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                rc = None
                 cause = f"timed out after {self.settings.timeout:g}s (process group killed)"
-            except BaseException:
-                _kill_group(proc)
-                raise
+            finally:
+                _kill_group(proc)  # a timeout, an interrupt, or grandchildren left behind
         if cause is None:
             if rc is not None and rc < 0:
-                cause = f"killed by signal {signal.Signals(-rc).name}"
-            elif rc not in (0,):
-                cause = f"exit status {rc}: {_last_error(out_path)}"
+                cause = f"killed by signal {_signal_name(-rc)}"
+            elif rc != 0:
+                meaning = _EXIT_MEANING.get(rc) if rc is not None else None
+                what = f"exit status {rc}" + (f" ({meaning})" if meaning else "")
+                cause = f"{what}: {_last_error(out_path)}"
             elif not records.is_complete(run_dir):
                 cause = "child finished without a complete run directory"
         elapsed = time.monotonic() - t0
-        self.progress(
-            f"{item.op} r{rnd} {side}: {'ok' if cause is None else cause} ({elapsed:.1f}s)"
-        )
+        label = "record" if side == "record" else f"r{rnd} {side}"
+        self.progress(f"{item.op} {label}: {'ok' if cause is None else cause} ({elapsed:.1f}s)")
         if cause is not None:
             run_dir.mkdir(parents=True, exist_ok=True)
             records.write_atomic(run_dir / "child.failed", cause + "\n")
@@ -478,47 +648,69 @@ class AbController:
         done = op_dir / OP_DONE
         if s.resume and done.is_file():
             self.progress(f"{item.op}: complete, reused (--zl-resume)")
-            result, _ = aggregate_op_dir(op_dir)
+            result, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
             return result
-        op_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("skipped.txt", OP_DONE):
-            (op_dir / stale).unlink(missing_ok=True)
+        if op_dir.exists():  # an operator an interrupted screen left unfinished
+            self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
+            shutil.rmtree(op_dir)
+        op_dir.mkdir(parents=True)
+        self._measure(item, op_dir)
+        result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+        records.write_json(op_dir / "ab.json", result.to_json())
+        for problem in problems:
+            self.progress(problem)
+        records.write_atomic(op_dir / OP_DONE, "")
+        return result
+
+    def _measure(self, item: OpItem, op_dir: Path) -> None:
+        s = self.settings
         replay = s.replay_from
         if replay is not None:
             self.progress(f"{item.op}: every side replays {replay} (no recording pass)")
         elif s.backend != "cpu":
             rec_dir = op_dir / "record"
-            cause = self.run_child(item, rec_dir, "record", 0, None)
-            if cause is None:
-                replay = rec_dir
-            else:
-                self.progress(
-                    f"{item.op}: recording pass failed ({cause}); sides tune on their own"
-                )
+            if self.run_child(item, rec_dir, "record", 0, None) is not None:
+                # each side would tune its own configs: the delta would mix tuning and switch
+                self.progress(f"{item.op}: recording pass failed; no side measured")
+                return
+            replay = rec_dir
+        previous: str | None = None  # the cause the last failed round failed with
         for k in range(1, s.rounds + 1):
             order = ("A", "B") if k % 2 else ("B", "A")
+            failure = None
             for side in order:
-                self.run_child(item, op_dir / f"r{k}_{side}", side, k, replay)
-            if k == 1 and s.rounds > 1 and not s.allow_no_ir_diff:
-                first, _ = aggregate_op_dir(op_dir)
-                if first.verdict in (screening.NO_IR_DIFF, screening.NO_TRITON) and s.switches:
+                cause = self.run_child(item, op_dir / f"r{k}_{side}", side, k, replay)
+                if cause is not None:
+                    failure = cause  # the round is lost: its other side is not run
+                    break
+            if failure is not None:
+                if failure == previous:
+                    self.progress(
+                        f"{item.op}: round {k} failed as round {k - 1} did; not retried again"
+                    )
+                    return
+                previous = failure
+                continue
+            if k == 1 and s.rounds > 1 and not s.allow_no_ir_diff and s.switches:
+                first, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+                # Only identical IR says the switch did nothing to this operator. NO_TRITON says
+                # nothing about the switch (it may act on aten or a vendor library), so every
+                # round is measured.
+                if first.verdict == screening.NO_IR_DIFF:
+                    why = "identical IR on both sides"
                     records.write_atomic(
                         op_dir / "skipped.txt",
-                        f"{screening.SKIP_NOTE}: rounds 2..{s.rounds} skipped\n",
+                        f"{screening.SKIP_NOTE}: {why}; rounds 2..{s.rounds} skipped "
+                        "(--zl-allow-no-ir-diff measures them)\n",
                     )
-                    break
-        result, problems = aggregate_op_dir(op_dir)
-        records.write_json(op_dir / "ab.json", result.to_json())
-        if problems:
-            self.progress(f"{item.op}: " + "; ".join(problems))
-        records.write_atomic(op_dir / OP_DONE, "")
-        return result
+                    self.progress(f"{item.op}: {screening.SKIP_NOTE}, rounds 2..{s.rounds} skipped")
+                    return
 
     # ---- reporting (controller only) ---------------------------------------------------------
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
+        if report.when != "call":
             return
         for name, value in report.user_properties:
             if name == "zl_screen" and isinstance(value, dict):
@@ -529,14 +721,15 @@ class AbController:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if _xdist.is_worker(self.config) or not self.lines:
             return
-        path = self.settings.root / "screen.tsv"
+        path = self.settings.root / SCREEN_FILE
         records.write_atomic(path, screening.write_screen(self.lines.values()))
+        self.progress(f"wrote {path} ({len(self.lines)} operators)", terminal=False)
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if _xdist.is_worker(self.config):
             return
-        path = self.settings.root / "screen.tsv"
+        path = self.settings.root / SCREEN_FILE
         terminalreporter.write_sep("=", "zlbench screen")
         if not self.lines or not path.is_file():
             terminalreporter.write_line("no operator was screened")
@@ -556,6 +749,13 @@ class AbController:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         switch = " ".join(f"{k}={v}" for k, v in self.settings.env_b.items()) or "A/A control"
         return [f"zlbench A/B: {switch}, rounds={self.settings.rounds}, root={self.settings.root}"]
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 def _kill_group(proc: subprocess.Popen[Any]) -> None:
@@ -584,13 +784,52 @@ def _last_error(path: Path) -> str:
     return "no output"
 
 
+def _check_addopts(config: pytest.Config) -> None:
+    """The ini's addopts reach every child: screening options there would screen again."""
+    try:
+        addopts = config.getini("addopts")
+    except (ValueError, KeyError):
+        return
+    for arg in addopts or ():
+        name = str(arg).split("=", 1)[0]
+        if name in ("--zl-ab", "--zl-rounds", "--zl-compare"):
+            raise pytest.UsageError(
+                f"{name} is in the ini file's addopts, which every child run inherits: give it "
+                "on the command line"
+            )
+
+
+def _check_resume(root: Path, settings: AbSettings) -> None:
+    path = root / SETTINGS_FILE
+    try:
+        before = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as exc:
+        raise pytest.UsageError(f"--zl-resume: {path} is unreadable ({exc})") from None
+    now = settings.describe()
+    differ = [k for k in now if isinstance(before, dict) and before.get(k) != now[k]]
+    if not isinstance(before, dict) or differ:
+        what = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
+        raise pytest.UsageError(
+            f"--zl-resume: {root} was screened with other settings ({what or 'unknown'}); "
+            "give a new --zl-out"
+        )
+
+
 def start_controller(config: pytest.Config) -> None:
+    if os.environ.get(CHILD_ENV) and not _xdist.is_worker(config):
+        raise pytest.UsageError(
+            "this is a child run of an A/B screen and cannot screen again: --zl-ab/--zl-rounds "
+            "reached it through PYTEST_ADDOPTS or the ini file"
+        )
     no_switch: list[Switch] = []
     switches = tuple(_opts.get(config, "zl_ab", lambda v: [parse_switch(s) for s in v], no_switch))
     rounds = _opts.get(config, "zl_rounds", lambda v: parse_positive_int(v, "--zl-rounds"), 1)
     timeout = _opts.get(
         config, "zl_timeout", lambda v: parse_positive_float(v, "--zl-timeout"), None
     )
+    _check_addopts(config)
     from .plugins.device import backend_of
 
     backend = backend_of(config)
@@ -601,16 +840,6 @@ def start_controller(config: pytest.Config) -> None:
     out = _opts.raw(config, "zl_out")
     root = Path(str(out)) if out else _default_root()
     resume = _opts.get(config, "zl_resume", parse_bool, False)
-    if not _xdist.is_worker(config):
-        if root.exists() and any(root.iterdir()) and not resume:
-            raise pytest.UsageError(
-                f"--zl-out {root}: already holds results; pass --zl-resume to continue it or "
-                "give a new directory"
-            )
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
     settings = AbSettings(
         root=root.resolve(),
         switches=switches,
@@ -622,7 +851,23 @@ def start_controller(config: pytest.Config) -> None:
         backend=backend.name,
         flagtree_prefix=backend.flagtree_prefix,
         replay_from=_replay_root(config),
+        allow_caliber_mismatch=_opts.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
     )
+    if not _xdist.is_worker(config):
+        if root.exists() and not root.is_dir():
+            raise pytest.UsageError(f"--zl-out {root}: not a directory")
+        if root.exists() and any(root.iterdir()):
+            if not resume:
+                raise pytest.UsageError(
+                    f"--zl-out {root}: already holds results; pass --zl-resume to continue it "
+                    "or give a new directory"
+                )
+            _check_resume(root, settings)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            records.write_json(root / SETTINGS_FILE, settings.describe())
+        except OSError as exc:
+            raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
     controller = AbController(config, settings)
     config.stash[ab_controller_key] = controller
     config.pluginmanager.register(controller, "zlbench-ab-controller")

@@ -12,6 +12,10 @@ from .fingerprint import IrReport
 from .records import RecordError, Row, RunIdentity
 
 
+class IdentityError(RecordError):
+    """The side's ``run_identity.json`` is missing, unreadable or invalid (a caliber refusal)."""
+
+
 @dataclass(frozen=True)
 class Side:
     path: Path
@@ -36,8 +40,14 @@ def _record_logs(path: Path) -> list[Path]:
     return out
 
 
-def load_side(path: str | Path) -> Side:
-    """Load a side; every problem is a one-line :class:`RecordError`."""
+def load_side(path: str | Path, *, allow_empty: bool = False) -> Side:
+    """Load a side; every problem is a one-line :class:`RecordError` (an
+    :class:`IdentityError` when the identity is the problem).
+
+    A run directory of this plugin (``rows.jsonl`` or ``.complete`` present) must be complete.
+    Without rows it is refused unless ``allow_empty`` (a screen's side whose tests were all
+    skipped measured nothing, which is a verdict, not bad input).
+    """
     from .flaggems import parse_record_log, parse_stdout
 
     root = Path(path)
@@ -45,9 +55,12 @@ def load_side(path: str | Path) -> Side:
         raise RecordError(f"{root}: no such directory")
     if not root.is_dir():
         raise RecordError(f"{root}: not a directory")
-    identity = records.read_identity(root)
+    try:
+        identity = records.read_identity(root)
+    except RecordError as exc:
+        raise IdentityError(str(exc)) from None
     rows_file = root / records.ROWS_FILE
-    if rows_file.is_file():
+    if rows_file.is_file() or records.is_complete(root):
         if not records.is_complete(root):
             raise RecordError(f"{root}: run is incomplete (no .complete marker)")
         rows = records.read_rows(root)
@@ -64,7 +77,7 @@ def load_side(path: str | Path) -> Side:
             source = records.LOG_FILE
         else:
             raise RecordError(f"{root}: holds no rows.jsonl, run.log or --record log file")
-    if not rows:
+    if not rows and not allow_empty:
         raise RecordError(f"{root}: {source} holds no measurement rows")
     ir_path = root / records.IR_FILE
     ir = None

@@ -81,6 +81,7 @@ class Pairing:
     only_a: int
     only_b: int
     unusable: int  # keys present on both sides where a side did not succeed
+    keys: frozenset[Key] = frozenset()  # every key seen on either side
 
     @property
     def complete(self) -> bool:
@@ -88,6 +89,8 @@ class Pairing:
 
 
 def pair_rows(rows_a: Iterable[Row], rows_b: Iterable[Row]) -> Pairing:
+    """Pair two sides' rows by (op, dtype, shape, occurrence). A pair needs both rows usable
+    (status ok, finite positive latency); nothing is ever paired across different keys."""
     ka, kb = keyed(rows_a), keyed(rows_b)
     pairs = []
     unusable = 0
@@ -99,14 +102,26 @@ def pair_rows(rows_a: Iterable[Row], rows_b: Iterable[Row]) -> Pairing:
             pairs.append(Pair(key, a, b))
         else:
             unusable += 1
-    keys = set(ka) | set(kb)
+    keys = frozenset(ka) | frozenset(kb)
     return Pairing(
         pairs=tuple(pairs),
         keys_total=len(keys),
         only_a=len(set(ka) - set(kb)),
         only_b=len(set(kb) - set(ka)),
         unusable=unusable,
+        keys=keys,
     )
+
+
+def key_text(key: Key, op: str | None = None) -> str:
+    """A key as a reader names it: ``dtype shape`` (``#n`` for the n-th repeat of a size detail,
+    the row's operator first when it is not ``op``)."""
+    text = f"{key[1]} {key[2]}"
+    if key[3]:
+        text += f" #{key[3] + 1}"
+    if key[0] != op:
+        text = f"{key[0]}: {text}"
+    return text
 
 
 @dataclass(frozen=True)
@@ -123,6 +138,33 @@ class RoundInput:
     identity_a: RunIdentity | None = None
     identity_b: RunIdentity | None = None
     failed: str | None = None
+
+    @property
+    def label(self) -> str:
+        return "recording pass" if self.round == 0 else f"round {self.round}"
+
+
+#: identity fields that say which side of an A/B screen a run was (set by the screen's controller)
+SIDE_FIELD = "side"
+SWITCH_FIELD = "switch"
+
+
+def is_control(rounds: Sequence[RoundInput]) -> bool:
+    """True when every measured round paired side A with side B of one screen and both sides ran
+    the same environment: an A/A control, whose deltas are the noise floor. Runs compared from
+    outside a screen (no ``side``) are never a control: they may differ in code, not switch."""
+    ok = [r for r in rounds if r.failed is None and r.round > 0]
+    if not ok:
+        return False
+    for r in ok:
+        if r.identity_a is None or r.identity_b is None:
+            return False
+        ia, ib = r.identity_a.info, r.identity_b.info
+        if ia.get(SIDE_FIELD) != "A" or ib.get(SIDE_FIELD) != "B":
+            return False
+        if SWITCH_FIELD not in ia or ia.get(SWITCH_FIELD) != ib.get(SWITCH_FIELD):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -161,6 +203,7 @@ class OpResult:
     delta_spread: float | None  # median over shapes of (max - min) per-round delta
     notes: tuple[str, ...]
     caliber: Mapping[str, str] = field(default_factory=dict)
+    control: bool = False  # an A/A control: both sides ran the same configuration
 
     @property
     def has_range(self) -> bool:
@@ -227,6 +270,7 @@ class OpResult:
             "verdict": self.verdict,
             "rounds": self.rounds,
             "rounds_failed": self.rounds_failed,
+            "control": self.control,
             "rows_paired": self.rows_paired,
             "rows_total": self.rows_total,
             "range": list(self.range) if self.range else None,
@@ -275,29 +319,81 @@ def caliber_of(rounds: Sequence[RoundInput]) -> dict[str, str]:
     return {}
 
 
-def aggregate(op: str, rounds: Sequence[RoundInput], notes: Sequence[str] = ()) -> OpResult:
-    """Fold every round of one operator into one verdict, range and dispersions."""
+def _pct(value: float) -> str:
+    return f"{value * 100:+.2f}%"
+
+
+def _pairing_note(
+    paired: int, total: int, only_a: int, only_b: int, unusable: int, partial: int
+) -> str:
+    parts = []
+    if only_a:
+        parts.append(f"{only_a} only on side A")
+    if only_b:
+        parts.append(f"{only_b} only on side B")
+    if unusable:
+        parts.append(f"{unusable} failed or without a positive latency")
+    if partial:
+        parts.append(f"{partial} not paired in every round")
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return f"paired {paired} of {total} rows{detail}"
+
+
+def _flip_text(op: str, flips: Sequence[Key], limit: int = 3) -> str:
+    count = len(flips)
+    text = f"{count} sign flip{'' if count == 1 else 's'}"
+    if flips:
+        named = ", ".join(key_text(k, op) for k in flips[:limit])
+        text += f": {named}" + (", ..." if count > limit else "")
+    return text
+
+
+def aggregate(
+    op: str,
+    rounds: Sequence[RoundInput],
+    notes: Sequence[str] = (),
+    control: bool | None = None,
+) -> OpResult:
+    """Fold every round of one operator into one verdict, range and dispersions.
+
+    Round 0 stands for the recording pass: it never measures, but its failure fails the
+    operator. A key counts only when it paired in every measured round; a failed round leaves the
+    operator without a range. ``control`` (default: :func:`is_control`) marks an A/A control,
+    whose noise floor is written into the note.
+    """
     notes_out = list(notes)
     failed = [r for r in rounds if r.failed is not None]
     for r in failed:
-        notes_out.append(f"round {r.round} failed: {r.failed}")
-    ok = [r for r in rounds if r.failed is None]
+        notes_out.append(f"{r.label} failed: {r.failed}")
+    measured = [r for r in rounds if r.round > 0]
+    ok = [r for r in measured if r.failed is None]
+    if control is None:
+        control = is_control(rounds)
     per_key: dict[Key, list[float]] = {}
-    keys_total = 0
-    timer_mismatch = 0
+    all_keys: set[Key] = set()
+    timer_mismatch: set[Key] = set()
     spreads: list[float] = []
+    only_a = only_b = unusable = 0
     for r in ok:
         pairing = pair_rows(r.rows_a, r.rows_b)
-        keys_total = max(keys_total, pairing.keys_total)
+        all_keys |= pairing.keys
+        only_a, only_b = max(only_a, pairing.only_a), max(only_b, pairing.only_b)
+        unusable = max(unusable, pairing.unusable)
         for p in pairing.pairs:
             per_key.setdefault(p.key, []).append(p.delta)
-            timer_mismatch += p.timers_differ
+            if p.timers_differ:
+                timer_mismatch.add(p.key)
         spreads += _rel_spreads(r.rows_a) + _rel_spreads(r.rows_b)
+    # a key that paired in some rounds only would read like a complete one: leave it out
+    complete_keys = [k for k, v in per_key.items() if len(v) == len(ok)]
+    partial = len(per_key) - len(complete_keys)
     if timer_mismatch:
-        notes_out.append(f"timers differ between sides on {timer_mismatch} row(s)")
-    if ok and keys_total > len(per_key):
-        notes_out.append(f"paired {len(per_key)} of {keys_total} rows")
-    shapes = tuple(ShapeResult(k, tuple(v)) for k, v in per_key.items())
+        notes_out.append(f"timers differ between sides on {len(timer_mismatch)} row(s)")
+    if ok and len(all_keys) > len(complete_keys):
+        notes_out.append(
+            _pairing_note(len(complete_keys), len(all_keys), only_a, only_b, unusable, partial)
+        )
+    shapes = tuple(ShapeResult(k, tuple(per_key[k])) for k in complete_keys)
 
     kernels_a = kernels_b = cl_a = cl_b = None
     changed: tuple[str, ...] = ()
@@ -332,14 +428,27 @@ def aggregate(op: str, rounds: Sequence[RoundInput], notes: Sequence[str] = ()) 
     else:
         verdict = NO_IR_DIFF
 
+    flips = [s.key for s in shapes if s.sign_flip]
+    if flips and not control and not failed:
+        notes_out.append(_flip_text(op, flips))
+    if control and shapes and not failed:
+        if verdict in (NO_TRITON, NO_IR_DIFF):
+            medians = [s.median for s in shapes]
+            notes_out.append(
+                f"A/A noise floor {_pct(min(medians))} ~ {_pct(max(medians))} over "
+                f"{len(ok)} round{'' if len(ok) == 1 else 's'}, {_flip_text(op, flips)}"
+            )
+        elif verdict == IR_CHANGED:
+            notes_out.append("A/A control: the IR differs between identical configurations")
+
     delta_spread = median([s.round_spread for s in shapes]) if len(ok) > 1 and shapes else None
     return OpResult(
         op=op,
         verdict=verdict,
-        rounds=len(rounds),
+        rounds=len(measured),
         rounds_failed=len(failed),
         rows_paired=len(shapes),
-        rows_total=keys_total,
+        rows_total=len(all_keys),
         shapes=shapes,
         kernels_a=kernels_a,
         kernels_b=kernels_b,
@@ -350,6 +459,7 @@ def aggregate(op: str, rounds: Sequence[RoundInput], notes: Sequence[str] = ()) 
         delta_spread=delta_spread,
         notes=tuple(notes_out),
         caliber=caliber_of(rounds),
+        control=control,
     )
 
 
@@ -388,7 +498,8 @@ class ScreenLine:
             self.convert_layout_b,
             self.note,
         ]
-        return head + [self.caliber.get(k, "") for k in CALIBER_FIELDS]
+        cells = head + [self.caliber.get(k, "") for k in CALIBER_FIELDS]
+        return [_one_line(c) for c in cells]
 
     def to_json(self) -> dict[str, Any]:
         return dict(zip(COLUMNS, self.cells(), strict=True))
@@ -402,6 +513,14 @@ class ScreenLine:
             )
         caliber = {k: values.pop(k) for k in CALIBER_FIELDS}
         return cls(caliber=caliber, **values)
+
+
+def _one_line(text: str) -> str:
+    """A cell as one TSV cell: tabs and every character ``str.splitlines`` breaks at become
+    spaces, so that the file reads back through the same code into the same cells."""
+    if text.isprintable():
+        return text
+    return "".join(" " if ch == "\t" or ch.splitlines() != [ch] else ch for ch in text)
 
 
 def write_screen(lines: Iterable[ScreenLine]) -> str:

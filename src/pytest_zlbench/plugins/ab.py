@@ -43,6 +43,14 @@ def _requested(config: pytest.Config) -> bool:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    if _opts.raw(early_config, "zl_compare"):
+        # --zl-compare reads run directories only: the wrapped suite's conftests (which may
+        # import torch and initialise a device) are never imported
+        early_config.known_args_namespace.noconftest = True
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if not _opts.raw(config, "zl_compare"):
         return None

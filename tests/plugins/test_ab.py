@@ -1,0 +1,517 @@
+"""zlbench.ab: the A/B screen on the cpu backend (SPEC §7, §8, §11, §12).
+
+Each operator's sides run as real child pytest processes, so these runs use
+``runpytest_subprocess`` and suites of one or two tiny operators. The suites stand in for Triton
+where a verdict needs IR: a test writes a ``.ttgir`` file into its run's ``TRITON_CACHE_DIR``,
+which the identity plugin fingerprints like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_zlbench._ab import OpItem, passthrough_args
+from pytest_zlbench.core import screening
+from pytest_zlbench.core.records import CALIBER_FIELDS, is_complete, read_identity
+from zl_testing import FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, error_lines
+
+SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
+
+SUITE_CONFTEST = (
+    FAST_CPU_TIMER_CONFTEST
+    + """
+
+def pytest_configure(config):
+    for name in ("abs", "gemm", "hang", "exits", "aborts"):
+        config.addinivalue_line("markers", f"{name}: operator {name}")
+"""
+)
+
+HELPERS = '''
+import os
+import sys
+
+import pytest
+
+
+def busy(n=200):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def write_ttgir(kernel, body):
+    """Stand in for Triton: one TTGIR file in this run's cache."""
+    folder = os.path.join(os.environ["TRITON_CACHE_DIR"], "h0")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, kernel + ".ttgir"), "w") as handle:
+        handle.write(body)
+'''
+
+#: two tests sharing the mark ``abs``: one operator of two rows
+ABS = """
+@pytest.mark.abs
+@pytest.mark.parametrize("size", [100, 300])
+def test_abs(zl_bench, size):
+    print(f"side sees OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    zl_bench(lambda: busy(size), baseline=lambda: busy(size), op="abs", dtype="int",
+             shape=str(size))
+"""
+
+#: an operator named after its module (no custom mark)
+RELU = (
+    HELPERS
+    + """
+
+def test_relu(zl_bench):
+    zl_bench(lambda: busy(50), op="relu", dtype="int", shape="[50]")
+"""
+)
+
+#: an operator whose (stand-in) TTGIR changes with the switch
+GEMM = """
+@pytest.mark.gemm
+def test_gemm(zl_bench):
+    switched = os.environ.get("OMP_NUM_THREADS") == "1"
+    body = "ttg.convert_layout\\n" if switched else "tt.dot\\n"
+    write_ttgir("gemm_kernel", "tt.func @gemm_kernel() {\\n" + body + "}\\n")
+    zl_bench(lambda: busy(300), op="gemm", dtype="float16", shape="[64, 64]")
+"""
+
+#: an operator whose (stand-in) TTGIR never changes
+STEADY = """
+@pytest.mark.abs
+@pytest.mark.parametrize("size", [100, 300])
+def test_abs(zl_bench, size):
+    write_ttgir("abs_kernel", "tt.func @abs_kernel() {\\n  tt.return\\n}\\n")
+    zl_bench(lambda: busy(size), op="abs", dtype="int", shape=str(size))
+"""
+
+#: a side that hangs, with a grandchild in its process group that hangs too
+HANG = """
+@pytest.mark.hang
+def test_hang(zl_bench):
+    import subprocess
+    import time
+
+    grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(os.environ["GRANDCHILD_PID_FILE"], "w") as handle:
+        handle.write(str(grandchild.pid))
+    time.sleep(600)
+"""
+
+CRASH = """
+@pytest.mark.exits
+def test_exits(zl_bench):
+    os._exit(3)
+
+
+@pytest.mark.aborts
+def test_aborts(zl_bench):
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file
+    os.abort()
+"""
+
+BASE = ("--zl-backend=cpu", "-p", "no:cacheprovider", *NO_HYPOTHESIS)
+
+
+@pytest.fixture
+def suite(zl_pytester: pytest.Pytester) -> pytest.Pytester:
+    zl_pytester.makeconftest(SUITE_CONFTEST)
+    return zl_pytester
+
+
+def screen(
+    pytester: pytest.Pytester, *args: str, root: str = "screen"
+) -> tuple[pytest.RunResult, Path]:
+    out = pytester.path / root
+    result = pytester.runpytest_subprocess(*BASE, f"--zl-out={out}", *args)
+    return result, out
+
+
+def read_lines(root: Path) -> dict[str, screening.ScreenLine]:
+    text = (root / "screen.tsv").read_text()
+    return {line.op: line for line in screening.read_screen(text)}
+
+
+def progress(root: Path, op: str | None = None) -> list[str]:
+    """progress.log without its ``[zlbench ... s]`` prefixes (optionally one operator's)."""
+    out = []
+    for line in (root / "progress.log").read_text().splitlines():
+        text = line.split("] ", 1)[1]
+        if op is None or text.startswith((f"{op} ", f"{op}:")):
+            out.append(text)
+    return out
+
+
+def child_steps(root: Path, op: str) -> list[str]:
+    """The sides an operator ran, in order, e.g. ``["r1 A", "r1 B"]``."""
+    steps = []
+    for text in progress(root, op):
+        match = re.match(rf"{op} (r\d+ [AB]): ", text)
+        if match:
+            steps.append(match.group(1))
+    return steps
+
+
+def ab_json(root: Path, op: str) -> dict[str, object]:
+    data = json.loads((root / op / "ab.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# operators
+
+
+def test_operator_ids_and_grouping(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_ops=HELPERS
+        + ABS
+        + """
+
+@pytest.mark.abs
+def test_abs_inplace(zl_bench):
+    pass
+
+
+@pytest.mark.zl_op("special")
+@pytest.mark.abs
+def test_named(zl_bench):
+    pass
+""",
+        test_relu=RELU,
+    )
+    reprec = suite.inline_run(*BASE, SWITCH, "--zl-out=out", "--collect-only")
+    items = reprec.getcall("pytest_collection_finish").session.items
+    assert all(isinstance(item, OpItem) for item in items)
+    by_op = {item.op: item for item in items}
+    assert sorted(by_op) == ["abs", "relu", "special"]
+    assert [n.split("::", 1)[1] for n in by_op["abs"].nodeids] == [
+        "test_abs[100]",
+        "test_abs[300]",
+        "test_abs_inplace",
+    ]
+    assert all(os.path.isabs(n.split("::")[0]) for n in by_op["abs"].nodeids)
+    assert [n.split("::", 1)[1] for n in by_op["relu"].nodeids] == ["test_relu"]
+    assert by_op["abs"].nodeid == "test_ops.py::zlbench[abs]"
+    assert by_op["relu"].nodeid == "test_relu.py::zlbench[relu]"
+
+
+def test_an_operator_id_that_cannot_name_a_directory_is_refused(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_ops="""
+import pytest
+
+
+@pytest.mark.zl_op("../escape")
+def test_x():
+    pass
+"""
+    )
+    result = suite.runpytest(*BASE, SWITCH, "--zl-out=out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert any("'../escape' cannot name a directory" in line for line in error_lines(result))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--zl-ab", "X=1", "--zl-ab=Y=2", "-k", "abs", "dir"], ["-k", "abs"]),
+        (["-n", "2", "-n4", "-nauto", "--dist=load", "--numprocesses", "3", "-x"], ["-x"]),
+        (["--zl-out", "o", "--zl-rounds=3", "--zl-timeout", "5", "--zl-resume"], []),
+        (
+            ["--zl-timer=direct", "-p", "no:randomly", "-s"],
+            ["--zl-timer=direct", "-p", "no:randomly", "-s"],
+        ),
+        (["--basetemp", "/t", "--junitxml=j.xml", "--lf", "--sw", "-v"], ["-v"]),
+    ],
+)
+def test_passthrough_args(args: list[str], expected: list[str]) -> None:
+    assert passthrough_args(args, ["dir"]) == expected
+
+
+# --------------------------------------------------------------------------------------------
+# one screen
+
+
+def test_screen_one_round(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=HELPERS + ABS, test_relu=RELU)
+    result, root = screen(suite, SWITCH)
+    result.assert_outcomes(passed=2)
+    assert result.ret == 0
+
+    text = (root / "screen.tsv").read_text()
+    header = text.splitlines()[0].split("\t")
+    assert tuple(header) == screening.COLUMNS
+    assert header[12:] == list(CALIBER_FIELDS)
+    lines = read_lines(root)
+    assert sorted(lines) == ["abs", "relu"]
+    assert (lines["abs"].rows, lines["relu"].rows) == ("2", "1")
+    for line in lines.values():
+        assert line.verdict == screening.NO_TRITON
+        assert (line.range, line.median_delta_pct, line.sign_flips) == ("", "", "")
+        assert line.kernels_a == line.kernels_b == "0"
+        assert all(line.caliber[k] for k in CALIBER_FIELDS), line.caliber
+        assert line.caliber["backend"] == "cpu"
+        assert line.caliber["timer"] == "direct"
+
+    for op, rows in (("abs", 2), ("relu", 1)):
+        data = ab_json(root, op)
+        assert (data["op"], data["verdict"], data["rounds"], data["rounds_failed"]) == (
+            op,
+            screening.NO_TRITON,
+            1,
+            0,
+        )
+        assert data["rows_paired"] == rows
+        assert (root / op / "op.complete").is_file()
+        for side, switch in (("A", {}), ("B", {"OMP_NUM_THREADS": "1"})):
+            run = root / op / f"r1_{side}"
+            assert is_complete(run)
+            info = read_identity(run).info
+            assert (info["side"], info["switch"], info["round"]) == (side, switch, 1)
+        assert child_steps(root, op) == ["r1 A", "r1 B"]
+
+    # the switch reached side B's process, and only B's
+    assert "side sees OMP_NUM_THREADS=1" in (root / "abs" / "r1_B" / "run.log").read_text()
+    assert "side sees OMP_NUM_THREADS=None" in (root / "abs" / "r1_A" / "run.log").read_text()
+
+    result.stdout.fnmatch_lines(
+        [
+            "*zlbench A/B: OMP_NUM_THREADS=1, rounds=1, root=*",
+            "*abs r1 A: ok*",
+            "*= zlbench screen =*",
+            "op*verdict*rows*range*",
+            "abs*NO_TRITON*2*",
+            "relu*NO_TRITON*1*",
+            "caliber: backend=cpu *",
+            "zlbench: switch on side B: OMP_NUM_THREADS=1; rounds=1",
+            f"zlbench: wrote {root}/screen.tsv",
+        ]
+    )
+
+    # --zl-compare with the root re-aggregates it into the same screen.tsv, running nothing
+    (root / "screen.tsv").unlink()
+    again = suite.runpytest("--zl-compare", str(root), "-p", "no:cacheprovider")
+    assert again.ret == 0, again.outlines
+    assert (root / "screen.tsv").read_text() == text
+    again.stdout.fnmatch_lines(["*= zlbench screen =*", "abs*NO_TRITON*"])
+    assert not any("collected" in line for line in again.outlines)
+
+
+def test_rounds_alternate_and_measure_operators_without_triton(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=HELPERS + ABS + GEMM)
+    result, root = screen(suite, SWITCH, "--zl-rounds=3")
+    result.assert_outcomes(passed=2)
+
+    # gemm's IR changes with the switch: three rounds, order AB, BA, AB
+    assert child_steps(root, "gemm") == ["r1 A", "r1 B", "r2 B", "r2 A", "r3 A", "r3 B"]
+    lines = read_lines(root)
+    gemm = lines["gemm"]
+    assert gemm.verdict == screening.IR_CHANGED
+    assert gemm.kernels_changed == "gemm_kernel"
+    assert (gemm.convert_layout_a, gemm.convert_layout_b) == ("0", "1")
+    assert re.fullmatch(r"[+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", gemm.range), gemm.range
+    assert gemm.sign_flips in ("0", "1")
+    data = ab_json(root, "gemm")
+    assert data["rounds"] == 3
+    (shape,) = data["shapes"]
+    assert len(shape["deltas"]) == 3
+    assert data["delta_spread"] is not None
+    assert data["within_side_spread"] is not None
+    for k in (1, 2, 3):
+        for side in "AB":
+            assert read_identity(root / "gemm" / f"r{k}_{side}").info["round"] == k
+
+    # abs reached no Triton compiler: the IR cannot say the switch did nothing, so every round
+    # is measured (only NO_IR_DIFF skips rounds 2..N)
+    assert child_steps(root, "abs") == ["r1 A", "r1 B", "r2 B", "r2 A", "r3 A", "r3 B"]
+    assert lines["abs"].verdict == screening.NO_TRITON
+    assert screening.SKIP_NOTE not in lines["abs"].note
+    assert lines["abs"].range == ""
+
+
+def test_rounds_spread_over_xdist_workers(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=HELPERS + ABS, test_relu=RELU)
+    result, root = screen(suite, SWITCH, "--zl-rounds=3", "--zl-allow-no-ir-diff", "-n", "2")
+    result.assert_outcomes(passed=2)
+    workers = {}
+    for line in (root / "progress.log").read_text().splitlines():
+        match = re.match(r"\[zlbench (gw\d+) +[\d.]+s\] (\w+) r\d", line)
+        if match:
+            workers.setdefault(match.group(2), set()).add(match.group(1))
+    # one worker per operator, and the two operators on two workers
+    assert sorted(workers) == ["abs", "relu"]
+    assert all(len(w) == 1 for w in workers.values())
+    assert workers["abs"] != workers["relu"]
+    for op in ("abs", "relu"):
+        assert child_steps(root, op) == ["r1 A", "r1 B", "r2 B", "r2 A", "r3 A", "r3 B"]
+        assert ab_json(root, op)["rounds"] == 3
+    # screen.tsv is written once, by the controller, with both operators
+    written = [line for line in progress(root) if "screen.tsv" in line]
+    assert len(written) == 1
+    assert sorted(read_lines(root)) == ["abs", "relu"]
+    result.stdout.fnmatch_lines(["*= zlbench screen =*", "abs*NO_TRITON*", "relu*NO_TRITON*"])
+
+
+def test_identical_ir_skips_later_rounds_unless_allowed(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=HELPERS + STEADY)
+    result, root = screen(suite, "--zl-ab=OMP_NUM_THREADS=1", "--zl-rounds=3")
+    result.assert_outcomes(passed=1)
+    assert child_steps(root, "abs") == ["r1 A", "r1 B"]
+    line = read_lines(root)["abs"]
+    assert line.verdict == screening.NO_IR_DIFF
+    assert line.note.startswith(f"{screening.SKIP_NOTE}: identical IR on both sides")
+
+    result, root = screen(
+        suite, "--zl-ab=OMP_NUM_THREADS=1", "--zl-rounds=2", "--zl-allow-no-ir-diff", root="all"
+    )
+    result.assert_outcomes(passed=1)
+    assert child_steps(root, "abs") == ["r1 A", "r1 B", "r2 B", "r2 A"]
+    assert screening.SKIP_NOTE not in read_lines(root)["abs"].note
+
+
+def test_a_a_control_reports_each_noise_floor(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=HELPERS + STEADY, test_relu=RELU)
+    result, root = screen(suite, "--zl-rounds=2")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["zlbench: switch on side B: none (A/A control); rounds=2"])
+    lines = read_lines(root)
+    noise = re.compile(
+        r"A/A noise floor [+-]\d+\.\d\d% ~ [+-]\d+\.\d\d% over 2 rounds, (\d+) sign flips?"
+    )
+    for op, verdict in (("abs", screening.NO_IR_DIFF), ("relu", screening.NO_TRITON)):
+        line = lines[op]
+        assert line.verdict == verdict
+        match = noise.search(line.note)
+        assert match, line.note
+        data = ab_json(root, op)
+        assert data["control"] is True
+        assert int(match.group(1)) == len(data["sign_flips"])
+        for k in (1, 2):
+            assert read_identity(root / op / f"r{k}_B").info["switch"] == {}
+    # the range column follows the verdict rule
+    assert lines["abs"].range.startswith("noise floor ")
+    assert lines["relu"].range == ""
+
+
+# --------------------------------------------------------------------------------------------
+# robustness
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")  # a zombie awaiting its reaper
+
+
+def test_a_hung_side_is_killed_with_its_process_group(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid_file = suite.path / "grandchild.pid"
+    monkeypatch.setenv("GRANDCHILD_PID_FILE", str(pid_file))
+    suite.makepyfile(test_hang=HELPERS + HANG, test_relu=RELU)
+    result, root = screen(suite, SWITCH, "--zl-timeout=5")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=1)
+
+    grandchild = int(pid_file.read_text())
+    assert _gone(grandchild)
+    lines = read_lines(root)
+    hang = lines["hang"]
+    assert "round 1 failed: A: timed out after 5s (process group killed)" in hang.note
+    assert (hang.range, hang.median_delta_pct, hang.sign_flips) == ("", "", "")
+    assert not (root / "hang" / "r1_B").exists()  # a lost round's other side is not run
+    assert ab_json(root, "hang")["rounds_failed"] == 1
+    # the next operator still completes
+    assert lines["relu"].verdict == screening.NO_TRITON
+    assert lines["relu"].note == ""
+    result.stdout.fnmatch_lines(["*hang r1 A: timed out after 5s*", "*= FAILURES =*"])
+
+
+def test_a_crashed_side_fails_its_operator_and_the_screen_goes_on(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_crash=HELPERS + CRASH, test_relu=RELU)
+    result, root = screen(suite, SWITCH, "--zl-rounds=3")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=2)
+    lines = read_lines(root)
+    assert sorted(lines) == ["aborts", "exits", "relu"]
+    assert "round 1 failed: A: exit status 3" in lines["exits"].note
+    assert "round 2 failed: B: exit status 3" in lines["exits"].note
+    assert "round 1 failed: A: killed by signal SIGABRT" in lines["aborts"].note
+    for op in ("aborts", "exits"):
+        assert lines[op].range == ""
+        assert (root / op / "r1_A" / "child.failed").is_file()
+        assert (root / op / "op.complete").is_file()
+        # a failure that repeats identically is not retried again
+        assert child_steps(root, op) == ["r1 A", "r2 B"]
+        assert f"{op}: round 2 failed as round 1 did; not retried again" in progress(root)
+    assert lines["relu"].verdict == screening.NO_TRITON
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+
+
+def test_resume_reuses_complete_operators(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=HELPERS + ABS, test_relu=RELU)
+    first, root = screen(suite, SWITCH)
+    first.assert_outcomes(passed=2)
+
+    # an existing non-empty root is never overwritten
+    refused, _ = screen(suite, SWITCH)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = error_lines(refused)
+    assert "already holds results; pass --zl-resume" in line
+    # nor continued with other settings
+    other, _ = screen(suite, SWITCH, "--zl-rounds=2", "--zl-resume")
+    assert other.ret == pytest.ExitCode.USAGE_ERROR
+    assert "rounds: 1 -> 2" in error_lines(other)[0]
+
+    (root / "relu" / "op.complete").unlink()  # as if the screen stopped inside relu
+    before = (root / "abs" / "r1_A" / "run_identity.json").read_text()
+    resumed, _ = screen(suite, SWITCH, "--zl-resume")
+    resumed.assert_outcomes(passed=2)
+    assert resumed.ret == 0
+    log = progress(root)
+    assert "abs: complete, reused (--zl-resume)" in log
+    assert "relu: incomplete, measured again (--zl-resume)" in log
+    assert child_steps(root, "abs") == ["r1 A", "r1 B"]  # from the first run only
+    assert child_steps(root, "relu") == ["r1 A", "r1 B", "r1 A", "r1 B"]
+    assert (root / "abs" / "r1_A" / "run_identity.json").read_text() == before
+    assert (root / "relu" / "op.complete").is_file()
+    assert sorted(read_lines(root)) == ["abs", "relu"]
+
+
+def test_screening_options_never_reach_a_child(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the switch through PYTEST_ADDOPTS and the rounds through the ini: both reach the children's
+    # environment and ini too, where they must not start another screen
+    suite.makefile(".ini", pytest="[pytest]\nconsole_output_style = classic\nzl_rounds = 1\n")
+    monkeypatch.setenv("PYTEST_ADDOPTS", SWITCH)
+    suite.makepyfile(test_relu=RELU)
+    result, root = screen(suite)
+    result.assert_outcomes(passed=1)
+    assert read_lines(root)["relu"].verdict == screening.NO_TRITON
+    assert read_identity(root / "relu" / "r1_B").info["switch"] == {"OMP_NUM_THREADS": "1"}
+    assert sorted(p.name for p in (root / "relu").iterdir() if p.is_dir()) == ["r1_A", "r1_B"]
+
+
+def test_screening_options_in_the_ini_addopts_are_refused(suite: pytest.Pytester) -> None:
+    suite.makefile(".ini", pytest=f"[pytest]\naddopts = {SWITCH}\n")
+    suite.makepyfile(test_relu=RELU)
+    result = suite.runpytest(*BASE, "--zl-out=out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = error_lines(result)
+    assert "--zl-ab is in the ini file's addopts" in line

@@ -1,0 +1,584 @@
+"""core.screening: pairing, verdicts, aggregation over rounds, screen.tsv (SPEC §7, §8)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_zlbench.core.fingerprint import IrEntry, IrReport
+from pytest_zlbench.core.records import CALIBER_FIELDS, Row, RunIdentity, Spread
+from pytest_zlbench.core.screening import (
+    COLUMNS,
+    IR_CHANGED,
+    IR_UNKNOWN,
+    NO_IR_DIFF,
+    NO_ROWS,
+    NO_TRITON,
+    VERDICTS,
+    Key,
+    RoundInput,
+    ScreenLine,
+    aggregate,
+    is_control,
+    key_text,
+    keyed,
+    pair_rows,
+    read_screen,
+    render_screen,
+    write_screen,
+)
+
+SPEC_COLUMNS = (
+    "op",
+    "verdict",
+    "rows",
+    "range",
+    "median_delta_pct",
+    "sign_flips",
+    "kernels_a",
+    "kernels_b",
+    "kernels_changed",
+    "convert_layout_a",
+    "convert_layout_b",
+    "note",
+)
+
+IDENTITY = RunIdentity(
+    backend="cpu",
+    device="cpu0",
+    timer="direct",
+    bench_level="n/a",
+    shape_mode="upstream",
+    tuner_cache="isolated",
+    direct_repeat="cpu:warmup=1ms,rep=2ms",
+    autotune_mode="off",
+)
+
+
+def row(
+    shape: str = "[64]",
+    latency: float | None = 1.0,
+    *,
+    op: str = "abs",
+    dtype: str = "float16",
+    timer: str = "direct",
+    status: str = "ok",
+    spread: Spread | None = None,
+) -> Row:
+    return Row(
+        op=op, dtype=dtype, shape=shape, latency=latency, timer=timer, status=status, spread=spread
+    )
+
+
+def ir(*kernels: tuple[str, str], convert_layout: int = 0) -> IrReport:
+    entries = tuple(
+        IrEntry(
+            path=f"h{i}/{name}.ttgir",
+            kernel=name,
+            hash=digest,
+            method="stripped",
+            convert_layout=convert_layout,
+        )
+        for i, (name, digest) in enumerate(kernels)
+    )
+    return IrReport(entries=entries, method="stripped")
+
+
+def rnd(
+    k: int,
+    rows_a: Sequence[Row],
+    rows_b: Sequence[Row],
+    ir_a: IrReport | None = None,
+    ir_b: IrReport | None = None,
+    *,
+    identity_a: RunIdentity | None = IDENTITY,
+    identity_b: RunIdentity | None = IDENTITY,
+) -> RoundInput:
+    return RoundInput(
+        round=k,
+        order="AB" if k % 2 else "BA",
+        rows_a=rows_a,
+        rows_b=rows_b,
+        ir_a=ir() if ir_a is None else ir_a,
+        ir_b=ir() if ir_b is None else ir_b,
+        identity_a=identity_a,
+        identity_b=identity_b,
+    )
+
+
+def side(name: str, switch: dict[str, str]) -> RunIdentity:
+    return IDENTITY.replace(info={"side": name, "switch": switch, "round": 1})
+
+
+# -- pairing ---------------------------------------------------------------------------------
+
+
+def test_rows_pair_by_op_dtype_shape() -> None:
+    a = [row("[1]", 1.0), row("[2]", 2.0), row("[1]", 1.0, dtype="float32")]
+    b = [row("[2]", 1.0), row("[1]", 1.0, dtype="float32"), row("[1]", 1.5)]
+    pairing = pair_rows(a, b)
+    deltas = {p.key: p.delta for p in pairing.pairs}
+    assert deltas == {
+        ("abs", "float16", "[1]", 0): pytest.approx(0.5),
+        ("abs", "float16", "[2]", 0): pytest.approx(-0.5),
+        ("abs", "float32", "[1]", 0): pytest.approx(0.0),
+    }
+    assert pairing.complete
+    assert (pairing.only_a, pairing.only_b, pairing.unusable) == (0, 0, 0)
+
+
+def test_repeated_size_details_pair_by_occurrence() -> None:
+    # FlagGems prints [4096, 4096] for two BLAS shapes that differ only in batch
+    a = [row("[4096, 4096]", 1.0), row("[4096, 4096]", 2.0), row("[64]", 1.0)]
+    b = [row("[4096, 4096]", 1.1), row("[4096, 4096]", 1.8), row("[64]", 1.0)]
+    pairing = pair_rows(a, b)
+    assert len(pairing.pairs) == 3
+    deltas = {p.key: p.delta for p in pairing.pairs}
+    assert deltas[("abs", "float16", "[4096, 4096]", 0)] == pytest.approx(0.1)
+    assert deltas[("abs", "float16", "[4096, 4096]", 1)] == pytest.approx(-0.1)
+    assert list(keyed(a)) == [
+        ("abs", "float16", "[4096, 4096]", 0),
+        ("abs", "float16", "[4096, 4096]", 1),
+        ("abs", "float16", "[64]", 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        row(latency=math.nan),
+        row(latency=0.0),
+        row(latency=-1.0),
+        row(latency=math.inf),
+        row(latency=None),
+        row(latency=1.0, status="failed"),
+    ],
+    ids=["nan", "zero", "negative", "inf", "missing", "failed"],
+)
+@pytest.mark.parametrize("bad_side", ["A", "B"])
+def test_unusable_rows_never_pair(bad: Row, bad_side: str) -> None:
+    good = row(latency=1.0)
+    a, b = (bad, good) if bad_side == "A" else (good, bad)
+    pairing = pair_rows([a, row("[2]")], [b, row("[2]")])
+    assert [p.key[2] for p in pairing.pairs] == ["[2]"]
+    assert pairing.unusable == 1
+    assert not pairing.complete
+
+    result = aggregate("abs", [rnd(1, [a, row("[2]")], [b, row("[2]")])])
+    assert result.rows_text() == "1/2"
+    assert [s.key[2] for s in result.shapes] == ["[2]"]
+    assert all(math.isfinite(d) for s in result.shapes for d in s.deltas)
+    assert "paired 1 of 2 rows (1 failed or without a positive latency)" in result.notes
+
+
+def test_nothing_usable_is_no_rows() -> None:
+    result = aggregate("abs", [rnd(1, [row(latency=0.0)], [row(latency=0.0)])])
+    assert result.verdict == NO_ROWS
+    assert result.range is None
+    assert result.to_line().range == ""
+    assert result.rows_text() == "0/1"
+
+
+def test_incomplete_pairing_says_n_of_m() -> None:
+    a = [row("[1]"), row("[2]"), row("[3]")]
+    b = [row("[1]", 1.1), row("[4]")]
+    result = aggregate("abs", [rnd(1, a, b)])
+    assert result.verdict == NO_TRITON
+    line = result.to_line()
+    assert line.rows == "1/4"
+    assert "paired 1 of 4 rows (2 only on side A, 1 only on side B)" in line.note
+
+
+def test_a_key_missing_from_one_round_is_not_paired() -> None:
+    a = [row("[1]"), row("[2]")]
+    rounds = [
+        rnd(1, a, [row("[1]", 1.1), row("[2]", 1.2)]),
+        rnd(2, a, [row("[1]", 1.1)]),  # [2] did not pair in round 2
+    ]
+    result = aggregate("abs", rounds, control=False)
+    assert [s.key[2] for s in result.shapes] == ["[1]"]
+    assert result.rows_text() == "1/2"
+    assert any("1 not paired in every round" in n for n in result.notes)
+
+
+def test_differing_timers_are_annotated() -> None:
+    a = [row("[1]", timer="graph"), row("[2]", timer="graph")]
+    b = [row("[1]", 1.1, timer="direct"), row("[2]", 1.1, timer="graph")]
+    result = aggregate("abs", [rnd(1, a, b)])
+    assert "timers differ between sides on 1 row(s)" in result.notes
+    assert result.rows_text() == "2"
+
+
+# -- verdicts --------------------------------------------------------------------------------
+
+ROWS_A = [row("[1]", 1.0), row("[2]", 2.0)]
+ROWS_B = [row("[1]", 0.9), row("[2]", 2.2)]
+
+
+def test_verdict_no_rows() -> None:
+    result = aggregate("abs", [rnd(1, ROWS_A, [])])
+    assert result.verdict == NO_ROWS
+    assert result.to_line().range == ""
+    assert result.to_line().median_delta_pct == ""
+
+
+def test_verdict_no_triton() -> None:
+    result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B)])
+    assert result.verdict == NO_TRITON
+    line = result.to_line()
+    assert (line.range, line.median_delta_pct, line.sign_flips) == ("", "", "")
+    assert (line.kernels_a, line.kernels_b, line.kernels_changed) == ("0", "0", "")
+
+
+def test_verdict_ir_changed() -> None:
+    a = ir(("k1", "h1"), ("k2", "h2"))
+    b = ir(("k1", "h1"), ("k2", "h2-changed"), convert_layout=1)
+    result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B, a, b)])
+    assert result.verdict == IR_CHANGED
+    line = result.to_line()
+    assert line.kernels_changed == "k2"
+    assert (line.kernels_a, line.kernels_b) == ("2", "2")
+    assert (line.convert_layout_a, line.convert_layout_b) == ("0", "2")
+    assert line.range == "-10.00% ~ +10.00%"
+    assert line.median_delta_pct == "+0.000"
+    assert line.sign_flips == "0"
+
+
+def test_verdict_no_ir_diff_is_labelled_noise_floor() -> None:
+    same = ir(("k1", "h1"))
+    result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B, same, same)])
+    assert result.verdict == NO_IR_DIFF
+    assert result.to_line().range == "noise floor -10.00% ~ +10.00%"
+
+
+def test_verdict_ir_unknown_is_labelled_ir_not_recorded() -> None:
+    r = RoundInput(round=1, order="AB", rows_a=ROWS_A, rows_b=ROWS_B, ir_a=ir(("k", "h")))
+    result = aggregate("abs", [r])
+    assert result.verdict == IR_UNKNOWN
+    assert result.to_line().range == "IR not recorded -10.00% ~ +10.00%"
+
+
+def test_incomparable_ir_is_unknown_with_the_reason() -> None:
+    nodebug = IrReport(entries=(IrEntry("h/k.ttgir", "k", "h", "nodebug", 0),), method="nodebug")
+    result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B, ir(("k", "h")), nodebug)])
+    assert result.verdict == IR_UNKNOWN
+    assert any(n.startswith("IR not comparable") for n in result.notes)
+
+
+def test_a_change_in_any_round_is_a_change() -> None:
+    same, other = ir(("k", "h1")), ir(("k", "h2"))
+    result = aggregate(
+        "abs", [rnd(1, ROWS_A, ROWS_B, same, same), rnd(2, ROWS_A, ROWS_B, same, other)]
+    )
+    assert result.verdict == IR_CHANGED
+    assert result.kernels_changed == ("k",)
+
+
+# -- rounds ----------------------------------------------------------------------------------
+
+
+def test_a_failed_round_leaves_no_range_at_all() -> None:
+    same = ir(("k", "h"))
+    rounds = [
+        rnd(1, ROWS_A, ROWS_B, same, same),
+        RoundInput(round=2, order="BA", failed="B: timed out after 5s (process group killed)"),
+    ]
+    result = aggregate("abs", rounds)
+    assert result.verdict == NO_IR_DIFF
+    assert result.rounds == 2
+    assert result.rounds_failed == 1
+    assert result.range is None
+    assert result.median_delta is None
+    line = result.to_line()
+    assert (line.range, line.median_delta_pct, line.sign_flips) == ("", "", "")
+    assert "round 2 failed: B: timed out after 5s (process group killed)" in line.note
+    assert result.to_json()["range"] is None
+
+
+def test_a_failed_recording_pass_fails_the_operator() -> None:
+    result = aggregate("abs", [RoundInput(round=0, order="", failed="exit status 3")])
+    assert result.rounds == 0
+    assert result.rounds_failed == 1
+    assert result.notes == ("recording pass failed: exit status 3",)
+
+
+def test_sign_flips_are_counted_and_named() -> None:
+    a = [row("[1]", 1.0), row("[2]", 1.0), row("[2]", 1.0)]
+    k = ir(("k", "h"))
+    rounds = [
+        rnd(1, a, [row("[1]", 1.1), row("[2]", 1.1), row("[2]", 0.9)], k, k),
+        rnd(2, a, [row("[1]", 0.9), row("[2]", 1.2), row("[2]", 1.1)], k, k),
+        rnd(3, a, [row("[1]", 1.05), row("[2]", 1.1), row("[2]", 0.95)], k, k),
+    ]
+    result = aggregate("abs", rounds, control=False)
+    assert result.verdict == NO_IR_DIFF
+    assert result.sign_flips == (("abs", "float16", "[1]", 0), ("abs", "float16", "[2]", 1))
+    assert result.to_line().sign_flips == "2"
+    assert "2 sign flips: float16 [1], float16 [2] #2" in result.notes
+    data = result.to_json()
+    assert data["sign_flips"] == [["abs", "float16", "[1]", 0], ["abs", "float16", "[2]", 1]]
+    by_key = {(s["shape"], s["occurrence"]): s for s in data["shapes"]}
+    assert by_key["[1]", 0]["sign_flip"] is True
+    assert by_key["[2]", 0]["sign_flip"] is False
+    assert by_key["[2]", 0]["deltas"] == pytest.approx([0.1, 0.2, 0.1])
+    assert key_text(("abs", "float16", "[2]", 1), "abs") == "float16 [2] #2"
+    assert key_text(("mm", "float16", "[2]", 0), "abs") == "mm: float16 [2]"
+
+
+def test_within_side_and_delta_spread_are_reported_separately() -> None:
+    noisy = Spread(p20=0.9, p50=1.0, p80=1.3, n=10)  # rel 0.4
+    quiet = Spread(p20=0.99, p50=1.0, p80=1.01, n=10)  # rel 0.02
+    a = [row("[1]", 1.0, spread=noisy), row("[2]", 1.0, spread=noisy)]
+    b = [row("[1]", 1.1, spread=quiet), row("[2]", 1.1, spread=quiet)]
+    b2 = [row("[1]", 1.3, spread=quiet), row("[2]", 1.1, spread=quiet)]
+    result = aggregate("abs", [rnd(1, a, b), rnd(2, a, b2)], control=False)
+    data = result.to_json()
+    # within one side: the median relative p20..p80 width over every row of every side
+    assert data["within_side_spread"] == pytest.approx(0.21)
+    # across rounds: the median over shapes of (max - min) per-round delta
+    assert data["delta_spread"] == pytest.approx(0.1)
+    single = aggregate("abs", [rnd(1, a, b)]).to_json()
+    assert single["delta_spread"] is None
+    assert single["within_side_spread"] == pytest.approx(0.21)
+
+
+def test_caliber_columns_come_from_the_identities() -> None:
+    result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B)])
+    assert result.to_line().caliber == IDENTITY.caliber()
+    mixed = rnd(1, ROWS_A, ROWS_B, identity_b=IDENTITY.replace(timer="mixed"))
+    assert aggregate("abs", [mixed]).to_line().caliber["timer"] == "direct|mixed"
+
+
+# -- A/A control -----------------------------------------------------------------------------
+
+NOISE = re.compile(
+    r"^A/A noise floor (?P<lo>[+-]\d+\.\d\d)% ~ (?P<hi>[+-]\d+\.\d\d)% over (?P<n>\d+) rounds?, "
+    r"(?P<flips>\d+) sign flips?(: (?P<named>.*))?$"
+)
+
+
+def control_rounds(ir_a: IrReport | None = None, ir_b: IrReport | None = None) -> list[RoundInput]:
+    a = [row("[1]", 1.0), row("[2]", 1.0)]
+    ia, ib = side("A", {}), side("B", {})
+    return [
+        rnd(1, a, [row("[1]", 1.012), row("[2]", 0.99)], ir_a, ir_b, identity_a=ia, identity_b=ib),
+        rnd(2, a, [row("[1]", 0.996), row("[2]", 0.98)], ir_a, ir_b, identity_a=ia, identity_b=ib),
+    ]
+
+
+def noise_note(notes: Sequence[str]) -> re.Match[str]:
+    found = [m for n in notes if (m := NOISE.match(n))]
+    assert len(found) == 1, notes
+    return found[0]
+
+
+def test_control_is_detected_from_the_sides_identities() -> None:
+    assert is_control(control_rounds())
+    switched = rnd(1, ROWS_A, ROWS_B, identity_a=side("A", {}), identity_b=side("B", {"X": "1"}))
+    assert not is_control([switched])
+    assert not is_control([rnd(1, ROWS_A, ROWS_B)])  # runs from outside a screen
+    assert not is_control([RoundInput(round=1, order="AB", failed="x")])
+
+
+def test_control_no_triton_reports_its_noise_floor_in_the_note() -> None:
+    result = aggregate("abs", control_rounds())
+    assert result.verdict == NO_TRITON
+    assert result.control
+    line = result.to_line()
+    assert line.range == ""  # the range column follows the verdict rule
+    match = noise_note(result.notes)
+    # per-shape medians: [1] (1.2%, -0.4%) -> +0.4%; [2] (-1%, -2%) -> -1.5%
+    assert (match["lo"], match["hi"], match["n"]) == ("-1.50", "+0.40", "2")
+    assert match["flips"] == "1"
+    assert match["named"] == "float16 [1]"
+    assert "A/A noise floor -1.50% ~ +0.40% over 2 rounds, 1 sign flip: float16 [1]" in line.note
+
+
+def test_control_no_ir_diff_keeps_its_range_column_and_notes_the_floor() -> None:
+    same = ir(("k", "h"))
+    result = aggregate("abs", control_rounds(same, same))
+    assert result.verdict == NO_IR_DIFF
+    assert result.to_line().range == "noise floor -1.50% ~ +0.40%"
+    noise_note(result.notes)
+
+
+def test_control_with_a_failed_round_has_no_noise_floor() -> None:
+    rounds = [*control_rounds(), RoundInput(round=3, order="AB", failed="A: exit status 3")]
+    result = aggregate("abs", rounds)
+    assert result.range is None
+    assert not any(n.startswith("A/A noise floor") for n in result.notes)
+
+
+def test_a_switched_screen_has_no_noise_floor_note() -> None:
+    result = aggregate("abs", control_rounds(), control=False)
+    assert not any(n.startswith("A/A") for n in result.notes)
+
+
+def test_control_whose_ir_differs_says_so() -> None:
+    result = aggregate("abs", control_rounds(ir(("k", "h1")), ir(("k", "h2"))))
+    assert result.verdict == IR_CHANGED
+    assert "A/A control: the IR differs between identical configurations" in result.notes
+
+
+# -- screen.tsv ------------------------------------------------------------------------------
+
+
+def test_columns_are_the_spec_order_then_the_caliber() -> None:
+    assert (*SPEC_COLUMNS, *CALIBER_FIELDS) == COLUMNS
+    assert len(CALIBER_FIELDS) == 7
+
+
+def screen_line(op: str, verdict: str = NO_TRITON, note: str = "") -> ScreenLine:
+    values = {c: f"{c}-{op}" for c in SPEC_COLUMNS}
+    values.update(op=op, verdict=verdict, note=note)
+    return ScreenLine(caliber={k: f"{k}-value" for k in CALIBER_FIELDS}, **values)
+
+
+def test_screen_round_trip() -> None:
+    lines = [
+        aggregate("relu", [rnd(1, ROWS_A, ROWS_B)]).to_line(),
+        aggregate("abs", [rnd(1, ROWS_A, ROWS_B, ir(("k", "1")), ir(("k", "2")))]).to_line(),
+        aggregate(
+            "mm", [RoundInput(round=1, order="AB", failed="A: killed by signal SIGABRT")]
+        ).to_line(),
+    ]
+    text = write_screen(lines)
+    assert text.splitlines()[0].split("\t") == list(COLUMNS)
+    back = read_screen(text)
+    assert [b.cells() for b in back] == [
+        line.cells() for line in sorted(lines, key=lambda line: line.op)
+    ]
+    assert write_screen(back) == text
+    rendered = render_screen(back)
+    assert rendered[-1].startswith("caliber: backend=cpu device=cpu0")
+
+
+def test_a_note_with_tabs_and_newlines_stays_one_cell() -> None:
+    line = screen_line("abs", note="first\tsecond\nthird\rfourth\x0bfifth")
+    (back,) = read_screen(write_screen([line]))
+    assert back.note == "first second third fourth fifth"
+    assert back.caliber == line.caliber
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
+            st.sampled_from(VERDICTS),
+            st.text(max_size=30),
+        ),
+        max_size=5,
+        unique_by=lambda t: t[0],
+    )
+)
+def test_screen_round_trip_property(specs: list[tuple[str, str, str]]) -> None:
+    lines = [screen_line(op, verdict, note) for op, verdict, note in specs]
+    back = read_screen(write_screen(lines))
+    assert [b.op for b in back] == sorted(op for op, _, _ in specs)
+    by_op = {line.op: line for line in lines}
+    for b in back:
+        original = by_op[b.op]
+        assert b.verdict == original.verdict
+        assert b.caliber == original.caliber
+        assert b.cells() == original.cells()  # the cells as written: one line each
+    assert read_screen(write_screen(back)) == back
+
+
+def test_read_screen_refuses_bad_input() -> None:
+    text = write_screen([screen_line("abs")])
+    with pytest.raises(ValueError, match="unknown verdict"):
+        read_screen(text.replace(NO_TRITON, "MAYBE"))
+    with pytest.raises(ValueError, match="unexpected header"):
+        read_screen(text.replace("median_delta_pct", "median"), "x/screen.tsv")
+    with pytest.raises(ValueError, match="cells"):
+        read_screen(text.rstrip("\n") + "\textra\n")
+
+
+# -- properties of pair_rows -----------------------------------------------------------------
+
+LATENCIES = st.one_of(
+    st.sampled_from([0.0, -1.0, math.nan, math.inf, None]),
+    st.floats(min_value=1e-6, max_value=1e3),
+)
+ROWS = st.lists(
+    st.builds(
+        row,
+        shape=st.sampled_from(["[1]", "[2]"]),
+        latency=LATENCIES,
+        op=st.sampled_from(["abs", "mm"]),
+        dtype=st.sampled_from(["float16", "float32"]),
+        status=st.sampled_from(["ok", "ok", "ok", "failed"]),
+    ),
+    max_size=12,
+)
+
+
+def reference_keys(rows: Sequence[Row]) -> dict[Key, Row]:
+    """Occurrence numbering written out independently of ``keyed``."""
+    out: dict[Key, Row] = {}
+    for i, r in enumerate(rows):
+        occurrence = sum(
+            1
+            for other in rows[:i]
+            if (other.op, other.dtype, other.shape) == (r.op, r.dtype, r.shape)
+        )
+        out[r.op, r.dtype, r.shape, occurrence] = r
+    return out
+
+
+@given(ROWS, ROWS)
+def test_no_pair_is_invented(rows_a: list[Row], rows_b: list[Row]) -> None:
+    ref_a, ref_b = reference_keys(rows_a), reference_keys(rows_b)
+    for pair in pair_rows(rows_a, rows_b).pairs:
+        assert pair.a is ref_a[pair.key]
+        assert pair.b is ref_b[pair.key]
+        assert pair.a.usable
+        assert pair.b.usable
+        assert math.isfinite(pair.delta)
+        assert pair.delta > -1
+
+
+@given(ROWS, ROWS)
+def test_no_usable_row_is_lost(rows_a: list[Row], rows_b: list[Row]) -> None:
+    ref_a, ref_b = reference_keys(rows_a), reference_keys(rows_b)
+    both = {k for k in ref_a.keys() & ref_b.keys() if ref_a[k].usable and ref_b[k].usable}
+    pairing = pair_rows(rows_a, rows_b)
+    assert {p.key for p in pairing.pairs} == both
+    assert pairing.keys_total == len(ref_a.keys() | ref_b.keys())
+
+
+def interleave(rows: Sequence[Row], order: Sequence[int]) -> list[Row]:
+    """Rows reordered by ``order`` while each (op, dtype, shape) keeps its own row order: the
+    reorderings under which the n-th occurrence of a size detail stays the n-th."""
+    queues: dict[tuple[str, str, str], list[Row]] = {}
+    for r in rows:
+        queues.setdefault((r.op, r.dtype, r.shape), []).append(r)
+    out = []
+    for i in order:
+        r = rows[i]
+        out.append(queues[r.op, r.dtype, r.shape].pop(0))
+    return out
+
+
+@given(st.data())
+def test_the_set_of_pairs_does_not_depend_on_row_order(data: st.DataObject) -> None:
+    rows_a = data.draw(ROWS)
+    rows_b = data.draw(ROWS)
+    order_a = data.draw(st.permutations(range(len(rows_a))))
+    order_b = data.draw(st.permutations(range(len(rows_b))))
+    before = pair_rows(rows_a, rows_b)
+    after = pair_rows(interleave(rows_a, order_a), interleave(rows_b, order_b))
+    assert {(p.key, id(p.a), id(p.b)) for p in before.pairs} == {
+        (p.key, id(p.a), id(p.b)) for p in after.pairs
+    }
+    assert (before.keys_total, before.only_a, before.only_b, before.unusable) == (
+        after.keys_total,
+        after.only_a,
+        after.only_b,
+        after.unusable,
+    )
