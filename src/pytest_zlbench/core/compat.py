@@ -1,0 +1,295 @@
+"""Per-backend skip overrides (SPEC §9) and the dismiss list (SPEC §10): parse and match.
+
+``ops/compat/<backend>.yaml`` lists *overrides*, each pinned to one test file (relative to the
+suite's benchmark directory) and one exact skip reason, and *keep* entries naming guards left in
+place on purpose. The ``zlbench.compat`` plugin lifts the ``skipif`` marks an override names when
+that backend is selected and FlagGems reports the backend's vendor. Everything here is plain
+data; the schemas are documented in ``ops/README.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: the package's curated data (``src/pytest_zlbench/ops``; see ``ops/README.md``)
+OPS_DIR = Path(__file__).resolve().parent.parent / "ops"
+COMPAT_DIR = OPS_DIR / "compat"
+DISMISS_PATH = OPS_DIR / "dismiss.yaml"
+
+SCHEMA = 1
+SOURCES: tuple[str, ...] = ("reasoned", "probed")
+_ENTRY_KEYS = frozenset({"file", "reason", "why", "source"})
+_TOP_KEYS = frozenset({"schema", "backend", "flaggems", "overrides", "keep"})
+_DISMISS_KEYS = frozenset({"reason", "date", "card", "note"})
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One override (``kind="override"``) or keep entry (``kind="keep"``)."""
+
+    kind: str
+    file: str
+    reason: str
+    why: str
+    source: str
+
+    def label(self) -> str:
+        return f"{self.file} {self.reason!r}"
+
+
+@dataclass(frozen=True)
+class CompatRules:
+    backend: str
+    flaggems: str
+    overrides: tuple[Entry, ...]
+    keep: tuple[Entry, ...]
+    source: str = ""
+
+    def lift_reasons(self, file: str) -> frozenset[str]:
+        """Exact reasons whose ``skipif`` marks are lifted in ``file``."""
+        return frozenset(e.reason for e in self.overrides if e.file == file)
+
+    def kept(self, file: str, reason: str) -> bool:
+        return any(e.file == file and e.reason == reason for e in self.keep)
+
+    def files(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e.file for e in self.overrides))
+
+
+@dataclass(frozen=True)
+class Stale:
+    """An override that no longer matches the suite: its file is gone, or no guard in that file
+    carries its reason any more."""
+
+    entry: Entry
+    problem: str
+
+    def line(self) -> str:
+        return f"stale override {self.entry.label()}: {self.problem}"
+
+
+# --------------------------------------------------------------------------------------------
+# Override files
+
+
+def _text(value: Any, where: str, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{where}: '{field}' must be a non-empty string")
+    return value
+
+
+def _file(value: Any, where: str) -> str:
+    text = _text(value, where, "file")
+    parts = text.split("/")
+    if (
+        text.startswith("/")
+        or "\\" in text
+        or not text.endswith(".py")
+        or any(p in ("", ".", "..") for p in parts)
+    ):
+        raise ValueError(
+            f"{where}: file {text!r} must be a .py path relative to the benchmark directory"
+        )
+    return text
+
+
+def _entry(raw: Any, kind: str, where: str) -> Entry:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected a mapping with file, reason, why, source")
+    unknown = sorted(set(map(str, raw)) - _ENTRY_KEYS)
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown key {unknown[0]!r} (allowed: file, reason, why, source)"
+        )
+    missing = sorted(_ENTRY_KEYS - set(map(str, raw)))
+    if missing:
+        raise ValueError(f"{where}: missing {missing[0]!r}")
+    source = _text(raw["source"], where, "source")
+    if source not in SOURCES:
+        raise ValueError(f"{where}: source {source!r} is not one of {', '.join(SOURCES)}")
+    reason = raw["reason"]
+    if not isinstance(reason, str) or not reason:
+        raise ValueError(f"{where}: 'reason' must be the exact, non-empty skip reason")
+    return Entry(kind, _file(raw["file"], where), reason, _text(raw["why"], where, "why"), source)
+
+
+def parse_rules(text: str, source: str = "compat file", backend: str | None = None) -> CompatRules:
+    """Rules of one ``ops/compat/<backend>.yaml``; a one-line ``ValueError`` on malformed data.
+
+    :param backend: when given, the file's ``backend:`` must name it.
+    """
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ValueError(f"{source}: not valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a mapping with schema, backend, overrides, keep")
+    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
+    if unknown:
+        raise ValueError(f"{source}: unknown key {unknown[0]!r}")
+    if data.get("schema") != SCHEMA:
+        raise ValueError(f"{source}: schema must be {SCHEMA}, got {data.get('schema')!r}")
+    name = _text(data.get("backend"), source, "backend")
+    if backend is not None and name != backend:
+        raise ValueError(f"{source}: backend {name!r} does not match the file name ({backend!r})")
+    flaggems = _text(data.get("flaggems"), source, "flaggems")
+    entries: dict[str, list[Entry]] = {"override": [], "keep": []}
+    for kind, key in (("override", "overrides"), ("keep", "keep")):
+        raw = data.get(key)
+        if raw is None:
+            raw = []
+        if not isinstance(raw, list):
+            raise ValueError(f"{source}: '{key}' must be a list")
+        for index, item in enumerate(raw):
+            entries[kind].append(_entry(item, kind, f"{source}: {key}[{index}]"))
+    seen: dict[tuple[str, str], str] = {}
+    for entry in entries["override"] + entries["keep"]:
+        pair = (entry.file, entry.reason)
+        if pair in seen:
+            what = "twice" if seen[pair] == entry.kind else "as both override and keep"
+            raise ValueError(f"{source}: {entry.label()} is listed {what}")
+        seen[pair] = entry.kind
+    return CompatRules(
+        name, flaggems, tuple(entries["override"]), tuple(entries["keep"]), source=source
+    )
+
+
+def load_rules(names: Sequence[str], directory: str | Path | None = None) -> CompatRules | None:
+    """The merged rules of ``<directory>/<name>.yaml`` for every name (a backend's ``compat``
+    tuple); ``None`` when the backend names none. A named file that is missing is an error.
+    ``directory`` defaults to the packaged ``ops/compat``."""
+    if not names:
+        return None
+    if directory is None:
+        directory = COMPAT_DIR
+    merged: CompatRules | None = None
+    for name in names:
+        path = Path(directory) / f"{name}.yaml"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
+        rules = parse_rules(text, str(path), backend=name)
+        if merged is None:
+            merged = rules
+        else:
+            merged = CompatRules(
+                merged.backend,
+                merged.flaggems,
+                merged.overrides + rules.overrides,
+                merged.keep + rules.keep,
+                source=f"{merged.source}, {rules.source}",
+            )
+    return merged
+
+
+def stale_overrides(
+    rules: CompatRules, reasons_by_file: Mapping[str, Iterable[str] | None]
+) -> list[Stale]:
+    """Overrides that match nothing. ``reasons_by_file`` maps each override's file to every
+    skip reason found in it (``None``: the file does not exist)."""
+    stale = []
+    for entry in rules.overrides:
+        reasons = reasons_by_file.get(entry.file)
+        if reasons is None:
+            stale.append(Stale(entry, "file absent from the benchmark directory"))
+        elif entry.reason not in set(reasons):
+            stale.append(Stale(entry, "no skip guard in that file has this reason"))
+    return stale
+
+
+def summary_lines(
+    rules: CompatRules,
+    vendor: str,
+    lifted_tests: int,
+    lifted_marks: int,
+    kept_tests: int,
+    stale: Sequence[Stale],
+) -> list[str]:
+    """The collection report of an active rule set."""
+    line = (
+        f"zlbench compat: {rules.backend} overrides active (flag_gems.vendor_name={vendor}): "
+        f"lifted {lifted_tests} skip{'s' if lifted_tests != 1 else ''}"
+        f" ({lifted_marks} guard{'s' if lifted_marks != 1 else ''} removed)"
+    )
+    if kept_tests:
+        line += f"; {kept_tests} still skipped by kept guards"
+    return [line, *(f"zlbench compat: {s.line()}" for s in stale)]
+
+
+# --------------------------------------------------------------------------------------------
+# Dismiss list
+
+
+def load_dismiss(text: str, source: str = "dismiss.yaml") -> dict[str, str]:
+    """Operator → the exact skip or error text that got it dismissed. Each entry also carries
+    the ``date`` (YYYY-MM-DD) it was verified and the ``card`` it was seen on; a one-line
+    ``ValueError`` on malformed data."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ValueError(f"{source}: not valid YAML{where}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a mapping with 'schema' and 'dismissed'")
+    unknown = sorted(set(map(str, data)) - {"schema", "dismissed"})
+    if unknown:
+        raise ValueError(f"{source}: unknown key {unknown[0]!r}")
+    if data.get("schema") != SCHEMA:
+        raise ValueError(f"{source}: schema must be {SCHEMA}, got {data.get('schema')!r}")
+    entries = data.get("dismissed")
+    if entries is None:
+        entries = {}
+    if not isinstance(entries, dict):
+        raise ValueError(f"{source}: 'dismissed' must map operator ids to entries")
+    out: dict[str, str] = {}
+    for op, raw in entries.items():
+        where = f"{source}: {op}"
+        if not isinstance(op, str) or not op.strip():
+            raise ValueError(f"{source}: operator id {op!r} must be a non-empty string")
+        if not isinstance(raw, dict):
+            raise ValueError(f"{where}: expected a mapping with reason, date, card")
+        extra = sorted(set(map(str, raw)) - _DISMISS_KEYS)
+        if extra:
+            raise ValueError(
+                f"{where}: unknown key {extra[0]!r} (allowed: reason, date, card, note)"
+            )
+        reason = _text(raw.get("reason"), where, "reason")
+        date = raw.get("date")
+        if isinstance(date, _dt.date):
+            date = date.isoformat()
+        if not isinstance(date, str) or not _DATE.match(date):
+            raise ValueError(f"{where}: 'date' must be YYYY-MM-DD")
+        _text(raw.get("card"), where, "card")
+        out[op] = reason
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _dismiss_table(path: str) -> dict[str, str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
+    return load_dismiss(text, path)
+
+
+def dismissed(op: str, path: str | Path | None = None) -> str | None:
+    """The verified reason an operator is not screened, or ``None``: what the A/B controller
+    asks before screening ``op``. ``path`` defaults to the packaged ``ops/dismiss.yaml``; the
+    file is read once per path (a malformed file raises a one-line ``ValueError``)."""
+    return _dismiss_table(str(DISMISS_PATH if path is None else path)).get(op)
