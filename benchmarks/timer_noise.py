@@ -35,8 +35,14 @@ def summarise(label: str, dir_a: str, dir_b: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    header = ["timer", "rows paired", "median abs(delta)", "worst abs(delta)", "worst shape",
-              "timer used"]
+    header = [
+        "timer",
+        "rows paired",
+        "median abs(delta)",
+        "worst abs(delta)",
+        "worst shape",
+        "timer used",
+    ]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for spec in argv:

@@ -48,9 +48,13 @@ class Benchmark:
                 table.append(row)
                 rows.append(row)
             print(f"\nOperator: {self.op_name}  Performance Test (dtype={dtype})")
-            print(f"{'Status':<10}{'Torch Latency (ms)':>20}{'Candidate (ms)':>20}"
-                  f"{'Speedup':>12}{'Timer':>8}  Size Detail")
+            print(
+                f"{'Status':<10}{'Torch Latency (ms)':>20}{'Candidate (ms)':>20}"
+                f"{'Speedup':>12}{'Timer':>8}  Size Detail"
+            )
             for row in table:
-                print(f"{'SUCCESS':<10}{row.latency_base:>20.6f}{row.latency:>20.6f}"
-                      f"{row.speedup:>12.3f}{row.timer:>8}  {row.shape}")
+                print(
+                    f"{'SUCCESS':<10}{row.latency_base:>20.6f}{row.latency:>20.6f}"
+                    f"{row.speedup:>12.3f}{row.timer:>8}  {row.shape}"
+                )
         return rows

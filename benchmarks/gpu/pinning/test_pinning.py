@@ -15,7 +15,9 @@ def test_card(zl_bench, op, shape):
     y = torch.randn(shape, device="cuda", dtype=torch.float16)
     fn = {"add": lambda: x + y, "mm": lambda: x @ y, "abs": lambda: x.abs()}[op]
     row = zl_bench(fn, op=op, dtype="float16", shape=str(list(shape)))
-    print(f"{os.environ.get('PYTEST_XDIST_WORKER')} CUDA_VISIBLE_DEVICES="
-          f"{os.environ.get('CUDA_VISIBLE_DEVICES')} {torch.cuda.get_device_name(0)} "
-          f"{row.latency:.6f} ms {row.timer}")
+    print(
+        f"{os.environ.get('PYTEST_XDIST_WORKER')} CUDA_VISIBLE_DEVICES="
+        f"{os.environ.get('CUDA_VISIBLE_DEVICES')} {torch.cuda.get_device_name(0)} "
+        f"{row.latency:.6f} ms {row.timer}"
+    )
     assert row.latency > 0
