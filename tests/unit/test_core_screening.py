@@ -582,3 +582,20 @@ def test_the_set_of_pairs_does_not_depend_on_row_order(data: st.DataObject) -> N
         after.only_b,
         after.unusable,
     )
+
+
+def test_render_screen_caliber_line_skips_operators_without_one() -> None:
+    from pytest_zlbench.core import screening
+
+    cal = {k: f"v{i}" for i, k in enumerate(CALIBER_FIELDS)}
+    empty = {k: "" for k in CALIBER_FIELDS}
+    failed = screening.ScreenLine(
+        "a", screening.NO_ROWS, "0", "", "", "", "", "", "", "", "", "round 1 failed", empty
+    )
+    good = screening.ScreenLine(
+        "b", screening.NO_TRITON, "4", "", "", "", "0", "0", "", "0", "0", "", cal
+    )
+    out = screening.render_screen([failed, good])
+    cal_lines = [line for line in out if line.startswith("caliber: ")]
+    assert cal_lines == ["caliber: " + " ".join(f"{k}={cal[k]}" for k in CALIBER_FIELDS)]
+    assert not [line for line in screening.render_screen([failed]) if line.startswith("caliber")]

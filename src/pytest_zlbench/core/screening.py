@@ -561,7 +561,8 @@ def render_screen(lines: Sequence[ScreenLine]) -> list[str]:
             ]
         )
     out = table(headers, body)
-    if lines:
-        cal = lines[0].caliber
+    # operators that failed before any run completed carry no caliber: show the others'
+    known = [line.caliber for line in lines if any(line.caliber.get(k) for k in CALIBER_FIELDS)]
+    for cal in {tuple(c.get(k, "") for k in CALIBER_FIELDS): c for c in known}.values():
         out.append("caliber: " + " ".join(f"{k}={cal.get(k, '')}" for k in CALIBER_FIELDS))
     return out
