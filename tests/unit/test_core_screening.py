@@ -588,7 +588,7 @@ def test_render_screen_caliber_line_skips_operators_without_one() -> None:
     from pytest_zlbench.core import screening
 
     cal = {k: f"v{i}" for i, k in enumerate(CALIBER_FIELDS)}
-    empty = {k: "" for k in CALIBER_FIELDS}
+    empty = dict.fromkeys(CALIBER_FIELDS, "")
     failed = screening.ScreenLine(
         "a", screening.NO_ROWS, "0", "", "", "", "", "", "", "", "", "round 1 failed", empty
     )
