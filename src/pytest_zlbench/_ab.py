@@ -103,10 +103,19 @@ CHILD_INI_RESET = ("zl_ab", "zl_rounds", "zl_compare", "zl_devices", "zl_resume"
 #: set in every child's environment; a child that is asked to screen again refuses
 CHILD_ENV = "ZLBENCH_AB_CHILD"
 OP_DONE = "op.complete"
+#: notes the controller adds to an operator (a retry that passed, a dtype fallback), one a line
+NOTES_FILE = "notes.txt"
 SCREEN_FILE = "screen.tsv"
 SETTINGS_FILE = "screen.json"
 #: what an operator id may look like: it names a directory under the screen's root
 _OP_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
+#: FlagGems refusing the requested ``--dtypes`` before producing any row (``set_dtypes``)
+_DTYPE_REFUSAL = re.compile(
+    r"ValueError: .*dtype.*(not supported|can't be supported|cannot be supported|unsupported)",
+    re.IGNORECASE,
+)
+#: durations in pytest's summary lines ("1 failed in 0.12s"): not part of a failure's identity
+_DURATION = re.compile(r"\b\d+(\.\d+)?s\b")
 _EXIT_MEANING = {
     1: "tests failed",
     2: "interrupted",
@@ -239,15 +248,18 @@ def _compare_two(path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any) -
             identity_b=b.identity,
         )
         results.append(screening.aggregate(op, [rnd], notes))
-    root.mkdir(parents=True, exist_ok=True)
-    records.write_json(
-        root / "compare.json",
-        {
-            "a": {"path": str(path_a.resolve()), "source": a.source},
-            "b": {"path": str(path_b.resolve()), "source": b.source},
-            "ops": [r.to_json() for r in results],
-        },
-    )
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        records.write_json(
+            root / "compare.json",
+            {
+                "a": {"path": str(path_a.resolve()), "source": a.source},
+                "b": {"path": str(path_b.resolve()), "source": b.source},
+                "ops": [r.to_json() for r in results],
+            },
+        )
+    except OSError as exc:
+        raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
     _write_and_show(root, [r.to_line() for r in results], tw)
     return 0
 
@@ -279,9 +291,12 @@ def _reaggregate(root: Path, allow: bool, tw: Any) -> int:
 
 
 def _write_and_show(root: Path, lines: list[screening.ScreenLine], tw: Any) -> None:
-    root.mkdir(parents=True, exist_ok=True)
     path = root / SCREEN_FILE
-    records.write_atomic(path, screening.write_screen(lines))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        records.write_atomic(path, screening.write_screen(lines))
+    except OSError as exc:
+        raise pytest.UsageError(f"{path}: not writable ({exc.strerror})") from None
     back = screening.read_screen(path.read_text(encoding="utf-8"), str(path))
     tw.sep("=", "zlbench screen")
     for line in screening.render_screen(back):
@@ -387,6 +402,9 @@ def aggregate_op_dir(
                 identity_b=sb.identity,
             )
         )
+    notes_file = op_dir / NOTES_FILE
+    if notes_file.is_file():
+        extra += [n for n in notes_file.read_text(encoding="utf-8").splitlines() if n.strip()]
     skipped = op_dir / "skipped.txt"
     if skipped.is_file():
         extra.append(skipped.read_text(encoding="utf-8").strip())
@@ -465,6 +483,43 @@ def passthrough_args(args: Sequence[str], positional: Sequence[str]) -> list[str
     return out
 
 
+def dtypes_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``args`` without FlagGems' ``--dtypes`` options, and the dtypes those options named."""
+    out: list[str] = []
+    dtypes: list[str] = []
+    take_next = False
+    for arg in args:
+        if take_next:
+            take_next = False
+            dtypes.append(arg)
+        elif arg == "--dtypes":
+            take_next = True
+        elif arg.startswith("--dtypes="):
+            dtypes.append(arg.split("=", 1)[1])
+        else:
+            out.append(arg)
+    return out, dtypes
+
+
+def same_failure(first: str, second: str) -> bool:
+    """Whether two causes are the same failure: the same exit status and last error line, up to
+    the durations pytest prints."""
+    return _DURATION.sub("<t>", first) == _DURATION.sub("<t>", second)
+
+
+def dtype_refusal(out_path: Path) -> bool:
+    """Whether a child's output shows FlagGems refusing the requested ``--dtypes``."""
+    try:
+        text = out_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return _DTYPE_REFUSAL.search(text) is not None
+
+
+class _DtypeFallback(Exception):
+    """An operator refused the requested ``--dtypes``: measure it again on its own dtypes."""
+
+
 class OpItem(pytest.Item):
     """One operator of the screen: runs every side of every round as child processes."""
 
@@ -490,6 +545,10 @@ class OpItem(pytest.Item):
         return self.path, 0, f"zlbench A/B {self.op}"
 
 
+class _Deterministic(Exception):
+    """A child run failed the same way on its retry."""
+
+
 class OpFailed(Exception):
     def __init__(self, result: screening.OpResult) -> None:
         super().__init__(result.op)
@@ -503,6 +562,8 @@ class AbController:
         self.lines: dict[str, screening.ScreenLine] = {}
         self.started = time.monotonic()
         self.where = _xdist.worker_id(config) if _xdist.is_worker(config) else ""
+        #: operators measured without the user's --dtypes (they refused them)
+        self.own_dtypes: set[str] = set()
 
     # ---- collection ------------------------------------------------------------------------
 
@@ -555,7 +616,7 @@ class AbController:
         with capman.global_and_fixture_disabled():  # runtest output is captured otherwise
             reporter.write_line(line)
 
-    def child_env(self, side: str, rnd: int) -> dict[str, str]:
+    def child_env(self, side: str, rnd: int, op: str | None = None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
         for var in self.settings.env_b:
             env.pop(var, None)
@@ -564,7 +625,10 @@ class AbController:
         addopts = env.get("PYTEST_ADDOPTS")
         if addopts:
             try:
-                env["PYTEST_ADDOPTS"] = shlex.join(passthrough_args(shlex.split(addopts), ()))
+                passed = passthrough_args(shlex.split(addopts), ())
+                if op in self.own_dtypes:
+                    passed, _ = dtypes_args(passed)
+                env["PYTEST_ADDOPTS"] = shlex.join(passed)
             except ValueError:
                 pass  # pytest itself reports a malformed PYTEST_ADDOPTS
         env["ZLBENCH_SIDE"] = side
@@ -577,7 +641,10 @@ class AbController:
     def child_cmd(self, item: OpItem, run_dir: Path, replay: Path | None) -> list[str]:
         inv = self.config.invocation_params
         cmd = [sys.executable, "-m", "pytest", *item.nodeids]
-        cmd += passthrough_args(inv.args, self.config.args)
+        passed = passthrough_args(inv.args, self.config.args)
+        if item.op in self.own_dtypes:
+            passed, _ = dtypes_args(passed)
+        cmd += passed
         cmd += [
             f"--zl-out={run_dir}",
             f"--zl-backend={self.settings.backend}",
@@ -613,11 +680,12 @@ class AbController:
             proc = subprocess.Popen(
                 cmd,
                 cwd=self.config.invocation_params.dir,
-                env=self.child_env(side, rnd),
+                env=self.child_env(side, rnd, item.op),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
             try:
                 rc = proc.wait(timeout=self.settings.timeout)
@@ -642,6 +710,48 @@ class AbController:
             records.write_atomic(run_dir / "child.failed", cause + "\n")
         return cause
 
+    def run_side(
+        self, item: OpItem, run_dir: Path, side: str, rnd: int, replay: Path | None
+    ) -> str | None:
+        """:meth:`run_child`, retried once when it fails. A retry that fails the same way (same
+        exit status and last error line) marks the failure deterministic; a retry that passes
+        is noted. A refusal of the requested ``--dtypes`` is not retried: it raises
+        :class:`_DtypeFallback` so the operator is measured on its own dtypes."""
+        cause = self.run_child(item, run_dir, side, rnd, replay)
+        if cause is None:
+            return None
+        out_path = run_dir.parent / f"{run_dir.name}.out"
+        if item.op not in self.own_dtypes and dtype_refusal(out_path):
+            dtypes = self.requested_dtypes()
+            if dtypes:
+                raise _DtypeFallback(",".join(dtypes))
+        label = "the recording pass" if side == "record" else f"side {side} of round {rnd}"
+        first_out = run_dir.parent / f"{run_dir.name}.try1.out"
+        shutil.copyfile(out_path, first_out)
+        self.progress(f"{item.op}: {label} failed; retrying it once")
+        again = self.run_child(item, run_dir, side, rnd, replay)
+        if again is None:
+            self.note(item, f"{label} failed once ({cause}) and passed on retry")
+            return None
+        if same_failure(cause, again):
+            raise _Deterministic(label)
+        return again
+
+    def requested_dtypes(self) -> list[str]:
+        """The ``--dtypes`` the children are given: on the command line or in PYTEST_ADDOPTS."""
+        args = list(self.config.invocation_params.args)
+        try:
+            args += shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+        except ValueError:
+            pass
+        _, dtypes = dtypes_args(passthrough_args(args, ()))
+        return dtypes
+
+    def note(self, item: OpItem, text: str) -> None:
+        path = self.settings.root / item.op / NOTES_FILE
+        before = path.read_text(encoding="utf-8") if path.is_file() else ""
+        records.write_atomic(path, before + text + "\n")
+
     def run_op(self, item: OpItem) -> screening.OpResult:
         s = self.settings
         op_dir = s.root / item.op
@@ -654,7 +764,20 @@ class AbController:
             self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
             shutil.rmtree(op_dir)
         op_dir.mkdir(parents=True)
-        self._measure(item, op_dir)
+        try:
+            self._measure(item, op_dir)
+        except _DtypeFallback as exc:
+            requested = str(exc)
+            self.progress(
+                f"{item.op}: --dtypes {requested} not supported; measured again on its own dtypes"
+            )
+            shutil.rmtree(op_dir)
+            op_dir.mkdir(parents=True)
+            self.own_dtypes.add(item.op)
+            self.note(
+                item, f"--dtypes {requested} not supported by {item.op}; measured its own dtypes"
+            )
+            self._measure(item, op_dir)
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
         records.write_json(op_dir / "ab.json", result.to_json())
         for problem in problems:
@@ -663,13 +786,22 @@ class AbController:
         return result
 
     def _measure(self, item: OpItem, op_dir: Path) -> None:
+        try:
+            self._measure_rounds(item, op_dir)
+        except _Deterministic as exc:
+            self.progress(f"{item.op}: {exc} failed the same way on retry; not retried again")
+            self.note(
+                item, f"{exc} failed the same way on retry (deterministic); not retried again"
+            )
+
+    def _measure_rounds(self, item: OpItem, op_dir: Path) -> None:
         s = self.settings
         replay = s.replay_from
         if replay is not None:
             self.progress(f"{item.op}: every side replays {replay} (no recording pass)")
         elif s.backend != "cpu":
             rec_dir = op_dir / "record"
-            if self.run_child(item, rec_dir, "record", 0, None) is not None:
+            if self.run_side(item, rec_dir, "record", 0, None) is not None:
                 # each side would tune its own configs: the delta would mix tuning and switch
                 self.progress(f"{item.op}: recording pass failed; no side measured")
                 return
@@ -679,12 +811,12 @@ class AbController:
             order = ("A", "B") if k % 2 else ("B", "A")
             failure = None
             for side in order:
-                cause = self.run_child(item, op_dir / f"r{k}_{side}", side, k, replay)
+                cause = self.run_side(item, op_dir / f"r{k}_{side}", side, k, replay)
                 if cause is not None:
                     failure = cause  # the round is lost: its other side is not run
                     break
             if failure is not None:
-                if failure == previous:
+                if previous is not None and same_failure(failure, previous):
                     self.progress(
                         f"{item.op}: round {k} failed as round {k - 1} did; not retried again"
                     )
@@ -756,6 +888,20 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return str(number)
+
+
+def _die_with_parent() -> None:
+    """In a child, before exec: die when the controller dies (``kill -9`` of the screen), so no
+    orphan keeps writing into a run directory that ``--zl-resume`` measures again (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _kill_group(proc: subprocess.Popen[Any]) -> None:
