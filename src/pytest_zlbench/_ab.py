@@ -29,6 +29,7 @@ from .core import records, screening
 from .core.caliber import PREFIX as CALIBER_PREFIX
 from .core.caliber import check as caliber_check
 from .core.caliber import unreadable
+from .core.inventory import BUILTIN_MARKS as FLAGGEMS_BUILTIN_MARKS
 from .core.parsing import (
     Switch,
     parse_bool,
@@ -40,22 +41,8 @@ from .core.parsing import (
 from .core.records import RecordError, RunIdentity
 from .core.rundir import IdentityError, Side, load_side
 
-#: marks that are never an operator id (FlagGems' BUILTIN_MARKS, plus ours and xdist's)
-BUILTIN_MARKS = frozenset(
-    {
-        "parametrize",
-        "skip",
-        "skipif",
-        "xfail",
-        "usefixtures",
-        "filterwarnings",
-        "timeout",
-        "tryfirst",
-        "trylast",
-        "xdist_group",
-        "zl_op",
-    }
-)
+#: marks that are never an operator id: FlagGems' BUILTIN_MARKS, plus ours and xdist's
+BUILTIN_MARKS = frozenset({*FLAGGEMS_BUILTIN_MARKS, "xdist_group", "zl_op"})
 #: options that never pass through to a child (with whether they take a value): ours, xdist's
 #: (a child is one process), the cache's (children run with -p no:cacheprovider) and those
 #: naming one file or directory that concurrent children would share
@@ -579,20 +566,27 @@ class AbController:
                     f"{item.nodeid}: operator id {op!r} cannot name a directory of the screen"
                 )
             groups.setdefault(op, []).append(item)
+        from .core.compat import dismissed
+
         new_items: list[pytest.Item] = []
         for op, members in groups.items():
             first_file = members[0].nodeid.split("::", 1)[0]
-            new_items.append(
-                OpItem.from_parent(
-                    session,
-                    name=f"zlbench[{op}]",
-                    nodeid=f"{first_file}::zlbench[{op}]",
-                    op=op,
-                    nodeids=[_abs_nodeid(m) for m in members],
-                    controller=self,
-                    path=members[0].path,
-                )
+            item = OpItem.from_parent(
+                session,
+                name=f"zlbench[{op}]",
+                nodeid=f"{first_file}::zlbench[{op}]",
+                op=op,
+                nodeids=[_abs_nodeid(m) for m in members],
+                controller=self,
+                path=members[0].path,
             )
+            try:
+                reason = dismissed(op)
+            except ValueError as exc:
+                raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
+            if reason is not None:  # ops/dismiss.yaml: verified not measurable here
+                item.add_marker(pytest.mark.skip(reason=f"dismissed (ops/dismiss.yaml): {reason}"))
+            new_items.append(item)
         items[:] = new_items
 
     # ---- running one operator --------------------------------------------------------------

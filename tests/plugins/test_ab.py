@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_zlbench._ab import OpItem, passthrough_args
-from pytest_zlbench.core import screening
+from pytest_zlbench.core import compat, screening
 from pytest_zlbench.core.records import CALIBER_FIELDS, is_complete, read_identity
 from zl_testing import FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, error_lines
 
@@ -520,3 +520,33 @@ def test_screening_options_in_the_ini_addopts_are_refused(suite: pytest.Pytester
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     (line,) = error_lines(result)
     assert "--zl-ab is in the ini file's addopts" in line
+
+
+def test_dismissed_operators_are_skipped_with_their_reason(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dismiss = suite.path / "dismiss.yaml"
+    dismiss.write_text(
+        "schema: 1\ndismissed:\n  relu:\n    reason: 'RuntimeError: no kernel image'\n"
+        "    date: 2026-11-29\n    card: NVIDIA H200\n"
+    )
+    monkeypatch.setattr(compat, "DISMISS_PATH", dismiss)
+    suite.makepyfile(test_relu=RELU)
+    out = suite.path / "screen"
+    result = suite.runpytest(*BASE, f"--zl-out={out}", "--zl-ab=OMP_NUM_THREADS=1", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*dismissed (ops/dismiss.yaml): RuntimeError: no kernel image*"])
+    assert not (out / "relu").exists()  # no child ran
+
+
+def test_a_malformed_dismiss_list_is_one_usage_error(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dismiss = suite.path / "dismiss.yaml"
+    dismiss.write_text("schema: 1\ndismissed: [relu]\n")
+    monkeypatch.setattr(compat, "DISMISS_PATH", dismiss)
+    suite.makepyfile(test_relu=RELU)
+    result = suite.runpytest(*BASE, f"--zl-out={suite.path / 'x'}", "--zl-ab=OMP_NUM_THREADS=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["ERROR: ops/dismiss.yaml: *"])
