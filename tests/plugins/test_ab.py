@@ -118,6 +118,25 @@ def test_aborts(zl_bench):
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file
     os.abort()
+
+
+@pytest.mark.segfaults
+def test_segfaults(zl_bench):
+    import ctypes
+    import faulthandler
+    import resource
+
+    faulthandler.disable()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
+
+
+@pytest.mark.noisy
+def test_noisy(zl_bench):
+    # garbage on stdout and stderr, even a fake table title, must not become rows
+    sys.stdout.write("\\x00\\xff garbage\\nOperator: fake  Performance Test (dtype=torch.float16\\n")
+    sys.stderr.write("\\x1b[31mnot a table\\n")
+    zl_bench(lambda: busy(50), op="noisy", dtype="int", shape="50")
 """
 
 BASE = ("--zl-backend=cpu", "-p", "no:cacheprovider", *NO_HYPOTHESIS)
@@ -446,12 +465,16 @@ def test_a_crashed_side_fails_its_operator_and_the_screen_goes_on(
     suite.makepyfile(test_crash=HELPERS + CRASH, test_relu=RELU)
     result, root = screen(suite, SWITCH, "--zl-rounds=3")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(passed=2, failed=3)
     lines = read_lines(root)
-    assert sorted(lines) == ["aborts", "exits", "relu"]
+    assert sorted(lines) == ["aborts", "exits", "noisy", "relu", "segfaults"]
     assert "round 1 failed: A: exit status 3" in lines["exits"].note
     assert "round 1 failed: A: killed by signal SIGABRT" in lines["aborts"].note
-    for op in ("aborts", "exits"):
+    assert "round 1 failed: A: killed by signal SIGSEGV" in lines["segfaults"].note
+    # the operator that printed garbage was measured like any other
+    assert lines["noisy"].verdict == screening.NO_TRITON
+    assert lines["noisy"].rows == "1"
+    for op in ("aborts", "exits", "segfaults"):
         assert lines[op].range == ""
         assert (root / op / "r1_A" / "child.failed").is_file()
         assert (root / op / "op.complete").is_file()
