@@ -134,7 +134,7 @@ def test_segfaults(zl_bench):
 @pytest.mark.noisy
 def test_noisy(zl_bench):
     # garbage on stdout and stderr, even a fake table title, must not become rows
-    sys.stdout.write("\\x00\\xff garbage\\nOperator: fake  Performance Test (dtype=torch.float16\\n")
+    sys.stdout.write("\\x00\\xff garbage\\nOperator: fake  Performance Test (dtype=\\n")
     sys.stderr.write("\\x1b[31mnot a table\\n")
     zl_bench(lambda: busy(50), op="noisy", dtype="int", shape="50")
 """
