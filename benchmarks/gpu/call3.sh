@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# GPU validation, call 3 (nvidia-h200-x2): the A/B screen of DISABLE_MMA_V3=1 over FlagGems abs,
+# GPU validation, call 3 (nvidia-h200-x2; run as: bash benchmarks/gpu/call3.sh, carry .fg and .whl): the A/B screen of DISABLE_MMA_V3=1 over FlagGems abs,
 # mul, fft, mm at --level core, every side replaying one pinned LibTuner database (recorded in
 # call 2). Card 0: one-card screen; card 1: 4 rounds on mm, then a graph-timer noise re-run with
 # more replays. Then the same screen with -n 2 over both cards. Results: $OUT/call3.tgz
 set -u
-W=/tmp/w3; mkdir -p "$W"; REPO=$PWD; SEED=$REPO/.gpu_seed/warm1
+W=/tmp/w3; mkdir -p "$W"; REPO=$PWD; SEED=$REPO/benchmarks/gpu/seed/h200_v5.3.4
 exec > >(tee "$W/call3.log") 2>&1
 pack() { tar -czf "$OUT/call3.tgz" -C /tmp --exclude='*/triton_cache/*' --exclude='*/code_cache/*' --exclude='*/config_cache/*' w3; }
 trap pack EXIT
