@@ -165,14 +165,9 @@ def plugin_import_ms(env: dict[str, str], reps: int = 7) -> dict[str, float]:
 
 
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    from pytest_zlbench.adapters.device_info import cpu_name
+
+    return cpu_name()
 
 
 def versions() -> str:

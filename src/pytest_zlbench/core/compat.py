@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from .shapes import load_yaml
 
 #: the package's curated data (``src/pytest_zlbench/ops``; see ``ops/README.md``)
 OPS_DIR = Path(__file__).resolve().parent.parent / "ops"
@@ -127,12 +127,7 @@ def parse_rules(text: str, source: str = "compat file", backend: str | None = No
 
     :param backend: when given, the file's ``backend:`` must name it.
     """
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ValueError(f"{source}: not valid YAML{where}") from None
+    data = load_yaml(text, source)
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a mapping with schema, backend, overrides, keep")
     unknown = sorted(set(map(str, data)) - _TOP_KEYS)
@@ -236,12 +231,7 @@ def load_dismiss(text: str, source: str = "dismiss.yaml") -> dict[str, str]:
     """Operator → the exact skip or error text that got it dismissed. Each entry also carries
     the ``date`` (YYYY-MM-DD) it was verified and the ``card`` it was seen on; a one-line
     ``ValueError`` on malformed data."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ValueError(f"{source}: not valid YAML{where}") from None
+    data = load_yaml(text, source)
     if data is None:
         return {}
     if not isinstance(data, dict):

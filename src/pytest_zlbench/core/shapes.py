@@ -34,15 +34,20 @@ class ShapeEntry:
         return frozenset(len(s) for s in self.shapes)
 
 
-def parse_shape_file(text: str, source: str = "shape file") -> dict[str, ShapeEntry]:
-    """Keys of a shape file. One-line ``ValueError`` on anything FlagGems would trip over:
-    not a mapping (an empty file), an entry without a list of ``shapes``, an empty shape."""
+def load_yaml(text: str, source: str) -> Any:
+    """``yaml.safe_load`` with a one-line ``ValueError`` (naming the line) on malformed YAML."""
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise ValueError(f"{source}: not valid YAML{where}") from None
+
+
+def parse_shape_file(text: str, source: str = "shape file") -> dict[str, ShapeEntry]:
+    """Keys of a shape file. One-line ``ValueError`` on anything FlagGems would trip over:
+    not a mapping (an empty file), an entry without a list of ``shapes``, an empty shape."""
+    data = load_yaml(text, source)
     if not isinstance(data, dict) or not data:
         raise ValueError(f"{source}: must be a non-empty mapping of op or class names")
     entries: dict[str, ShapeEntry] = {}

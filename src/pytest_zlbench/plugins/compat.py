@@ -82,7 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     rules = None
     backend = None
     if backend_raw is not None:
-        backend = _backend(config)
+        from .device import backend_of
+
+        backend = backend_of(config)
         from ..core.compat import load_rules
 
         try:
@@ -102,19 +104,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if rules is None and inventory is None:
         return  # a backend without override data (cuda, cpu, ...): nothing to do
     config.pluginmanager.register(CompatSession(config, backend, rules, inventory), SESSION_NAME)
-
-
-def _backend(config: pytest.Config) -> Backend:
-    if config.pluginmanager.hasplugin("zlbench.device"):
-        from .device import backend_of
-
-        return backend_of(config)
-    from ..core.backends import BackendRegistry
-
-    try:
-        return BackendRegistry().resolve(str(_opts.raw(config, "zl_backend")))
-    except ValueError as exc:
-        raise pytest.UsageError(f"zl_backend: {exc}") from None
 
 
 @pytest.hookimpl

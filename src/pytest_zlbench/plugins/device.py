@@ -53,8 +53,11 @@ def _registry(config: pytest.Config) -> BackendRegistry:
     from ..core.backends import BackendRegistry
 
     registry = BackendRegistry()
+    register = getattr(config.hook, "pytest_zlbench_device_register", None)
+    if register is None:  # zlbench.device is disabled: its hook was never added
+        return registry
     try:
-        config.hook.pytest_zlbench_device_register(registry=registry)
+        register(registry=registry)
     except ValueError as exc:  # e.g. a conftest's backend reusing a taken alias
         raise pytest.UsageError(f"pytest_zlbench_device_register: {exc}") from None
     return registry
@@ -107,7 +110,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def backend_of(config: pytest.Config) -> Backend:
-    """The session's backend; detected lazily when no ``--zl-backend`` was given."""
+    """The session's backend; detected lazily when no ``--zl-backend`` was given.
+
+    The one place every plugin resolves the backend, also when ``zlbench.device`` itself is
+    disabled (then only the built-in backends are known)."""
     settings = config.stash.get(device_settings_key, None)
     if settings is None:
         settings = DeviceSettings(_resolve(config, _registry(config)), (), None)

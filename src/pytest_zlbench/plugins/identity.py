@@ -124,9 +124,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _card(config: pytest.Config) -> str:
     try:
-        from .timing import _backend
+        from .device import backend_of
 
-        backend = _backend(config)
+        backend = backend_of(config)
         from ..adapters.device_info import describe
 
         info = describe(backend)
@@ -240,9 +240,9 @@ class RunRecorder(WorkerRows):
 
         config = self.config
         settings = config.stash.get(timing_settings_key, None)
-        from .timing import _backend
+        from .device import backend_of
 
-        backend = _backend(config)
+        backend = backend_of(config)
         requested = settings.kind if settings is not None else "direct"
         if requested == "auto":
             requested = backend.default_timer

@@ -62,11 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     requested = _opts.get(config, "zl_timer", parse_timer, "auto")
     cold = _opts.get(config, "zl_cold_cache", parse_bool, False)
-    if (
-        requested == "graph"
-        and _opts.raw(config, "zl_backend") is not None
-        and config.pluginmanager.hasplugin("zlbench.device")
-    ):
+    if requested == "graph" and _opts.raw(config, "zl_backend") is not None:
         # a conflict between two options is a usage error now, not a failure in the first test
         from .device import backend_of
 
@@ -85,17 +81,6 @@ def pytest_configure(config: pytest.Config) -> None:
     measuring = any(_opts.raw(config, name) not in (None, False) for name in MEASURING)
     if measuring and not _opts.controller_mode(config):
         config.pluginmanager.register(TimingSession(config), "zlbench-timing-session")
-
-
-def _backend(config: pytest.Config) -> Backend:
-    if config.pluginmanager.hasplugin("zlbench.device"):
-        from .device import backend_of
-
-        return backend_of(config)
-    from ..adapters.device_info import detect_backend_name
-    from ..core.backends import BackendRegistry
-
-    return BackendRegistry().resolve(detect_backend_name())
 
 
 def build_timer(
@@ -124,7 +109,9 @@ def build_timer(
 def active_timer(config: pytest.Config) -> Timer:
     settings = config.stash[timing_settings_key]
     if settings.timer is None:
-        settings.backend = _backend(config)
+        from .device import backend_of
+
+        settings.backend = backend_of(config)
         settings.timer = build_timer(
             settings.backend,
             settings.requested,
