@@ -20,18 +20,25 @@ NO_ZLBENCH: tuple[str, ...] = tuple(
 #: for subprocess runs: hypothesis' plugin costs ~1 s per run and plays no part in these tests
 NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
 
-#: a test file timing a pure-Python callable with ``zl_bench`` (no torch: in-process runs of
-#: pytester drop newly imported modules afterwards, and torch cannot be imported twice)
-BENCH_TESTS = """
-import pytest
-
-
+#: a pure-Python stand-in for an operator, pasted into generated test files
+BUSY = """
 def busy(n=200):
     total = 0
     for i in range(n):
         total += i
     return total
+"""
 
+#: a test file timing a pure-Python callable with ``zl_bench`` (no torch: in-process runs of
+#: pytester drop newly imported modules afterwards, and torch cannot be imported twice)
+BENCH_TESTS = (
+    """
+import pytest
+
+
+"""
+    + BUSY
+    + """
 
 @pytest.mark.parametrize("size", [100, 300])
 def test_busy(zl_bench, size):
@@ -45,6 +52,7 @@ def test_busy(zl_bench, size):
 def test_plain():
     print("plain test output")
 """
+)
 
 #: a faster CPU timer for acceptance tests: the default one spends ~60 ms per measurement
 FAST_CPU_TIMER_CONFTEST = """

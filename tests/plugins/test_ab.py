@@ -18,7 +18,7 @@ import pytest
 from pytest_zlbench._ab import OpItem, passthrough_args
 from pytest_zlbench.core import compat, screening
 from pytest_zlbench.core.records import CALIBER_FIELDS, is_complete, read_identity
-from zl_testing import FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, error_lines
+from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, error_lines
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
@@ -32,19 +32,17 @@ def pytest_configure(config):
 """
 )
 
-HELPERS = '''
+HELPERS = (
+    """
 import os
 import sys
 
 import pytest
 
 
-def busy(n=200):
-    total = 0
-    for i in range(n):
-        total += i
-    return total
-
+"""
+    + BUSY
+    + '''
 
 def write_ttgir(kernel, body):
     """Stand in for Triton: one TTGIR file in this run's cache."""
@@ -53,6 +51,7 @@ def write_ttgir(kernel, body):
     with open(os.path.join(folder, kernel + ".ttgir"), "w") as handle:
         handle.write(body)
 '''
+)
 
 #: two tests sharing the mark ``abs``: one operator of two rows
 ABS = """

@@ -7,18 +7,15 @@ import json
 import pytest
 
 from pytest_zlbench._stash import timing_settings_key
-from zl_testing import FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error, read_jsonl
+from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error, read_jsonl
 
-ROW_CHECKS = """
+ROW_CHECKS = (
+    """
 import pytest
 
-
-def busy(n=200):
-    total = 0
-    for i in range(n):
-        total += i
-    return total
-
+"""
+    + BUSY
+    + """
 
 def test_row(zl_bench):
     row = zl_bench(busy, baseline=lambda: busy(400), op="busy", dtype="int32", shape="(200,)")
@@ -40,6 +37,7 @@ def test_default_op_name(zl_bench):
 def test_default_op_name_parametrized(zl_bench, n):
     assert zl_bench(busy).op == "test_default_op_name_parametrized"
 """
+)
 
 
 @pytest.fixture
