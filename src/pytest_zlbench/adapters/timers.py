@@ -280,18 +280,26 @@ class GraphTimer:
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         api = self.api
+        flush = api.make_flush() if self.cold else None
+
+        def both() -> None:
+            assert flush is not None
+            flush()
+            fn()
+
         try:
             for _ in range(self.warmup_calls):  # compiles and autotunes outside any capture
                 fn()
             api.synchronize()
-            estimate = max(self._eager_ms(fn, 3), 1e-5)
+            # cold: the budget covers flush + op, else a tiny op would put max_calls flushes
+            # (each ~70 us on an H200) into every replay
+            estimate = max(self._eager_ms(fn if flush is None else both, 3), 1e-5)
         except BaseException as exc:
             # a dead context shows up at whichever call comes next, often a launch
             if _fatal(api, exc):
                 raise FatalDeviceError(_reason(exc)) from exc
             raise
         calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
-        flush = api.make_flush() if self.cold else None
         graphs: list[Any] = []
         try:
             try:
@@ -300,11 +308,6 @@ class GraphTimer:
                     graphs.append(graph)
                     samples = self._time_replays(graph, calls)
                 else:
-
-                    def both() -> None:
-                        flush()
-                        fn()
-
                     g_flush = self._capture(flush, calls)
                     graphs.append(g_flush)
                     g_both = self._capture(both, calls)

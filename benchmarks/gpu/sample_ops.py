@@ -1,0 +1,158 @@
+"""A stratified operator sample of a FlagGems inventory (issue 5, show 2), and its report.
+
+    python benchmarks/gpu/sample_ops.py pick INVENTORY.tsv [--per-class 3] [--min 100]
+        prints the function-level node ids to run, one per line
+
+    python benchmarks/gpu/sample_ops.py report INVENTORY.tsv RUN_DIR JUNIT.xml [--per-class 3]
+        per sampled operator: rows in RUN_DIR/rows.jsonl, else dismissed (ops/dismiss.yaml),
+        else the exact skip or failure text from the JUnit file; then per-class coverage
+
+The unit of the sample is (Benchmark class, op id): each class contributes up to ``per-class``
+op ids (all of them when it has fewer), chosen by a hash of the op id so that the choice is
+deterministic but not alphabetical; if that gives fewer than ``--min`` units, the largest classes
+contribute more until it does. Every test function of a chosen unit is run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+from pytest_zlbench.core.compat import DISMISS_PATH, load_dismiss
+from pytest_zlbench.core.inventory import InventoryRow, parse_tsv
+
+Unit = tuple[str, str]  # (benchmark class, op id)
+
+
+def function_id(node_id: str) -> str:
+    """``file::test[param]`` → ``file::test`` (the static inventory writes ``[*]``)."""
+    return node_id.split("[", 1)[0]
+
+
+def units_of(rows: list[InventoryRow]) -> dict[Unit, list[str]]:
+    units: dict[Unit, list[str]] = defaultdict(list)
+    for r in rows:
+        fn = function_id(r.node_id)
+        unit = (r.benchmark_class or "(none)", r.op_id)
+        if fn not in units[unit]:
+            units[unit].append(fn)
+    return units
+
+
+def _rank(op: str) -> str:
+    return hashlib.sha256(op.encode()).hexdigest()
+
+
+def pick(units: dict[Unit, list[str]], per_class: int, minimum: int) -> list[Unit]:
+    by_class: dict[str, list[str]] = defaultdict(list)
+    for cls, op in units:
+        by_class[cls].append(op)
+    for ops in by_class.values():
+        ops.sort(key=_rank)
+    chosen = [(cls, op) for cls in sorted(by_class) for op in by_class[cls][:per_class]]
+    extra = per_class
+    while len(chosen) < minimum and any(len(v) > extra for v in by_class.values()):
+        for cls in sorted(by_class, key=lambda c: (-len(by_class[c]), c)):
+            if len(by_class[cls]) > extra and len(chosen) < minimum:
+                chosen.append((cls, by_class[cls][extra]))
+        extra += 1
+    return sorted(chosen)
+
+
+def junit_outcomes(path: Path) -> dict[str, list[tuple[str, str]]]:
+    """function id → [(outcome, message)] for every test case of the JUnit file."""
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for case in ET.parse(path).getroot().iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        # pytest writes classname "benchmark.test_abs" (file as dots, plus any class) and name
+        # "test_abs[params]"; rebuild the function id the inventory uses
+        parts = classname.split(".")
+        cls_parts = [p for p in parts if p[:1].isupper()]
+        file_parts = [p for p in parts if not p[:1].isupper()]
+        fn = "/".join(file_parts) + ".py::" + "::".join([*cls_parts, function_id(name)])
+        outcome, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            el = case.find(tag)
+            if el is not None:
+                outcome = tag
+                message = (el.get("message") or el.text or "").strip()
+                break
+        out[fn].append((outcome, message))
+    return out
+
+
+def first_line(text: str) -> str:
+    text = re.sub(r"^\S+:\d+: ", "", text.strip())  # "file.py:12: reason" from skips
+    return text.splitlines()[0][:200] if text else ""
+
+
+def report(argv: argparse.Namespace) -> int:
+    rows_inv = parse_tsv(Path(argv.inventory).read_text())
+    units = units_of(rows_inv)
+    chosen = pick(units, argv.per_class, argv.min)
+    run_rows = [json.loads(line) for line in (Path(argv.run_dir) / "rows.jsonl").open()]
+    ok_by_fn: dict[str, int] = defaultdict(int)
+    for r in run_rows:
+        if r.get("status") == "ok" and (r.get("latency") or 0) > 0:
+            ok_by_fn[function_id(r.get("node", ""))] += 1
+    outcomes = junit_outcomes(Path(argv.junit))
+    dismissed = load_dismiss(DISMISS_PATH.read_text())
+    per_class: dict[str, list[str]] = defaultdict(list)
+    tally: dict[str, int] = defaultdict(int)
+    print("class\top\tverdict\trows\tdetail")
+    for cls, op in chosen:
+        fns = units[(cls, op)]
+        n = sum(ok_by_fn.get(fn, 0) for fn in fns)
+        seen = [o for fn in fns for o in outcomes.get(fn, [])]
+        if n > 0:
+            verdict, detail = "rows", ""
+        elif op in dismissed:
+            verdict, detail = "dismissed", dismissed[op]
+        elif not seen:
+            verdict, detail = "not-run", "no test case in the JUnit file"
+        else:
+            bad = [o for o in seen if o[0] != "passed"] or seen
+            verdict, detail = bad[0][0], first_line(bad[0][1])
+        tally[verdict] += 1
+        per_class[cls].append(verdict)
+        print(f"{cls}\t{op}\t{verdict}\t{n}\t{detail}")
+    classes = {cls for cls, _ in units}
+    size = {c: sum(1 for u in units if u[0] == c) for c in classes}
+    short = [c for c in sorted(classes) if len(per_class[c]) < min(argv.per_class, size[c])]
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
+    print(f"# units {len(chosen)}; classes {len(classes)}; {counts}")
+    print(f"# classes with fewer units than min(3, size): {short or 'none'}")
+    return 0
+
+
+def main(args: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("pick")
+    a.add_argument("inventory")
+    b = sub.add_parser("report")
+    b.add_argument("inventory")
+    b.add_argument("run_dir")
+    b.add_argument("junit")
+    for s in (a, b):
+        s.add_argument("--per-class", type=int, default=3)
+        s.add_argument("--min", type=int, default=100)
+    ns = p.parse_args(args)
+    if ns.cmd == "pick":
+        units = units_of(parse_tsv(Path(ns.inventory).read_text()))
+        chosen = pick(units, ns.per_class, ns.min)
+        fns = sorted({fn for u in chosen for fn in units[u]})
+        print("\n".join(fns))
+        print(f"# {len(chosen)} units, {len(fns)} test functions", file=sys.stderr)
+        return 0
+    return report(ns)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
