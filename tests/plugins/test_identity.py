@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,7 @@ def test_xdist_rows_reach_the_controller_once(bench_suite: pytest.Pytester) -> N
     assert run_files(out) == RUN_FILES
     log = (out / "run.log").read_text()
     assert log.count("measuring busy size=100") == 1
+    # each section names the worker that ran it (to trace a sticky device error to its test)
+    headers = [line for line in log.splitlines() if line.startswith("===== ")]
+    assert headers
+    assert all(re.search(r" gw[01]$", line) for line in headers), headers

@@ -111,6 +111,14 @@ class Flush:
         self.device.launch(self.kernel)
 
 
+@dataclass
+class GenState:
+    """A generator state object (torch's ``CUDAGeneratorState``)."""
+
+    offset: int = 0
+    capturing: bool = False
+
+
 class FakeDevice:
     """A faithful fake of :class:`pytest_zlbench.adapters.timers.DeviceAPI`."""
 
@@ -120,9 +128,8 @@ class FakeDevice:
         self.sticky_errors = sticky_errors
         self.capturing: FakeGraph | None = None
         self.error: int | None = None  # the sticky error, once a kernel faulted
-        self.rng_offset = 0
-        self.rng_mode = "normal"
-        self.rng_at_capture: list[tuple[int, str]] = []
+        self.gen = GenState()  # the default generator's current state object
+        self.rng_at_capture: list[GenState] = []  # the state each capture registered
         self.graphs: list[FakeGraph] = []
         self.double_releases = 0
         self.allocated = 0
@@ -140,9 +147,22 @@ class FakeDevice:
         self._execute(kernel)
 
     def random(self) -> None:
-        """An op drawing from the default generator (e.g. ``torch.randn``)."""
+        """An op drawing from the default generator (e.g. ``torch.randn``), with torch's checks:
+        inside a capture the state must be registered, outside it must not be in capture mode."""
         self.check()
-        self.rng_offset += 1
+        if self.capturing is not None:
+            if not self.gen.capturing:
+                raise RuntimeError(
+                    "Attempt to increase offset for a CUDA generator not in capture mode."
+                )
+            return  # drawn inside the graph: the state's offset does not move at capture
+        if self.gen.capturing:
+            raise RuntimeError("Offset increment outside graph capture encountered unexpectedly.")
+        self.gen.offset += 1
+
+    @property
+    def rng_offset(self) -> int:
+        return self.gen.offset
 
     def _execute(self, kernel: Kernel) -> None:
         self.clock += kernel.cost
@@ -195,25 +215,29 @@ class FakeDevice:
         if graph.released or graph.captured:
             raise RuntimeError("graph already used")
         self.capturing = graph
-        self.rng_at_capture.append((self.rng_offset, self.rng_mode))
-        self.rng_mode = "capture"  # the generator is registered with the graph
+        registered = self.gen  # capture_begin registers the state object it finds
+        registered.capturing = True
+        self.rng_at_capture.append(registered)
         graph.pool = GRAPH_POOL
         self.allocated += GRAPH_POOL
         self.reserved = max(self.reserved, self.allocated)
         try:
             yield
         except BaseException:
-            # torch.cuda.graph.__exit__ still ends the capture; the generator stays registered
+            # torch.cuda.graph.__exit__ still ends the capture. When the end fails (a dead
+            # context, an invalidated capture) the generator epilogue never runs and the
+            # registered state stays in capture mode for the rest of the process.
             self.capturing = None
             self.check()
             if graph.invalidated:
                 raise AcceleratorError(CAPTURE_INVALIDATED)  # noqa: B904 - chained implicitly
+            registered.capturing = False
             raise
         self.capturing = None
         self.check()
         if graph.invalidated:
             raise AcceleratorError(CAPTURE_INVALIDATED)
-        self.rng_mode = "normal"
+        registered.capturing = False
         graph.captured = True
 
     def replay(self, graph: FakeGraph) -> None:
@@ -230,14 +254,17 @@ class FakeDevice:
         graph.released = True
         self.allocated -= graph.pool
 
-    def get_rng_state(self) -> tuple[int, str]:
+    def isolate_rng(self) -> GenState:
+        """``graphsafe_set_state(clone_state())``: a copy of the value, never in capture mode."""
         self.check()
-        return (self.rng_offset, self.rng_mode)
+        original = self.gen
+        self.gen = GenState(offset=original.offset)
+        return original
 
-    def set_rng_state(self, state: tuple[int, str]) -> None:
+    def restore_rng(self, token: GenState) -> None:
         if self.capturing is not None:
             raise RuntimeError("cannot set the RNG state while capturing")
-        self.rng_offset, self.rng_mode = state
+        self.gen = token
 
     def is_capturing(self) -> bool:
         return self.capturing is not None
@@ -451,9 +478,13 @@ def test_capture_runs_under_a_throwaway_rng_state() -> None:
 
     m = timer.measure(randn)
     assert m.timer == "graph"
-    # the warmup and estimate calls advanced the generator; the capture did not
-    assert device.rng_at_capture == [(6, "normal")]
-    assert device.get_rng_state() == (6, "normal")
+    # the warmup and estimate calls advanced the generator; the capture did not, and it
+    # registered a copy of the state, not the process's own
+    (registered,) = device.rng_at_capture
+    assert registered is not device.gen
+    assert registered.offset == 6
+    assert device.rng_offset == 6
+    assert not device.gen.capturing
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,11 +533,40 @@ def test_rng_state_is_restored_after_an_aborted_capture() -> None:
     timer, _ = make_timer(device, warmup_calls=3)
     m = timer.measure(capture_only_failure_op(device, 0.25))
     assert m.timer == "direct"
-    ((offset, mode),) = device.rng_at_capture
-    assert (offset, mode) == (6, "normal")
-    # the generator left capture mode; afterwards only the direct timer's eager calls drew
-    assert device.rng_mode == "normal"
-    assert device.rng_offset == offset + 1 + 5  # do_bench: one warmup call and five reps
+    (registered,) = device.rng_at_capture
+    assert registered.offset == 6
+    # the process's generator never entered capture mode; afterwards only the direct timer's
+    # eager calls drew
+    assert not device.gen.capturing
+    assert device.rng_offset == 6 + 1 + 5  # do_bench: one warmup call and five reps
+
+
+def test_an_invalidated_capture_poisons_only_the_copy_of_the_generator() -> None:
+    """torch: when the end of a capture fails, the registered generator state stays in capture
+    mode, and every later random draw of the process raises. The capture registers a copy."""
+    device = FakeDevice()
+    timer, _ = make_timer(device)
+
+    def sync_then_random() -> None:
+        device.random()
+        device.launch(Kernel("k", 0.25))
+        device.synchronize()  # .item(), nonzero(): invalidates a capture
+
+    assert timer.measure(sync_then_random).timer == "direct"
+    (registered,) = device.rng_at_capture
+    assert registered.capturing  # the copy is poisoned for good...
+    device.random()  # ...the process's generator still draws (FlagGems' next inputs)
+    assert timer.measure(kernel_op(device, 0.5)).timer == "graph"
+
+
+def test_the_fake_generator_is_poisoned_by_an_invalidated_capture() -> None:
+    """The fake reproduces torch's failure when nothing isolates the generator."""
+    device = FakeDevice()
+    graph = device.new_graph()
+    with pytest.raises(AcceleratorError), device.capture(graph):
+        device.synchronize()
+    with pytest.raises(RuntimeError, match="Offset increment outside graph capture"):
+        device.random()
 
 
 def test_fallback_reason_is_printable_with_the_mark() -> None:

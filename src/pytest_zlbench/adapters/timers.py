@@ -53,8 +53,8 @@ class DeviceAPI(Protocol):
     def capture(self, graph: Any) -> Any: ...  # a context manager
     def replay(self, graph: Any) -> None: ...
     def release(self, graph: Any) -> None: ...
-    def get_rng_state(self) -> Any: ...
-    def set_rng_state(self, state: Any) -> None: ...
+    def isolate_rng(self) -> Any: ...  # returns a token for restore_rng
+    def restore_rng(self, token: Any) -> None: ...
     def is_capturing(self) -> bool: ...
     def empty_cache(self) -> None: ...
     def error_code(self, exc: BaseException) -> int | None: ...
@@ -214,11 +214,15 @@ class GraphTimer:
 
     @contextmanager
     def _throwaway_rng(self) -> Iterator[None]:
-        state = self.api.get_rng_state()
+        """The capture registers a copy of the generator state, never the caller's own: an aborted
+        capture leaves the state it registered in capture mode for good (torch ends the capture
+        before its generator epilogue), and every later random draw of the process would fail
+        with "Offset increment outside graph capture"."""
+        token = self.api.isolate_rng()
         try:
             yield
         finally:
-            self.api.set_rng_state(state)
+            self.api.restore_rng(token)
 
     def _eager_ms(self, fn: Callable[[], Any], n: int) -> float:
         api = self.api

@@ -49,18 +49,33 @@ class TorchDeviceAPI:
         except Exception:
             pass
 
-    def get_rng_state(self) -> Any:
-        return (self.torch.get_rng_state(), self.m.get_rng_state())
+    def isolate_rng(self) -> Any:
+        """Point the device's default generator at a copy of its state (and save the CPU one).
 
-    def set_rng_state(self, state: Any) -> None:
-        cpu, dev = state
+        A graph capture registers the generator *state object* it finds; when the capture aborts,
+        torch never runs that state's capture epilogue and it stays in capture mode. Capturing on
+        a copy and putting the original back afterwards keeps the process's own generator usable
+        whatever the capture does. Backends whose generators lack the graph-safe state API fall
+        back to saving and restoring the state's value.
+        """
+        cpu = self.torch.get_rng_state()
+        gen = None
+        generators = getattr(self.m, "default_generators", ())
+        if generators:
+            gen = generators[self.m.current_device()]
+        if gen is not None and hasattr(gen, "graphsafe_set_state"):
+            original = gen.graphsafe_get_state()
+            gen.graphsafe_set_state(gen.clone_state())
+            return (cpu, gen, original, None)
+        return (cpu, None, None, self.m.get_rng_state())
+
+    def restore_rng(self, token: Any) -> None:
+        cpu, gen, original, value = token
         self.torch.set_rng_state(cpu)
-        try:
-            self.m.set_rng_state(dev)
-        except RuntimeError:
-            # a generator left in capture mode by an aborted capture: re-seed it from the saved
-            # state through a fresh generator state object
-            self.m.default_generators[self.m.current_device()].set_state(dev)
+        if gen is not None:
+            gen.graphsafe_set_state(original)
+        else:
+            self.m.set_rng_state(value)
 
     def is_capturing(self) -> bool:
         fn = getattr(self.m, "is_current_stream_capturing", None)

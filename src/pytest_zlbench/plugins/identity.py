@@ -228,7 +228,11 @@ class RunRecorder(WorkerRows):
             if name in (f"Captured stdout {report.when}", f"Captured stderr {report.when}")
         )
         if text or report.outcome != "passed":
-            self.log.write(f"===== {report.nodeid} [{report.when}] {report.outcome}\n")
+            # under xdist, name the worker: a sticky device error fails every later test of
+            # the same worker, and the log is how one finds the test that caused it
+            gateway = getattr(getattr(report, "node", None), "gateway", None)
+            worker = f" {gateway.id}" if getattr(gateway, "id", None) else ""
+            self.log.write(f"===== {report.nodeid} [{report.when}] {report.outcome}{worker}\n")
             self.log.write(text)
             if report.outcome == "failed":
                 self.log.write(report.longreprtext + "\n")
