@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_zlbench.core import compat
+from pytest_zlbench.core import compat, inventory
 from pytest_zlbench.core.backends import BackendRegistry
 
 GOOD = """
@@ -260,10 +260,14 @@ def test_dismissed(tmp_path: Path) -> None:
         compat.dismissed("fft", bad)
 
 
-def test_packaged_dismiss_list_is_empty() -> None:
-    """Nothing has been verified on an H200 yet."""
-    assert compat.load_dismiss(compat.DISMISS_PATH.read_text()) == {}
-    assert compat.dismissed("fft") is None
-    assert "none has been verified on an H200 yet" in compat.DISMISS_PATH.read_text().replace(
-        "None", "none"
+def test_packaged_dismiss_list() -> None:
+    """Two entries verified on the H200 (2026-11-29), each with the card's exact text; the
+    inventory knows every dismissed op id; ordinary operators are not dismissed."""
+    table = compat.load_dismiss(compat.DISMISS_PATH.read_text())
+    assert set(table) == {"chunk_gated_delta_rule_fwd", "sparse_attention"}
+    assert compat.dismissed("sparse_attention") == (
+        "sparse_attention benchmark requires mthreads sparse_attention baseline"
     )
+    assert compat.dismissed("fft") is None
+    rows = inventory.parse_tsv((compat.OPS_DIR / "inventory.tsv").read_text())
+    assert set(table) <= {r.op_id for r in rows}

@@ -20,7 +20,7 @@ import ast
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 #: marks FlagGems' conftest skips when it picks a test's operator id (``BUILTIN_MARKS``)
 BUILTIN_MARKS: tuple[str, ...] = (
@@ -453,13 +453,19 @@ def scan_suite(bench_dir: str | Path) -> SuiteScan:
     return suite
 
 
+def module_op_id(file: str) -> str:
+    """The operator id of a test without a custom mark: its module's name without ``test_``
+    (``test_FLA/test_chunk.py`` → ``chunk``), as the A/B controller names it."""
+    return PurePosixPath(file).stem.removeprefix("test_")
+
+
 def static_rows(suite: SuiteScan, node_prefix: str = "benchmark/") -> list[InventoryRow]:
     """One row per test function. A parametrised function is one row whose node id ends in
     ``[*]`` (its ids need the values, which only collection has)."""
     rows = []
     for test in suite.tests():
         node_id = f"{node_prefix}{test.file}::{test.name}" + ("[*]" if test.parametrized else "")
-        op_id = test.op_id or node_id
+        op_id = test.op_id or module_op_id(test.file)
         rows.append(InventoryRow(op_id, test.file, node_id, test.benchmark_class, test.guards))
     return rows
 

@@ -332,9 +332,9 @@ class CompatSession:
             ) from None
 
     def _inventory_row(self, item: pytest.Item) -> InventoryRow:
-        from ..core.inventory import BUILTIN_MARKS, InventoryRow
+        from .._ab import op_id  # the same operator id the A/B screen and dismiss.yaml use
+        from ..core.inventory import InventoryRow
 
-        op_id = next((m.name for m in item.iter_markers() if m.name not in BUILTIN_MARKS), None)
         bench = self.bench_dir(item.path)
         if bench is not None and item.path.is_relative_to(bench):
             rel = item.path.relative_to(bench).as_posix()
@@ -348,7 +348,7 @@ class CompatSession:
             if mark.name == "skip" or (mark.name == "skipif" and condition_true(mark, item))
         )
         cls = self._class_of(item, bench)
-        return InventoryRow(op_id or item.nodeid, rel, item.nodeid, cls, reasons)
+        return InventoryRow(op_id(item), rel, item.nodeid, cls, reasons)
 
     def _class_of(self, item: pytest.Item, bench: Path | None) -> str:
         from ..core.inventory import (
