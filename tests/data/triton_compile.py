@@ -32,6 +32,14 @@ SPECS: dict[str, tuple[dict[str, str], dict[str, Any], tuple[int, ...], dict[str
         (0, 1, 2, 3),
         {"num_warps": 4, "num_stages": 3},
     ),
+    # the same kernel called with an n_elements not divisible by 16: another specialisation
+    "add_kernel@odd_n": (
+        {"x_ptr": "*fp16", "y_ptr": "*fp16", "out_ptr": "*fp16", "n_elements": "i32"}
+        | {"BLOCK": "constexpr"},
+        {"BLOCK": 1024},
+        (0, 1, 2),
+        {"num_warps": 4, "num_stages": 3},
+    ),
     "matmul_kernel": (
         {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
         | {"stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32"}
@@ -60,7 +68,8 @@ def main(argv: list[str]) -> int:
     for name in argv[1:]:
         signature, constexprs, divisible, options = SPECS[name]
         attrs = {(i,): DIV16 for i in divisible}
-        src = triton.compiler.ASTSource(getattr(module, name), signature, constexprs, attrs)
+        kernel_fn = getattr(module, name.split("@", 1)[0])  # NAME@VARIANT: another specialisation
+        src = triton.compiler.ASTSource(kernel_fn, signature, constexprs, attrs)
         kernel = triton.compile(src, target=TARGET, options=options)
         hashes[name] = kernel.metadata.hash
     print(json.dumps(hashes))

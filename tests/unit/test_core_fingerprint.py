@@ -336,6 +336,7 @@ def mutate(**changes):
         pytest.param(mutate(entry_convert_layout=-1), id="negative-count"),
         pytest.param(mutate(entry_convert_layout=True), id="bool-count"),
         pytest.param(mutate(entry_num_warps="4"), id="num-warps-type"),
+        pytest.param(mutate(entry_signature=7), id="signature-type"),
         pytest.param(mutate(fingerprint={"k": ["other"]}), id="fingerprint-mismatch"),
     ],
 )

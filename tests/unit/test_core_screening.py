@@ -227,6 +227,36 @@ def test_verdict_no_rows() -> None:
     assert result.to_line().median_delta_pct == ""
 
 
+def signed(*variants: tuple[str, str, str]) -> IrReport:
+    """An IR report whose entries carry specialisation keys: (kernel, signature, hash)."""
+    entries = tuple(
+        IrEntry(f"h{i}/{k}.ttgir", k, digest, "stripped", 0, signature=sig)
+        for i, (k, sig, digest) in enumerate(variants)
+    )
+    return IrReport(entries=entries, method="stripped")
+
+
+def test_a_changed_specialisation_set_is_labelled() -> None:
+    """The H200 case (mul, 2026-11-29): one side compiled fill_scalar_kernel for another
+    specialisation. Still IR_CHANGED (a changed variant set counts), with a note that no shared
+    specialisation changed; a changed shared specialisation gets no such note."""
+    a = signed(("fill", "s16", "x"), ("fill", "s1", "y"), ("mul", "m", "z"))
+    b = signed(("fill", "s16", "x"), ("fill", "s_other", "w"), ("mul", "m", "z"))
+    result = aggregate("mul", [rnd(1, ROWS_A, ROWS_B, a, b)])
+    assert result.verdict == IR_CHANGED
+    assert result.kernels_changed == ("fill",)
+    (note,) = [n for n in result.notes if "specialisations" in n]
+    assert note.startswith("fill: only the set of specialisations differs")
+    assert note.endswith("so the switch may not have changed this operator's code")
+    code = signed(("fill", "s16", "x"), ("fill", "s1", "y"), ("mul", "m", "z-changed"))
+    result = aggregate("mul", [rnd(1, ROWS_A, ROWS_B, a, code)])
+    assert result.verdict == IR_CHANGED
+    assert not [n for n in result.notes if "specialisations" in n]
+    # without signatures (ir.json written before they were recorded) nothing is claimed
+    old = aggregate("mul", [rnd(1, ROWS_A, ROWS_B, ir(("fill", "x")), ir(("fill", "w")))])
+    assert not [n for n in old.notes if "specialisations" in n]
+
+
 def test_verdict_no_triton() -> None:
     result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B)])
     assert result.verdict == NO_TRITON

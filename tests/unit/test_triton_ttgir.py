@@ -43,11 +43,13 @@ def compile_env(home: Path, cache: Path, switches: dict[str, str]) -> dict[str, 
     return env
 
 
-def start_compile(tmp: Path, side: str, kernels: Path, switches: dict[str, str]):
+def start_compile(
+    tmp: Path, side: str, kernels: Path, switches: dict[str, str], names=NAMES
+):
     cache = tmp / side / "cache"
     cache.mkdir(parents=True)
     proc = subprocess.Popen(
-        [sys.executable, str(HELPER), str(kernels), *NAMES],
+        [sys.executable, str(HELPER), str(kernels), *names],
         env=compile_env(tmp / side, cache, switches),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -61,7 +63,7 @@ def finish(started) -> dict[str, Path]:
     caches = {}
     for side, cache, proc, out, err in outputs:
         assert proc.returncode == 0, f"compile of side {side!r} failed:\n{err[-3000:]}"
-        assert set(json.loads(out)) == set(NAMES)
+        assert set(json.loads(out)) >= set(NAMES)
         caches[side] = cache
     return caches
 
@@ -73,7 +75,9 @@ def caches(tmp_path_factory) -> dict[str, Path]:
     * ``base``: the kernel file at ``src/``;
     * ``mma_v2``: the same file, with ``DISABLE_MMA_V3=1``;
     * ``moved``: an identical copy in another directory;
-    * ``shifted``: the file at ``src/`` again, with a comment line inserted above the kernels.
+    * ``shifted``: the file at ``src/`` again, with a comment line inserted above the kernels;
+    * ``respec``: like ``base``, plus ``add_kernel`` specialised for an ``n_elements`` that is not
+      divisible by 16 (what a runtime value does to the variant set, with no switch).
     """
     tmp = tmp_path_factory.mktemp("ttgir")
     src = tmp / "src" / "triton_kernels.py"
@@ -85,6 +89,7 @@ def caches(tmp_path_factory) -> dict[str, Path]:
         start_compile(tmp, "base", src, {}),
         start_compile(tmp, "mma_v2", src, {"DISABLE_MMA_V3": "1"}),
         start_compile(tmp, "moved", moved, {}),
+        start_compile(tmp, "respec", src, {}, (*NAMES, "add_kernel@odd_n")),
     ]
     result = finish(started)
     # Same path as base, so only the line numbers differ; written once base has compiled.
@@ -113,7 +118,8 @@ def test_reports_use_the_requested_method(reports):
     for (_side, method), report in reports.items():
         assert report.method == method
         assert {e.method for e in report.entries} == {method}
-        assert sorted(e.kernel for e in report.entries) == list(NAMES)
+        kernels = sorted(e.kernel for e in report.entries)
+        assert kernels == sorted([*NAMES, *(["add_kernel"] if _side == "respec" else [])])
         assert report.triton_version == triton.__version__ == triton_version()
         for entry in report.entries:
             assert (entry.num_warps, entry.num_stages, entry.num_ctas) == (4, 3, 1)
@@ -223,3 +229,19 @@ def test_nodebug_falls_back_when_triton_cannot_parse(caches, tmp_path):
     assert (report.method, report.triton_version) == ("stripped", "0.0.0")
     with pytest.raises(ValueError, match="Triton version"):
         compare(report, scan_cache(caches["base"]))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_new_specialisation_is_told_apart_from_changed_code(reports, method):
+    """A second specialisation of add_kernel (a runtime value, no switch) changes its variant
+    set; it is flagged as specialisation-only. The MMA switch changes the code of a shared
+    specialisation, which is not."""
+    base = reports["base", method]
+    respec = compare(base, reports["respec", method])
+    assert respec.kernels_changed == ("add_kernel",)
+    assert respec.specialisation_only == ("add_kernel",)
+    variants = [e for e in reports["respec", method].entries if e.kernel == "add_kernel"]
+    assert len({e.signature for e in variants}) == 2
+    mma = compare(base, reports["mma_v2", method])
+    assert mma.kernels_changed == ("matmul_kernel",)
+    assert mma.specialisation_only == ()

@@ -129,6 +129,15 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def specialisation_key(text: str) -> str:
+    """Hash of a normalised TTGIR's public function headers: argument types, the
+    ``tt.divisibility`` attributes and which arguments became constants. Two variants with the
+    same key were compiled for the same specialisation; Triton picks the specialisation from
+    runtime values (pointer alignment, integers divisible by 16 or equal to 1)."""
+    heads = [ln.strip() for ln in text.splitlines() if ln.lstrip().startswith("tt.func public @")]
+    return text_hash("\n".join(heads))
+
+
 @dataclass(frozen=True)
 class IrEntry:
     """One ``.ttgir`` file of a cache: where it is, whose it is, and its normalised hash."""
@@ -141,9 +150,12 @@ class IrEntry:
     num_warps: int | None = None
     num_stages: int | None = None
     num_ctas: int | None = None
+    #: :func:`specialisation_key` of the normalised text; ``None`` in ir.json files written
+    #: before it was recorded
+    signature: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "path": self.path,
             "kernel": self.kernel,
             "hash": self.hash,
@@ -153,6 +165,9 @@ class IrEntry:
             "num_stages": self.num_stages,
             "num_ctas": self.num_ctas,
         }
+        if self.signature is not None:
+            out["signature"] = self.signature
+        return out
 
     @classmethod
     def from_json(cls, data: Any, source: str = "ir.json") -> IrEntry:
@@ -172,12 +187,16 @@ class IrEntry:
             if value is not None and not _is_int(value):
                 raise ValueError(f"{source}: entry field {key!r} must be an integer or null")
             optional[key] = value
+        signature = data.get("signature")
+        if signature is not None and not isinstance(signature, str):
+            raise ValueError(f"{source}: entry field 'signature' must be a string or null")
         return cls(
             path=data["path"],
             kernel=data["kernel"],
             hash=data["hash"],
             method=data["method"],
             convert_layout=count,
+            signature=signature,
             **optional,
         )
 
@@ -325,6 +344,7 @@ def scan_cache(
                 num_warps=_int_or_none(meta.get("num_warps")),
                 num_stages=_int_or_none(meta.get("num_stages")),
                 num_ctas=_int_or_none(meta.get("num_ctas")),
+                signature=specialisation_key(text),
             )
         )
     if triton_version is None and versions:
@@ -343,10 +363,35 @@ class IrDiff:
     kernels_changed: tuple[str, ...]
     convert_layout_a: int
     convert_layout_b: int
+    #: the changed kernels whose every specialisation present on both sides compiled to the
+    #: same variants: only the *set* of specialisations differs, which follows from runtime
+    #: values rather than from a compiler switch (known only when every entry has a signature)
+    specialisation_only: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
         return bool(self.kernels_changed)
+
+
+def _by_signature(entries: tuple[IrEntry, ...], kernel: str) -> dict[str, list[str]] | None:
+    out: dict[str, list[str]] = {}
+    for e in entries:
+        if e.kernel != kernel:
+            continue
+        if e.signature is None:
+            return None
+        out.setdefault(e.signature, []).append(e.hash)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def specialisation_only(a: IrReport, b: IrReport, kernel: str) -> bool:
+    """Whether ``kernel``'s change between ``a`` and ``b`` is a different set of
+    specialisations with no shared specialisation compiled differently."""
+    sa, sb = _by_signature(a.entries, kernel), _by_signature(b.entries, kernel)
+    if sa is None or sb is None:
+        return False
+    shared = sa.keys() & sb.keys()
+    return bool(shared) and all(sa[k] == sb[k] for k in shared) and sa.keys() != sb.keys()
 
 
 def compare(a: IrReport, b: IrReport) -> IrDiff:
@@ -377,4 +422,5 @@ def compare(a: IrReport, b: IrReport) -> IrDiff:
         kernels_changed=changed,
         convert_layout_a=a.convert_layout_total(),
         convert_layout_b=b.convert_layout_total(),
+        specialisation_only=tuple(k for k in changed if specialisation_only(a, b, k)),
     )

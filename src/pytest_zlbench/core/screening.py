@@ -400,6 +400,7 @@ def aggregate(
     ir_known = bool(ok) and all(r.ir_a is not None and r.ir_b is not None for r in ok)
     any_change = False
     any_kernels = False
+    spec_only: dict[str, bool] = {}  # changed kernel -> only its specialisation set differed
     for r in ok:
         if r.ir_a is None or r.ir_b is None:
             continue
@@ -416,6 +417,9 @@ def aggregate(
         if diff.changed:
             any_change = True
             changed = tuple(sorted(set(changed) | set(diff.kernels_changed)))
+            for kernel in diff.kernels_changed:
+                only = kernel in diff.specialisation_only
+                spec_only[kernel] = spec_only.get(kernel, True) and only
 
     if not shapes:
         verdict = NO_ROWS
@@ -427,6 +431,17 @@ def aggregate(
         verdict = IR_CHANGED
     else:
         verdict = NO_IR_DIFF
+
+    explained = sorted(k for k, only in spec_only.items() if only)
+    if verdict == IR_CHANGED and explained:
+        note = (
+            f"{', '.join(explained)}: only the set of specialisations differs (argument "
+            "alignment or constants taken from runtime values); no specialisation compiled on "
+            "both sides changed"
+        )
+        if len(explained) == len(changed):
+            note += ", so the switch may not have changed this operator's code"
+        notes_out.append(note)
 
     flips = [s.key for s in shapes if s.sign_flip]
     if flips and not control and not failed:
