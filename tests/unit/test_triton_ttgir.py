@@ -43,9 +43,7 @@ def compile_env(home: Path, cache: Path, switches: dict[str, str]) -> dict[str, 
     return env
 
 
-def start_compile(
-    tmp: Path, side: str, kernels: Path, switches: dict[str, str], names=NAMES
-):
+def start_compile(tmp: Path, side: str, kernels: Path, switches: dict[str, str], names=NAMES):
     cache = tmp / side / "cache"
     cache.mkdir(parents=True)
     proc = subprocess.Popen(
