@@ -231,7 +231,8 @@ class RunRecorder(WorkerRows):
             # under xdist, name the worker: a sticky device error fails every later test of
             # the same worker, and the log is how one finds the test that caused it
             gateway = getattr(getattr(report, "node", None), "gateway", None)
-            worker = f" {gateway.id}" if getattr(gateway, "id", None) else ""
+            worker_id = getattr(gateway, "id", None)
+            worker = f" {worker_id}" if worker_id else ""
             self.log.write(f"===== {report.nodeid} [{report.when}] {report.outcome}{worker}\n")
             self.log.write(text)
             if report.outcome == "failed":
