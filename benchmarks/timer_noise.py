@@ -2,7 +2,8 @@
 
 For each pair of run directories (plugin runs, or plain FlagGems logs with a hand-written
 identity), rows are paired by (op, dtype, shape, occurrence) and the per-shape |B/A - 1| of the
-FlagGems latency is summarised: median, worst, and how many rows were measured on both sides.
+FlagGems latency is summarised: median, worst, and how many rows were measured on both sides;
+then the same split at 10 us of latency (side A), where the graph timer's noise changes regime.
 
     python benchmarks/timer_noise.py LABEL=DIR1,DIR2 [LABEL=DIR1,DIR2 ...]
 """
@@ -15,6 +16,8 @@ from pytest_zlbench.core.rundir import load_side
 from pytest_zlbench.core.screening import pair_rows
 from pytest_zlbench.core.stats import median
 
+SPLIT_MS = 0.010
+
 
 def summarise(label: str, dir_a: str, dir_b: str) -> list[str]:
     a, b = load_side(dir_a), load_side(dir_b)
@@ -24,6 +27,11 @@ def summarise(label: str, dir_a: str, dir_b: str) -> list[str]:
     fallbacks = sum(1 for p in pairing.pairs if p.a.fallback or p.b.fallback)
     worst = max(pairing.pairs, key=lambda p: abs(p.delta)) if pairing.pairs else None
     where = f"{worst.key[0]} {worst.key[1]} {worst.key[2]}" if worst else ""
+
+    def part(small: bool) -> str:
+        part = [abs(p.delta) for p in pairing.pairs if (p.a.latency < SPLIT_MS) == small]
+        return f"{len(part)}: {median(part) * 100:.3f} % / {max(part) * 100:.2f} %" if part else "-"
+
     return [
         label,
         f"{len(pairing.pairs)}/{pairing.keys_total}",
@@ -31,6 +39,8 @@ def summarise(label: str, dir_a: str, dir_b: str) -> list[str]:
         f"{max(deltas) * 100:.2f} %" if deltas else "",
         where,
         ",".join(timers) + (f" ({fallbacks} fell back)" if fallbacks else ""),
+        part(True),
+        part(False),
     ]
 
 
@@ -42,6 +52,8 @@ def main(argv: list[str]) -> int:
         "worst abs(delta)",
         "worst shape",
         "timer used",
+        "< 10 us: rows, median / worst",
+        ">= 10 us: rows, median / worst",
     ]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
