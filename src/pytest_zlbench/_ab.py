@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from . import _opts, _xdist
-from ._stash import ab_controller_key
+from . import _common
+from ._common import ab_controller_key
 from .core import records, screening
 from .core.caliber import PREFIX as CALIBER_PREFIX
 from .core.caliber import check as caliber_check
@@ -143,7 +143,7 @@ def _default_root() -> Path:
 
 
 def _ab_requested(config: pytest.Config) -> bool:
-    return _opts.raw(config, "zl_ab") is not None or _opts.raw(config, "zl_rounds") is not None
+    return _common.raw(config, "zl_ab") is not None or _common.raw(config, "zl_rounds") is not None
 
 
 def _terminal_writer(config: pytest.Config) -> Any:
@@ -158,15 +158,15 @@ def _terminal_writer(config: pytest.Config) -> Any:
 
 
 def run_compare(config: pytest.Config) -> int | None:
-    paths = _opts.raw(config, "zl_compare")
+    paths = _common.raw(config, "zl_compare")
     if not paths:
         return None
     if _ab_requested(config):
         raise pytest.UsageError(
             "--zl-compare runs no tests: it cannot be combined with --zl-ab/--zl-rounds"
         )
-    allow = _opts.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
-    out = _opts.raw(config, "zl_out")
+    allow = _common.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
+    out = _common.raw(config, "zl_out")
     if len(paths) not in (1, 2):
         raise pytest.UsageError(
             f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
@@ -411,7 +411,7 @@ def aggregate_op_dir(
 
 
 def _replay_root(config: pytest.Config) -> Path | None:
-    value = _opts.raw(config, "zl_replay_from")
+    value = _common.raw(config, "zl_replay_from")
     if value is None:
         return None
     path = Path(str(value)).resolve()
@@ -548,7 +548,7 @@ class AbController:
         self.settings = settings
         self.lines: dict[str, screening.ScreenLine] = {}
         self.started = time.monotonic()
-        self.where = _xdist.worker_id(config) if _xdist.is_worker(config) else ""
+        self.where = _common.worker_id(config) if _common.is_worker(config) else ""
         #: operators measured without the user's --dtypes (they refused them)
         self.own_dtypes: set[str] = set()
 
@@ -601,7 +601,7 @@ class AbController:
         if not terminal:
             return
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
-        if reporter is None or _xdist.is_worker(self.config) or self.config.get_verbosity() < 0:
+        if reporter is None or _common.is_worker(self.config) or self.config.get_verbosity() < 0:
             return
         capman = self.config.pluginmanager.getplugin("capturemanager")
         if capman is None:
@@ -845,7 +845,7 @@ class AbController:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if _xdist.is_worker(self.config) or not self.lines:
+        if _common.is_worker(self.config) or not self.lines:
             return
         path = self.settings.root / SCREEN_FILE
         records.write_atomic(path, screening.write_screen(self.lines.values()))
@@ -853,7 +853,7 @@ class AbController:
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if _xdist.is_worker(self.config):
+        if _common.is_worker(self.config):
             return
         path = self.settings.root / SCREEN_FILE
         terminalreporter.write_sep("=", "zlbench screen")
@@ -958,15 +958,17 @@ def _check_resume(root: Path, settings: AbSettings) -> None:
 
 
 def start_controller(config: pytest.Config) -> None:
-    if os.environ.get(CHILD_ENV) and not _xdist.is_worker(config):
+    if os.environ.get(CHILD_ENV) and not _common.is_worker(config):
         raise pytest.UsageError(
             "this is a child run of an A/B screen and cannot screen again: --zl-ab/--zl-rounds "
             "reached it through PYTEST_ADDOPTS or the ini file"
         )
     no_switch: list[Switch] = []
-    switches = tuple(_opts.get(config, "zl_ab", lambda v: [parse_switch(s) for s in v], no_switch))
-    rounds = _opts.get(config, "zl_rounds", lambda v: parse_positive_int(v, "--zl-rounds"), 1)
-    timeout = _opts.get(
+    switches = tuple(
+        _common.get(config, "zl_ab", lambda v: [parse_switch(s) for s in v], no_switch)
+    )
+    rounds = _common.get(config, "zl_rounds", lambda v: parse_positive_int(v, "--zl-rounds"), 1)
+    timeout = _common.get(
         config, "zl_timeout", lambda v: parse_positive_float(v, "--zl-timeout"), None
     )
     _check_addopts(config)
@@ -977,23 +979,23 @@ def start_controller(config: pytest.Config) -> None:
         env_b = switches_env(switches, backend.flagtree_prefix)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    out = _opts.raw(config, "zl_out")
+    out = _common.raw(config, "zl_out")
     root = Path(str(out)) if out else _default_root()
-    resume = _opts.get(config, "zl_resume", parse_bool, False)
+    resume = _common.get(config, "zl_resume", parse_bool, False)
     settings = AbSettings(
         root=root.resolve(),
         switches=switches,
         env_b=env_b,
         rounds=rounds,
-        allow_no_ir_diff=_opts.get(config, "zl_allow_no_ir_diff", parse_bool, False),
+        allow_no_ir_diff=_common.get(config, "zl_allow_no_ir_diff", parse_bool, False),
         timeout=timeout,
         resume=resume,
         backend=backend.name,
         flagtree_prefix=backend.flagtree_prefix,
         replay_from=_replay_root(config),
-        allow_caliber_mismatch=_opts.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
+        allow_caliber_mismatch=_common.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
     )
-    if not _xdist.is_worker(config):
+    if not _common.is_worker(config):
         if root.exists() and not root.is_dir():
             raise pytest.UsageError(f"--zl-out {root}: not a directory")
         if root.exists() and any(root.iterdir()):

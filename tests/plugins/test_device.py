@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pytest_zlbench._stash import device_settings_key
+from pytest_zlbench._common import device_settings_key
 from zl_testing import NO_HYPOTHESIS, assert_usage_error
 
 VALID = ("cuda", "musa", "rocm", "ascend", "cpu")

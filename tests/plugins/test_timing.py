@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_zlbench._stash import timing_settings_key
+from pytest_zlbench._common import timing_settings_key
 from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error, read_jsonl
 
 ROW_CHECKS = (

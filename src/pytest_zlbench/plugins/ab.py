@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from .. import _opts
-from .._stash import ab_controller_key
+from .. import _common
+from .._common import ab_controller_key
 
 AB_HELP = (
     "Screen a switch: NAME sets the backend's FlagTree switch FLAGTREE_[VENDOR_]NAME=1 on side B; "
@@ -29,22 +29,22 @@ RESUME_HELP = "In an existing --zl-out root, skip operators whose results are co
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-ab", "zlbench A/B: screening compiler switches")
-    _opts.add(parser, group, "--zl-ab", AB_HELP, action="append", metavar="SWITCH")
-    _opts.add(parser, group, "--zl-rounds", ROUNDS_HELP, metavar="N")
-    _opts.add(parser, group, "--zl-allow-no-ir-diff", NO_IR_HELP, action="store_true")
-    _opts.add(parser, group, "--zl-compare", COMPARE_HELP, action="append", metavar="PATH")
-    _opts.add(parser, group, "--zl-allow-caliber-mismatch", MISMATCH_HELP, action="store_true")
-    _opts.add(parser, group, "--zl-timeout", TIMEOUT_HELP, metavar="SECONDS")
-    _opts.add(parser, group, "--zl-resume", RESUME_HELP, action="store_true")
+    _common.add(parser, group, "--zl-ab", AB_HELP, action="append", metavar="SWITCH")
+    _common.add(parser, group, "--zl-rounds", ROUNDS_HELP, metavar="N")
+    _common.add(parser, group, "--zl-allow-no-ir-diff", NO_IR_HELP, action="store_true")
+    _common.add(parser, group, "--zl-compare", COMPARE_HELP, action="append", metavar="PATH")
+    _common.add(parser, group, "--zl-allow-caliber-mismatch", MISMATCH_HELP, action="store_true")
+    _common.add(parser, group, "--zl-timeout", TIMEOUT_HELP, metavar="SECONDS")
+    _common.add(parser, group, "--zl-resume", RESUME_HELP, action="store_true")
 
 
 def _requested(config: pytest.Config) -> bool:
-    return _opts.raw(config, "zl_ab") is not None or _opts.raw(config, "zl_rounds") is not None
+    return _common.raw(config, "zl_ab") is not None or _common.raw(config, "zl_rounds") is not None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    if _opts.raw(early_config, "zl_compare"):
+    if _common.raw(early_config, "zl_compare"):
         # --zl-compare reads run directories only: the wrapped suite's conftests (which may
         # import torch and initialise a device) are never imported
         early_config.known_args_namespace.noconftest = True
@@ -52,7 +52,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    if not _opts.raw(config, "zl_compare"):
+    if not _common.raw(config, "zl_compare"):
         return None
     from .._ab import run_compare
 
@@ -62,7 +62,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 @pytest.hookimpl
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "zl_op(name): the operator id this test belongs to")
-    if _opts.raw(config, "zl_compare") or not _requested(config):
+    if _common.raw(config, "zl_compare") or not _requested(config):
         return
     from .._ab import start_controller
 

@@ -38,13 +38,12 @@ import platform
 import sys
 import warnings
 from collections.abc import Generator, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import _opts, _xdist
+from .. import _common
 
 if TYPE_CHECKING:  # imported where used: an inactive plugin imports little
     from ..core.backends import Backend
@@ -70,13 +69,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup(
         "zlbench-compat", "zlbench compat: per-backend skip overrides and the test inventory"
     )
-    _opts.add(parser, group, "--zl-inventory", INVENTORY_HELP, metavar="PATH")
+    _common.add(parser, group, "--zl-inventory", INVENTORY_HELP, metavar="PATH")
 
 
 @pytest.hookimpl
 def pytest_configure(config: pytest.Config) -> None:
-    backend_raw = _opts.raw(config, "zl_backend")
-    inventory_raw = _opts.raw(config, "zl_inventory")
+    backend_raw = _common.raw(config, "zl_backend")
+    inventory_raw = _common.raw(config, "zl_inventory")
     if backend_raw is None and inventory_raw is None:
         return
     rules = None
@@ -93,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"zlbench compat: {exc}") from None
     inventory = None
     if inventory_raw is not None:
-        if _opts.controller_mode(config):
+        if _common.controller_mode(config):
             raise pytest.UsageError(
                 "--zl-inventory lists the suite and runs nothing; it cannot be combined with "
                 "--zl-ab, --zl-rounds or --zl-compare"
@@ -176,14 +175,15 @@ def _still_skips(item: pytest.Item) -> bool:
     )
 
 
-@dataclass
 class _Plan:
-    lifted_tests: int = 0
-    lifted_marks: int = 0
-    kept_tests: int = 0
-    stale: list[Stale] = field(default_factory=list)
-    inactive: str | None = None
-    unchecked: int = 0
+    # a plain class, not a dataclass: building a dataclass at import costs every pytest session
+    def __init__(self) -> None:
+        self.lifted_tests = 0
+        self.lifted_marks = 0
+        self.kept_tests = 0
+        self.stale: list[Stale] = []
+        self.inactive: str | None = None
+        self.unchecked = 0
 
 
 class CompatSession:
@@ -305,7 +305,7 @@ class CompatSession:
                         continue
                     found[file] = {g for t in scan.tests for g in t.guards}
             stale += stale_overrides(rules, found)
-        if _xdist.is_worker(self.config):  # the controller shows warnings, not this report
+        if _common.is_worker(self.config):  # the controller shows warnings, not this report
             for entry in stale:
                 warnings.warn(ZlbenchCompatWarning(f"zlbench compat: {entry.line()}"), stacklevel=1)
         return stale
@@ -318,7 +318,7 @@ class CompatSession:
         self.inventory_ops = len({r.op_id for r in rows})
         path = self.inventory
         if path is None or (
-            _xdist.is_worker(self.config) and _xdist.worker_id(self.config) != "gw0"
+            _common.is_worker(self.config) and _common.worker_id(self.config) != "gw0"
         ):
             return  # every worker collects the same tests; one writes
         try:
@@ -432,7 +432,7 @@ class CompatSession:
             lifted
             and report.when == "setup"
             and not report.skipped
-            and _xdist.is_worker(self.config)
+            and _common.is_worker(self.config)
         ):
             setattr(report, LIFTED_ATTR, list(lifted))
         return report
@@ -445,7 +445,7 @@ class CompatSession:
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Under xdist the controller collects nothing: say what the workers did."""
-        if _xdist.is_worker(self.config) or self.config.get_verbosity() < 0:
+        if _common.is_worker(self.config) or self.config.get_verbosity() < 0:
             return
         if self.plan is None and self.worker_lifted:
             n = self.worker_lifted

@@ -8,15 +8,12 @@ visibility variable. It is set in ``pytest_load_initial_conftests``, before any 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .. import _opts, _xdist
-from .._env import restore_env, set_env
-from .._stash import device_settings_key
-from ..hookspecs import DeviceSpec
+from .. import _common
+from .._common import DeviceSpec, device_settings_key, restore_env, set_env
 
 if TYPE_CHECKING:  # imported where used: an inactive plugin imports little
     from ..core.backends import Backend, BackendRegistry
@@ -31,17 +28,20 @@ DEVICES_HELP = (
 )
 
 
-@dataclass(frozen=True)
 class DeviceSettings:
-    backend: Backend
-    devices: tuple[str, ...]
-    pinned: str | None  # the card this process was pinned to, if any
+    # a plain class, not a dataclass: building a dataclass at import costs every pytest session
+    __slots__ = ("backend", "devices", "pinned")
+
+    def __init__(self, backend: Backend, devices: tuple[str, ...], pinned: str | None) -> None:
+        self.backend = backend
+        self.devices = devices
+        self.pinned = pinned  # the card this process was pinned to, if any
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-device", "zlbench device: backend and card selection")
-    _opts.add(parser, group, "--zl-backend", BACKEND_HELP, metavar="NAME")
-    _opts.add(parser, group, "--zl-devices", DEVICES_HELP, metavar="LIST")
+    _common.add(parser, group, "--zl-backend", BACKEND_HELP, metavar="NAME")
+    _common.add(parser, group, "--zl-devices", DEVICES_HELP, metavar="LIST")
 
 
 @pytest.hookimpl
@@ -64,7 +64,7 @@ def _registry(config: pytest.Config) -> BackendRegistry:
 
 
 def _resolve(config: pytest.Config, registry: BackendRegistry, probe: bool = True) -> Backend:
-    name = _opts.raw(config, "zl_backend")
+    name = _common.raw(config, "zl_backend")
     if name is None:
         from ..adapters.device_info import detect_backend_name
 
@@ -77,7 +77,7 @@ def _resolve(config: pytest.Config, registry: BackendRegistry, probe: bool = Tru
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    devices_raw = _opts.raw(early_config, "zl_devices")
+    devices_raw = _common.raw(early_config, "zl_devices")
     if devices_raw is None:
         return
     from ..core.parsing import parse_devices
@@ -90,15 +90,15 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     backend = _resolve(early_config, _registry(early_config), probe=False)
     if not backend.visibility_var:
         raise pytest.UsageError(f"--zl-devices: backend {backend.name} has no cards to select")
-    index = _xdist.worker_index()
+    index = _common.worker_index()
     value = ",".join(devices) if index is None else devices[index % len(devices)]
     set_env(early_config, backend.visibility_var, value)
 
 
 @pytest.hookimpl
 def pytest_configure(config: pytest.Config) -> None:
-    backend_raw = _opts.raw(config, "zl_backend")
-    devices_raw = _opts.raw(config, "zl_devices")
+    backend_raw = _common.raw(config, "zl_backend")
+    devices_raw = _common.raw(config, "zl_devices")
     if backend_raw is None and devices_raw is None:
         return
     from ..core.parsing import parse_devices

@@ -23,10 +23,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import pytest
 
-from .. import __version__, _opts, _xdist
-from .._env import restore_env, set_env
-from .._stash import item_rows_key, run_recorder_key, timing_settings_key
-from ..hookspecs import IdentitySpec
+from .. import __version__, _common
+from .._common import (
+    IdentitySpec,
+    item_rows_key,
+    restore_env,
+    run_recorder_key,
+    set_env,
+    timing_settings_key,
+)
 
 if TYPE_CHECKING:  # core modules are imported where used: an inactive plugin imports little
     from ..core.records import Row, RunIdentity
@@ -40,8 +45,8 @@ ROWS_ATTR = "zl_rows"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-identity", "zlbench identity: run directories and IR")
-    _opts.add(parser, group, "--zl-out", OUT_HELP, metavar="DIR")
-    _opts.add(parser, group, "--zl-replay-from", REPLAY_HELP, metavar="DIR")
+    _common.add(parser, group, "--zl-out", OUT_HELP, metavar="DIR")
+    _common.add(parser, group, "--zl-replay-from", REPLAY_HELP, metavar="DIR")
 
 
 @pytest.hookimpl
@@ -83,8 +88,8 @@ def seed_replay(source: Path, cache_dir: Path) -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    out = _opts.raw(early_config, "zl_out")
-    if out is None or _xdist.worker_index() is not None or _opts.controller_mode(early_config):
+    out = _common.raw(early_config, "zl_out")
+    if out is None or _common.worker_index() is not None or _common.controller_mode(early_config):
         return  # workers inherit the controller's environment; an A/B root is no run directory
     from ..core import records
 
@@ -99,7 +104,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     gems_cache = run_dir / "flaggems_cache"
     triton_cache.mkdir(exist_ok=True)
     gems_cache.mkdir(exist_ok=True)
-    replay = _opts.raw(early_config, "zl_replay_from")
+    replay = _common.raw(early_config, "zl_replay_from")
     seeded = seed_replay(Path(str(replay)).resolve(), gems_cache) if replay else 0
     set_env(early_config, "TRITON_CACHE_DIR", str(triton_cache))
     if "TRITON_PRINT_AUTOTUNING" not in os.environ:  # lets the run report what it had to tune
@@ -117,7 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     recorder = config.stash.get(run_recorder_key, None)
     if recorder is not None:
         config.pluginmanager.register(recorder, "zlbench-run-recorder")
-    elif _opts.raw(config, "zl_out") is not None and not _opts.controller_mode(config):
+    elif _common.raw(config, "zl_out") is not None and not _common.controller_mode(config):
         # an xdist worker: attach rows to reports, write nothing
         config.pluginmanager.register(WorkerRows(config), "zlbench-worker-rows")
 

@@ -7,13 +7,12 @@ work (CUDA, ROCm), the direct timer elsewhere, a monotonic clock on the cpu back
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import _opts
-from .._stash import item_rows_key, timing_settings_key
+from .. import _common
+from .._common import item_rows_key, timing_settings_key
 
 if TYPE_CHECKING:  # the rest is imported where used: an inactive plugin imports little
     from ..adapters.timers import Measurement, Timer
@@ -26,16 +25,20 @@ BUDGET_HELP = "Graph timer: milliseconds of work captured in one graph (default 
 COLD_HELP = "Flush L2 inside the graph before every call (cold cache); default warm"
 #: options whose presence means "this session measures": the adapter is installed only then
 MEASURING = ("zl_timer", "zl_out", "zl_backend", "zl_devices", "zl_cold_cache")
+TIMING_OPTIONS = ("zl_timer", "zl_cold_cache", "zl_graph_replays", "zl_graph_budget_ms")
 
 
-@dataclass
 class TimingSettings:
-    requested: str  # auto | graph | direct
-    cold: bool
-    replays: int = 10
-    budget_ms: float = 20.0
-    timer: Timer | None = None
-    backend: Backend | None = None
+    # a plain class, not a dataclass: building a dataclass at import costs every pytest session
+    def __init__(
+        self, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
+    ) -> None:
+        self.requested = requested  # auto | graph | direct
+        self.cold = cold
+        self.replays = replays
+        self.budget_ms = budget_ms
+        self.timer: Timer | None = None
+        self.backend: Backend | None = None
 
     @property
     def kind(self) -> str:
@@ -50,37 +53,45 @@ class TimingSettings:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-timing", "zlbench timing: graph capture and direct timers")
-    _opts.add(parser, group, "--zl-timer", TIMER_HELP, metavar="auto|graph|direct")
-    _opts.add(parser, group, "--zl-cold-cache", COLD_HELP, action="store_true")
-    _opts.add(parser, group, "--zl-graph-replays", REPLAYS_HELP, metavar="N")
-    _opts.add(parser, group, "--zl-graph-budget-ms", BUDGET_HELP, metavar="MS")
+    _common.add(parser, group, "--zl-timer", TIMER_HELP, metavar="auto|graph|direct")
+    _common.add(parser, group, "--zl-cold-cache", COLD_HELP, action="store_true")
+    _common.add(parser, group, "--zl-graph-replays", REPLAYS_HELP, metavar="N")
+    _common.add(parser, group, "--zl-graph-budget-ms", BUDGET_HELP, metavar="MS")
 
 
 @pytest.hookimpl
 def pytest_configure(config: pytest.Config) -> None:
+    if all(_common.raw(config, name) in (None, False) for name in TIMING_OPTIONS):
+        settings = TimingSettings("auto", False)  # the parsers stay unimported when unused
+    else:
+        settings = _parse_settings(config)
+    config.stash[timing_settings_key] = settings
+    measuring = any(_common.raw(config, name) not in (None, False) for name in MEASURING)
+    if measuring and not _common.controller_mode(config):
+        config.pluginmanager.register(TimingSession(config), "zlbench-timing-session")
+
+
+def _parse_settings(config: pytest.Config) -> TimingSettings:
     from ..core.parsing import parse_bool, parse_positive_float, parse_positive_int, parse_timer
 
-    requested = _opts.get(config, "zl_timer", parse_timer, "auto")
-    cold = _opts.get(config, "zl_cold_cache", parse_bool, False)
-    if requested == "graph" and _opts.raw(config, "zl_backend") is not None:
+    requested = _common.get(config, "zl_timer", parse_timer, "auto")
+    cold = _common.get(config, "zl_cold_cache", parse_bool, False)
+    if requested == "graph" and _common.raw(config, "zl_backend") is not None:
         # a conflict between two options is a usage error now, not a failure in the first test
         from .device import backend_of
 
         if backend_of(config).name == "cpu":
             raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
-    replays = _opts.get(
+    replays = _common.get(
         config, "zl_graph_replays", lambda v: parse_positive_int(v, "--zl-graph-replays"), 10
     )
-    budget = _opts.get(
+    budget = _common.get(
         config,
         "zl_graph_budget_ms",
         lambda v: parse_positive_float(v, "--zl-graph-budget-ms"),
         20.0,
     )
-    config.stash[timing_settings_key] = TimingSettings(requested, cold, replays, budget)
-    measuring = any(_opts.raw(config, name) not in (None, False) for name in MEASURING)
-    if measuring and not _opts.controller_mode(config):
-        config.pluginmanager.register(TimingSession(config), "zlbench-timing-session")
+    return TimingSettings(requested, cold, replays, budget)
 
 
 def build_timer(
