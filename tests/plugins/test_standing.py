@@ -130,6 +130,12 @@ def test_no_heavy_imports(zl_pytester: pytest.Pytester, args: tuple[str, ...]) -
     assert "pytest_zlbench.plugins.timing" in modules  # the plugins did load
     leaked = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert leaked == []
+    if not args:  # inactive: the thin plugin modules and their one shared module, nothing else
+        ours = sorted(m for m in modules if m.split(".")[0] == "pytest_zlbench")
+        assert ours == sorted(
+            ["pytest_zlbench", "pytest_zlbench._common", "pytest_zlbench.plugins"]
+            + [f"pytest_zlbench.plugins.{name}" for name in ALL_PLUGINS]
+        )
 
 
 @pytest.mark.parametrize("verbosity", ["-v", "-vv", "-q", "-rA"])

@@ -1,0 +1,386 @@
+"""The run recording of ``zlbench.identity`` (``--zl-out``): imported only when a run is
+recorded, so that an installed but inactive plugin costs a pytest session little."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import os
+import platform
+import shutil
+import socket
+import sys
+from collections.abc import Generator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import pytest
+
+from . import __version__, _common
+from ._common import item_rows_key, run_recorder_key, set_env, timing_settings_key
+
+if TYPE_CHECKING:
+    from .core.records import Row, RunIdentity
+
+ROWS_ATTR = "zl_rows"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _check_writable(run_dir: Path) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / ".zl_write_probe"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise pytest.UsageError(
+            f"--zl-out {run_dir}: not writable ({exc.strerror or exc})"
+        ) from None
+
+
+def seed_replay(source: Path, cache_dir: Path) -> int:
+    """Copy the recorded LibTuner databases of ``source`` into this run's cache; return how
+    many were copied."""
+    src = source / "flaggems_cache" / "config_cache"
+    if not source.is_dir():
+        raise pytest.UsageError(f"--zl-replay-from {source}: no such directory")
+    dest = cache_dir / "config_cache"
+    dest.mkdir(parents=True, exist_ok=True)
+    count = 0
+    if src.is_dir():
+        for db in sorted(src.glob("*.db")):
+            shutil.copy2(db, dest / db.name)
+            count += 1
+    return count
+
+
+def start_run(early_config: pytest.Config, out: Any) -> None:
+    """Create the run directory of ``--zl-out``, point the caches at it, and stash the
+    recorder (the body of ``zlbench.identity``'s ``pytest_load_initial_conftests``)."""
+    from .core import records
+
+    run_dir = Path(str(out)).resolve()
+    if (run_dir / records.IDENTITY_FILE).exists() or (run_dir / records.COMPLETE_FILE).exists():
+        raise pytest.UsageError(
+            f"--zl-out {run_dir}: already holds a run; give a new directory (runs are never "
+            "overwritten)"
+        )
+    _check_writable(run_dir)
+    triton_cache = run_dir / "triton_cache"
+    gems_cache = run_dir / "flaggems_cache"
+    triton_cache.mkdir(exist_ok=True)
+    gems_cache.mkdir(exist_ok=True)
+    replay = _common.raw(early_config, "zl_replay_from")
+    seeded = seed_replay(Path(str(replay)).resolve(), gems_cache) if replay else 0
+    set_env(early_config, "TRITON_CACHE_DIR", str(triton_cache))
+    if "TRITON_PRINT_AUTOTUNING" not in os.environ:  # lets the run report what it had to tune
+        set_env(early_config, "TRITON_PRINT_AUTOTUNING", "1")
+    set_env(early_config, "FLAGGEMS_CACHE_DIR", str(gems_cache))
+    if os.environ.get("TRITON_STORE_BINARY_ONLY"):
+        raise pytest.UsageError(
+            "TRITON_STORE_BINARY_ONLY is set: Triton would keep no TTGIR to fingerprint; unset it"
+        )
+    early_config.stash[run_recorder_key] = RunRecorder(early_config, run_dir, replay, seeded)
+
+
+def _card(config: pytest.Config) -> str:
+    try:
+        from .plugins.device import backend_of
+
+        backend = backend_of(config)
+        from .adapters.device_info import describe
+
+        info = describe(backend)
+    except Exception as exc:  # describing the card must never break a run
+        return f"unknown ({type(exc).__name__})"
+    card = str(info.get("name", "unknown"))
+    if info.get("pci_bus_id"):
+        card += f" [{info['pci_bus_id']}]"
+    return card
+
+
+class WorkerRows:
+    """Attach each test's rows (with the card that measured them) to its call report."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.card: str | None = None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "call":
+            rows = item.stash.get(item_rows_key, [])
+            if rows:
+                if self.card is None:
+                    self.card = _card(self.config)
+                card = self.card
+                setattr(
+                    report,
+                    ROWS_ATTR,
+                    [
+                        dataclasses.replace(r, node=r.node or item.nodeid, card=card).to_json()
+                        for r in rows
+                    ],
+                )
+        return report
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, inner: TextIO, buffer: io.StringIO) -> None:
+        self.inner = inner
+        self.buffer = buffer
+
+    def write(self, text: str) -> int:
+        self.buffer.write(text)
+        return self.inner.write(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.inner, "encoding", "utf-8")
+
+
+class RunRecorder(WorkerRows):
+    """The controller's view of one recorded run."""
+
+    def __init__(self, config: pytest.Config, run_dir: Path, replay: Any, seeded: int) -> None:
+        super().__init__(config)
+        self.run_dir = run_dir
+        self.replay = replay
+        self.seeded = seeded
+        self.rows: list[Row] = []
+        self.nodes: dict[str, None] = {}  # ordered set: a list lookup is O(n) per report
+        self.log = io.StringIO()
+        self.started_at = now()
+        self.tee: _Tee | None = None
+        self.errors: list[str] = []
+        self.tuned: list[str] = []
+
+    @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        capture = self.config.getoption("capture", "fd")
+        if capture == "no" and not self.config.pluginmanager.hasplugin("dsession"):
+            self.tee = _Tee(sys.stdout, self.log)
+            sys.stdout = self.tee
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.outcome != "passed":
+            self.nodes.setdefault(report.nodeid, None)
+        from .core.records import RecordError, Row
+
+        for data in getattr(report, ROWS_ATTR, None) or []:
+            try:
+                self.rows.append(Row.from_json(data))
+            except RecordError as exc:
+                self.errors.append(f"{report.nodeid}: {exc}")
+        # a report carries the sections of the phases before it too: take this phase's only
+        text = "".join(
+            content
+            for name, content in report.sections
+            if name in (f"Captured stdout {report.when}", f"Captured stderr {report.when}")
+        )
+        if text or report.outcome != "passed":
+            # under xdist, name the worker: a sticky device error fails every later test of
+            # the same worker, and the log is how one finds the test that caused it
+            gateway = getattr(getattr(report, "node", None), "gateway", None)
+            worker_id = getattr(gateway, "id", None)
+            worker = f" {worker_id}" if worker_id else ""
+            self.log.write(f"===== {report.nodeid} [{report.when}] {report.outcome}{worker}\n")
+            self.log.write(text)
+            if report.outcome == "failed":
+                self.log.write(report.longreprtext + "\n")
+
+    def identity(self, exitstatus: int) -> RunIdentity:
+        from .core import records
+        from .core.records import RunIdentity
+        from .core.summary import timer_of_run
+
+        config = self.config
+        settings = config.stash.get(timing_settings_key, None)
+        from .plugins.device import backend_of
+
+        backend = backend_of(config)
+        requested = settings.kind if settings is not None else "direct"
+        if requested == "auto":
+            requested = backend.default_timer
+        cards = sorted({r.card for r in self.rows if r.card})
+        device = cards[0].split(" [")[0] if cards else _card(config).split(" [")[0]
+        level = config.getoption("level", None)
+        db_url = os.environ.get("FLAGGEMS_DB_URL")
+        tuner = "isolated"
+        if db_url:
+            tuner = "inherited" if db_url.startswith("sqlite") else "shared"
+        if self.replay:
+            autotune = "replay"
+        elif backend.name == "cpu":
+            autotune = "off"
+        else:
+            autotune = "record"
+        info: dict[str, Any] = {
+            "switch": _switch_env(),
+            "side": os.environ.get("ZLBENCH_SIDE", ""),
+            "round": int(os.environ.get("ZLBENCH_ROUND", "0") or 0),
+            "test_nodes": list(self.nodes),
+            "argv": list(sys.argv),
+            "versions": _versions(),
+            "host": socket.gethostname(),
+            "device_ids": cards,
+            "visible_devices": os.environ.get(backend.visibility_var, "")
+            if backend.visibility_var
+            else "",
+            "replay_from": str(self.replay) if self.replay else None,
+            "replay_seeded_dbs": self.seeded,
+            "autotuned": self.tuned,
+            "timer_settings": settings.timer.describe()
+            if settings is not None and settings.timer is not None
+            else None,
+            "started_at": self.started_at,
+            "finished_at": now(),
+            "exitstatus": int(exitstatus),
+            "schema": records.SCHEMA,
+        }
+        config.hook.pytest_zlbench_identity_update(config=config, info=info)
+        return RunIdentity(
+            backend=backend.name,
+            device=device,
+            timer=timer_of_run(self.rows, requested),
+            bench_level=str(level) if level is not None else "n/a",
+            shape_mode=_shape_mode(config),
+            tuner_cache=tuner,
+            direct_repeat=settings.direct_repeat() if settings is not None else "",
+            autotune_mode=autotune,
+            info=info,
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.tee is not None:
+            sys.stdout = self.tee.inner
+            self.tee = None
+        run_dir = self.run_dir
+        from .core import records, summary
+        from .core.autotune import tuned_keys
+
+        records.write_atomic(run_dir / records.ROWS_FILE, records.rows_to_jsonl(self.rows))
+        lines = summary.summarize(self.rows)
+        records.write_atomic(run_dir / records.SUMMARY_FILE, summary.write_tsv(lines))
+        records.write_atomic(run_dir / records.LOG_FILE, self.log.getvalue())
+        self.tuned = tuned_keys(self.log.getvalue())
+        self.ir_note = write_ir(run_dir)
+        records.write_identity(run_dir, self.identity(exitstatus))
+        complete = int(exitstatus) in (0, 1, 5) and not self.errors
+        if complete:
+            records.write_atomic(run_dir / records.COMPLETE_FILE, now() + "\n")
+        self.complete = complete
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.config.get_verbosity() < -1:
+            return
+        terminalreporter.write_sep("=", "zlbench run summary")
+        # read back through the same core code that wrote it
+        from .core import records, summary
+
+        text = (self.run_dir / records.SUMMARY_FILE).read_text(encoding="utf-8")
+        lines = summary.parse_tsv(text, str(self.run_dir / records.SUMMARY_FILE))
+        if lines:
+            for line in summary.render(lines):
+                terminalreporter.write_line(line)
+        else:
+            terminalreporter.write_line("no rows were measured")
+        if self.tuned:
+            what = "replay had to tune" if self.replay else "tuned"
+            terminalreporter.write_line(
+                f"zlbench: {what} {len(self.tuned)} autotune key(s): "
+                + "; ".join(self.tuned[:5])
+                + (" ..." if len(self.tuned) > 5 else ""),
+                yellow=bool(self.replay),
+            )
+        for error in self.errors:
+            terminalreporter.write_line(f"bad row: {error}", red=True)
+        state = "complete" if getattr(self, "complete", False) else "INCOMPLETE (no .complete)"
+        terminalreporter.write_line(f"zlbench: run {state}: {self.run_dir}")
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.tee is not None:
+            sys.stdout = self.tee.inner
+            self.tee = None
+
+
+def write_ir(run_dir: Path) -> str:
+    """Write ``ir.json`` from the run's own Triton cache; returns a note for the log."""
+    from .core import records
+
+    cache = run_dir / "triton_cache"
+    if not cache.is_dir():
+        return "no triton cache"
+    try:
+        from .core.fingerprint import scan_cache
+    except ImportError:
+        return "fingerprint unavailable"
+    nodebug = None
+    version = None
+    if "triton" in sys.modules:
+        from .adapters.triton_ir import nodebug_text, triton_version
+
+        nodebug = nodebug_text
+        version = triton_version()
+    report = scan_cache(cache, nodebug=nodebug)
+    if version is not None and report.triton_version is None:
+        report = dataclasses.replace(report, triton_version=version)
+    report.write(run_dir / records.IR_FILE)
+    return f"{len(report.entries)} ttgir files"
+
+
+def _switch_env() -> dict[str, str]:
+    import json
+
+    text = os.environ.get("ZLBENCH_SWITCH", "")
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {"ZLBENCH_SWITCH": text}
+    return value if isinstance(value, dict) else {}
+
+
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {
+        "python": platform.python_version(),
+        "pytest": pytest.__version__,
+        "pytest-zlbench": __version__,
+    }
+    for name in ("torch", "triton", "flag_gems"):
+        mod = sys.modules.get(name)
+        out[name] = str(getattr(mod, "__version__", "unknown")) if mod is not None else None
+    return out
+
+
+def _shape_mode(config: pytest.Config) -> str:
+    path = config.getoption("shape_file", None)
+    if not path:
+        return "upstream"
+    p = Path(str(path))
+    if p.name == "core_shapes.yaml" and p.parent.name == "benchmark":
+        return "upstream"
+    try:
+        digest = hashlib.sha256(p.read_bytes()).hexdigest()[:12]
+    except OSError:
+        return f"{p.name}:unreadable"
+    return f"{p.name}:{digest}"
