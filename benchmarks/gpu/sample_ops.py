@@ -3,9 +3,14 @@
     python benchmarks/gpu/sample_ops.py pick INVENTORY.tsv [--per-class 3] [--min 100]
         prints the function-level node ids to run, one per line
 
-    python benchmarks/gpu/sample_ops.py report INVENTORY.tsv RUN_DIR JUNIT.xml [--per-class 3]
-        per sampled operator: rows in RUN_DIR/rows.jsonl, else dismissed (ops/dismiss.yaml),
-        else the exact skip or failure text from the JUnit file; then per-class coverage
+    python benchmarks/gpu/sample_ops.py report INVENTORY.tsv --runs DIR... --junit XML...
+        per sampled operator: rows in any DIR/rows.jsonl, else dismissed (ops/dismiss.yaml),
+        else the exact skip or failure text from the JUnit files (a later file's outcome for a
+        test function replaces an earlier one's: a second pass re-runs failures); then per-class
+        coverage
+
+    python benchmarks/gpu/sample_ops.py failed INVENTORY.tsv XML
+        the function ids of the sample that failed or errored in XML, one per line
 
 The unit of the sample is (Benchmark class, op id): each class contributes up to ``per-class``
 op ids (all of them when it has fewer), chosen by a hash of the op id so that the choice is
@@ -96,12 +101,19 @@ def report(argv: argparse.Namespace) -> int:
     rows_inv = parse_tsv(Path(argv.inventory).read_text())
     units = units_of(rows_inv)
     chosen = pick(units, argv.per_class, argv.min)
-    run_rows = [json.loads(line) for line in (Path(argv.run_dir) / "rows.jsonl").open()]
     ok_by_fn: dict[str, int] = defaultdict(int)
-    for r in run_rows:
-        if r.get("status") == "ok" and (r.get("latency") or 0) > 0:
-            ok_by_fn[function_id(r.get("node", ""))] += 1
-    outcomes = junit_outcomes(Path(argv.junit))
+    for run_dir in argv.runs:
+        path = Path(run_dir) / "rows.jsonl"
+        if not path.is_file():
+            continue  # a pass cut short writes no rows
+        for line in path.open():
+            r = json.loads(line)
+            if r.get("status") == "ok" and (r.get("latency") or 0) > 0:
+                ok_by_fn[function_id(r.get("node", ""))] += 1
+    outcomes: dict[str, list[tuple[str, str]]] = {}
+    for xml in argv.junit:
+        if Path(xml).is_file():
+            outcomes.update(junit_outcomes(Path(xml)))  # a later pass replaces an earlier one
     dismissed = load_dismiss(DISMISS_PATH.read_text())
     per_class: dict[str, list[str]] = defaultdict(list)
     tally: dict[str, int] = defaultdict(int)
@@ -115,7 +127,7 @@ def report(argv: argparse.Namespace) -> int:
         elif op in dismissed:
             verdict, detail = "dismissed", dismissed[op]
         elif not seen:
-            verdict, detail = "not-run", "no test case in the JUnit file"
+            verdict, detail = "not-run", "no test case in the JUnit files"
         else:
             bad = [o for o in seen if o[0] != "passed"] or seen
             verdict, detail = bad[0][0], first_line(bad[0][1])
@@ -138,9 +150,12 @@ def main(args: list[str]) -> int:
     a.add_argument("inventory")
     b = sub.add_parser("report")
     b.add_argument("inventory")
-    b.add_argument("run_dir")
-    b.add_argument("junit")
-    for s in (a, b):
+    b.add_argument("--runs", nargs="+", required=True)
+    b.add_argument("--junit", nargs="+", required=True)
+    c = sub.add_parser("failed")
+    c.add_argument("inventory")
+    c.add_argument("junit")
+    for s in (a, b, c):
         s.add_argument("--per-class", type=int, default=3)
         s.add_argument("--min", type=int, default=100)
     ns = p.parse_args(args)
@@ -150,6 +165,15 @@ def main(args: list[str]) -> int:
         fns = sorted({fn for u in chosen for fn in units[u]})
         print("\n".join(fns))
         print(f"# {len(chosen)} units, {len(fns)} test functions", file=sys.stderr)
+        return 0
+    if ns.cmd == "failed":
+        units = units_of(parse_tsv(Path(ns.inventory).read_text()))
+        sampled = {fn for u in pick(units, ns.per_class, ns.min) for fn in units[u]}
+        outcomes = junit_outcomes(Path(ns.junit))
+        bad = {
+            fn for fn, seen in outcomes.items() if any(o in ("failure", "error") for o, _ in seen)
+        }
+        print("\n".join(sorted(bad & sampled)))
         return 0
     return report(ns)
 

@@ -239,3 +239,50 @@ def test_flaggems_adapter_is_inert_without_options(gems_suite: pytest.Pytester) 
         "get_latency": True,
         "init": True,
     }
+
+
+LOST_CONTEXT_TESTS = """
+import pytest
+from pytest_zlbench.adapters.timers import FatalDeviceError
+
+def test_a_lost(zl_bench):
+    try:
+        raise FatalDeviceError("AcceleratorError: CUDA error: an illegal memory access")
+    except FatalDeviceError as exc:
+        pytest.fail(str(exc))  # what FlagGems' base.py does with every measurement error
+
+@pytest.mark.parametrize("k", range(4))
+def test_b_after(zl_bench, k):
+    zl_bench(lambda: sum(range(50)), op="after", shape=str(k))
+"""
+
+
+def test_a_lost_device_context_restarts_the_xdist_worker(zl_pytester: pytest.Pytester) -> None:
+    """A sticky device error would fail every later test of the process: the worker leaves
+    after reporting that test, xdist starts a fresh one, and the rest are measured there."""
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_lost=LOST_CONTEXT_TESTS)
+    out = zl_pytester.path / "run"
+    result = zl_pytester.runpytest_subprocess(
+        "--zl-backend=cpu", f"--zl-out={out}", "-n", "1", "-p", "no:randomly", *NO_HYPOTHESIS
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 4, result.stdout.str()
+    assert outcomes.get("failed", 0) >= 1
+    result.stdout.fnmatch_lines(["*test_a_lost*"])
+    assert "the device context was lost in test_lost.py::test_a_lost" in (
+        result.stdout.str() + result.stderr.str()
+    )
+    assert {r["shape"] for r in read_jsonl(out / "rows.jsonl")} == {"0", "1", "2", "3"}
+
+
+def test_a_lost_device_context_is_reported_once_without_xdist(
+    zl_pytester: pytest.Pytester,
+) -> None:
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_lost=LOST_CONTEXT_TESTS)
+    result = zl_pytester.runpytest_subprocess("--zl-backend=cpu", "-p", "no:randomly")
+    result.assert_outcomes(failed=1, passed=4)
+    lines = [ln for ln in result.stdout.lines if "device context was lost" in ln]
+    assert len(lines) == 1
+    assert "later tests of this process cannot measure" in lines[0]

@@ -6,6 +6,8 @@ work (CUDA, ROCm), the direct timer elsewhere, a monotonic clock on the cpu back
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +96,28 @@ def _parse_settings(config: pytest.Config) -> TimingSettings:
     return TimingSettings(requested, cold, replays, budget)
 
 
+#: exit status of an xdist worker that left after losing its device context
+LOST_CONTEXT_EXIT = 70
+
+
+def _lost_context(exc: BaseException) -> bool:
+    """A FatalDeviceError anywhere in the exception's chain: FlagGems re-raises every error of a
+    measurement as ``pytest.fail(str(e))``, which keeps ours as the context."""
+    from ..adapters.timers import FatalDeviceError
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, FatalDeviceError):
+            return True
+        todo += [e.__cause__, e.__context__]
+    return False
+
+
 def build_timer(
     backend: Backend, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
 ) -> Timer:
@@ -142,6 +166,8 @@ class TimingSession:
         self.config = config
         self.adapter: Any = None
         self.current: list[Row] | None = None
+        self.lost_in: str | None = None  # the test whose device context died, once one did
+        self.lost_told = False
 
     def sink(self, row: Row) -> None:
         if self.current is not None:
@@ -155,8 +181,34 @@ class TimingSession:
         self.current = rows
         try:
             return (yield)
+        except BaseException as exc:
+            if self.lost_in is None and _lost_context(exc):
+                self.lost_in = item.nodeid
+            raise
         finally:
             self.current = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        """After the test that lost the device context has reported: a sticky device error
+        fails every later test of this process. An xdist worker leaves, so that xdist starts a
+        fresh one and hands it the tests this one had not run; a plain run says so, once."""
+        if self.lost_in is None or self.lost_told:
+            return
+        self.lost_told = True
+        text = f"zlbench: the device context was lost in {self.lost_in}"
+        if _common.is_worker(self.config):
+            sys.stderr.write(f"{text}; this xdist worker exits so that a fresh one takes over\n")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(LOST_CONTEXT_EXIT)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"{text}: later tests of this process cannot measure (under xdist, a worker "
+                "restarts; the A/B screen runs each operator in its own processes)",
+                yellow=True,
+            )
 
     def _install(self) -> None:
         from ..adapters.flaggems import FlagGemsAdapter, find_suite
