@@ -64,9 +64,12 @@ class TorchDeviceAPI:
         if generators:
             gen = generators[self.m.current_device()]
         if gen is not None and hasattr(gen, "graphsafe_set_state"):
-            original = gen.graphsafe_get_state()
-            gen.graphsafe_set_state(gen.clone_state())
-            return (cpu, gen, original, None)
+            try:
+                original = gen.graphsafe_get_state()
+                gen.graphsafe_set_state(gen.clone_state())
+                return (cpu, gen, original, None)
+            except (RuntimeError, NotImplementedError):
+                pass  # a vendor generator without graph-safe states (torch_musa, torch_npu)
         return (cpu, None, None, self.m.get_rng_state())
 
     def restore_rng(self, token: Any) -> None:

@@ -1,0 +1,63 @@
+"""``TorchDeviceAPI``'s generator isolation against stand-ins for torch's modules."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from pytest_zlbench.adapters.torch_api import TorchDeviceAPI
+
+
+class Gen:
+    """A device generator: ``state`` is the object a capture would register."""
+
+    def __init__(self, graphsafe: bool = True) -> None:
+        self.state: Any = "original"
+        self.graphsafe = graphsafe
+        self.copies = 0
+
+    def graphsafe_get_state(self) -> Any:
+        if not self.graphsafe:
+            raise RuntimeError("graphsafe_get_state is not implemented for this generator")
+        return self.state
+
+    def graphsafe_set_state(self, state: Any) -> None:
+        self.state = state
+
+    def clone_state(self) -> Any:
+        self.copies += 1
+        return f"copy{self.copies}"
+
+
+def api_with(generators: tuple[Gen, ...]) -> tuple[TorchDeviceAPI, dict[str, Any]]:
+    calls: dict[str, Any] = {"cpu": [], "device": []}
+    api = object.__new__(TorchDeviceAPI)
+    api.torch = SimpleNamespace(  # type: ignore[assignment]
+        get_rng_state=lambda: "cpu-state", set_rng_state=calls["cpu"].append
+    )
+    api.m = SimpleNamespace(
+        default_generators=generators,
+        current_device=lambda: 0,
+        get_rng_state=lambda: "device-value",
+        set_rng_state=calls["device"].append,
+    )
+    return api, calls
+
+
+def test_a_capture_sees_a_copy_and_the_original_comes_back() -> None:
+    gen = Gen()
+    api, calls = api_with((gen,))
+    token = api.isolate_rng()
+    assert gen.state == "copy1"  # what the capture registers
+    api.restore_rng(token)
+    assert gen.state == "original"
+    assert calls == {"cpu": ["cpu-state"], "device": []}
+
+
+@pytest.mark.parametrize("generators", [(Gen(graphsafe=False),), ()], ids=["no-graphsafe", "none"])
+def test_without_graph_safe_states_the_value_is_restored(generators: tuple[Gen, ...]) -> None:
+    api, calls = api_with(generators)
+    api.restore_rng(api.isolate_rng())
+    assert calls == {"cpu": ["cpu-state"], "device": ["device-value"]}
