@@ -30,6 +30,7 @@ from .core.caliber import PREFIX as CALIBER_PREFIX
 from .core.caliber import check as caliber_check
 from .core.caliber import unreadable
 from .core.inventory import BUILTIN_MARKS as FLAGGEMS_BUILTIN_MARKS
+from .core.inventory import module_op_id
 from .core.parsing import (
     Switch,
     parse_bool,
@@ -428,9 +429,7 @@ def op_id(item: pytest.Item) -> str:
     for mark in item.iter_markers():
         if mark.name not in BUILTIN_MARKS:
             return mark.name
-    module = getattr(item, "module", None)
-    name = getattr(module, "__name__", None) or item.path.stem
-    return str(name).rsplit(".", 1)[-1].removeprefix("test_")
+    return module_op_id(item.path.name)
 
 
 def _abs_nodeid(item: pytest.Item) -> str:

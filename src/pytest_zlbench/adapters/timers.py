@@ -76,6 +76,17 @@ def _fatal(api: DeviceAPI, exc: BaseException) -> bool:
     return any(api.error_code(e) in FATAL_CODES for e in _chain(exc))
 
 
+def lost_context(exc: BaseException) -> bool:
+    """A :class:`FatalDeviceError` anywhere in ``exc``'s chain (FlagGems re-raises every error of
+    a measurement as ``pytest.fail(str(e))``, which keeps ours as the context)."""
+    return any(isinstance(e, FatalDeviceError) for e in _chain(exc))
+
+
+def _raise_if_fatal(api: DeviceAPI, exc: BaseException) -> None:
+    if _fatal(api, exc):
+        raise FatalDeviceError(_reason(exc)) from exc
+
+
 def _line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
@@ -265,19 +276,16 @@ class GraphTimer:
         try:
             self.api.empty_cache()
         except Exception as exc:
-            if _fatal(self.api, exc):
-                raise FatalDeviceError(_reason(exc)) from exc
+            _raise_if_fatal(self.api, exc)
             raise
 
     def _recover(self, exc: BaseException) -> None:
         """After a failed capture: leave no capture open, and surface a dead context."""
-        if _fatal(self.api, exc):
-            raise FatalDeviceError(_reason(exc)) from exc
+        _raise_if_fatal(self.api, exc)
         try:
             self.api.synchronize()
         except BaseException as sync_exc:
-            if _fatal(self.api, sync_exc):
-                raise FatalDeviceError(_reason(sync_exc)) from sync_exc
+            _raise_if_fatal(self.api, sync_exc)
             raise
         if self.api.is_capturing():
             raise FatalDeviceError("stream is still capturing after a failed capture")
@@ -300,8 +308,7 @@ class GraphTimer:
             estimate = max(self._eager_ms(fn if flush is None else both, 3), 1e-5)
         except BaseException as exc:
             # a dead context shows up at whichever call comes next, often a launch
-            if _fatal(api, exc):
-                raise FatalDeviceError(_reason(exc)) from exc
+            _raise_if_fatal(api, exc)
             raise
         calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
         graphs: list[Any] = []

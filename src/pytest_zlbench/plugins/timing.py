@@ -100,24 +100,6 @@ def _parse_settings(config: pytest.Config) -> TimingSettings:
 LOST_CONTEXT_EXIT = 70
 
 
-def _lost_context(exc: BaseException) -> bool:
-    """A FatalDeviceError anywhere in the exception's chain: FlagGems re-raises every error of a
-    measurement as ``pytest.fail(str(e))``, which keeps ours as the context."""
-    from ..adapters.timers import FatalDeviceError
-
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, FatalDeviceError):
-            return True
-        todo += [e.__cause__, e.__context__]
-    return False
-
-
 def build_timer(
     backend: Backend, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
 ) -> Timer:
@@ -182,7 +164,9 @@ class TimingSession:
         try:
             return (yield)
         except BaseException as exc:
-            if self.lost_in is None and _lost_context(exc):
+            from ..adapters.timers import lost_context
+
+            if self.lost_in is None and lost_context(exc):
                 self.lost_in = item.nodeid
             raise
         finally:
