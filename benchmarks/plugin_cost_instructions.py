@@ -10,7 +10,6 @@ then the same with ``-p MODULE`` added, for each MODULE given and for an empty r
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from overhead import COMMON, DISABLE, write_suite
+from overhead_instructions import instructions
 
 
 def main(argv: list[str]) -> int:
@@ -39,17 +39,7 @@ def main(argv: list[str]) -> int:
 
         def count(cmd: list[str]) -> int:
             subprocess.run(cmd, cwd=suite, env=env, capture_output=True)  # warm bytecode
-            proc = subprocess.run(
-                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
-                cwd=suite,
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            match = re.search(r"Collected : (\d+)", proc.stderr)
-            if not match:
-                raise SystemExit(f"no instruction count:\n{proc.stderr[-2000:]}")
-            return int(match.group(1))
+            return instructions(cmd, suite, env, Path(os.devnull))
 
         blocked = count(base)
         print(f"blocked: {blocked:,} instructions")

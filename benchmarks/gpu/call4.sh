@@ -3,15 +3,13 @@
 # the A/B screen of DISABLE_MMA_V3=1 over FlagGems abs, mul, fft, mm at --level core, every side
 # replaying one pinned LibTuner database (benchmarks/gpu/seed, recorded in call 2).
 # Card 0: the one-card screen; card 1 at the same time: 4 rounds on mm. Then the same screen
-# with -n 2 --zl-devices=0,1. (call3.sh was this call's first try; it measured nothing.)
+# with -n 2 --zl-devices=0,1. (Its first try, call 3, measured nothing; that script is in git
+# history. As run on 2026-11-29 this script waited with a bare `wait` and hung after the parallel
+# part; it now uses zl_both.)
 # Results: $OUT/call4.tgz
 set -u
-W=/tmp/w4; mkdir -p "$W"; REPO=$PWD; SEED=$REPO/benchmarks/gpu/seed/h200_v5.3.4
-exec > >(tee "$W/call4.log") 2>&1
-pack() { tar -czf "$OUT/call4.tgz" -C /tmp --exclude='*/triton_cache/*' --exclude='*/code_cache/*' --exclude='*/config_cache/*' w4; }
-trap pack EXIT
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+source benchmarks/gpu/lib.sh
+zl_setup 4
 cd .fg
 OPS="benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm"
 AB="--zl-ab=DISABLE_MMA_V3=1 --zl-replay-from=$SEED --zl-timeout=200 --level core -p no:cacheprovider"
@@ -26,9 +24,7 @@ rounds() {
   echo "rc=$? mm 4 rounds wall: $(( $(date +%s) - t0 )) s"
 }
 echo "start $(date +%T)"
-one > "$W/one.log" 2>&1 &
-rounds > "$W/rounds.log" 2>&1 &
-wait
+zl_both one rounds
 echo "parallel part done $(date +%T)"; tail -n 30 "$W/one.log"; tail -n 30 "$W/rounds.log"
 unset CUDA_VISIBLE_DEVICES; t0=$(date +%s)
 timeout 200 python3 -m pytest $OPS $AB -n 2 --zl-devices=0,1 --zl-out="$W/screen2"

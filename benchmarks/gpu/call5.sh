@@ -14,12 +14,8 @@
 # Results: $OUT/call5.tgz
 set -u
 SHARD=${1:-1/1}; K=${SHARD%/*}; N=${SHARD#*/}
-W=/tmp/w5; mkdir -p "$W"; REPO=$PWD; START=$(date +%s)
-exec > >(tee "$W/call5.log") 2>&1
-pack() { tar -czf "$OUT/call5.tgz" -C /tmp --exclude='*/triton_cache/*' --exclude='*/code_cache/*' w5; }
-trap pack EXIT
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+source benchmarks/gpu/lib.sh
+zl_setup 5
 SMOKE=/tmp/site/pytest_zlbench/ops/shapes/smoke.yaml
 cd .fg
 echo "===== inventory ($(date +%T))"

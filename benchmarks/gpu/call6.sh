@@ -6,12 +6,8 @@
 # 10 ms (call 2 used 10 of 20 ms), then 100 replays of 5 ms if time is left. Card 1: our cold
 # graph timer (its replay budget now covers flush + op). Results: $OUT/call6.tgz
 set -u
-W=/tmp/w6; mkdir -p "$W"; REPO=$PWD; SEED=$REPO/benchmarks/gpu/seed/h200_v5.3.4; START=$(date +%s)
-exec > >(tee "$W/call6.log") 2>&1
-pack() { tar -czf "$OUT/call6.tgz" -C /tmp --exclude='*/triton_cache/*' --exclude='*/code_cache/*' --exclude='*/config_cache/*' w6; }
-trap pack EXIT
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+source benchmarks/gpu/lib.sh
+zl_setup 6
 cd .fg
 SEL="benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_sum.py::test_sum benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm"
 COMMON="--level core -p no:cacheprovider -q --zl-replay-from=$SEED"
@@ -42,9 +38,7 @@ t0=$(date +%s)
 timeout 150 python3 -m pytest $OPS --zl-ab=DISABLE_MMA_V3=1 --zl-replay-from=$SEED --zl-timeout=120 --level core -p no:cacheprovider -n 2 --zl-devices=0,1 --zl-out="$W/screen2" 2>&1 | tail -n 14
 echo "two-card screen wall: $(( $(date +%s) - t0 )) s"
 for d in "$W"/screen2/*/r1_?; do python3 -c "import json;d=json.load(open('$d/run_identity.json'));print('$d', d.get('device_ids'), d.get('visible_devices'))"; done
-card0 > "$W/card0.log" 2>&1 & P0=$!
-card1 > "$W/card1.log" 2>&1 & P1=$!
-wait $P0 $P1  # not a bare wait: that also waits for the tee of the log, forever
+zl_both card0 card1
 cat "$W/card0.log" "$W/card1.log"
 N=$REPO/benchmarks/timer_noise.py
 python3 $N "graph warm r30=$W/r30a,$W/r30b" "graph warm r100=$W/r100a,$W/r100b" "graph cold=$W/cold1,$W/cold2" 2>&1

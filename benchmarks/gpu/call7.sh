@@ -5,12 +5,8 @@
 # (whose invalidated capture poisoned its xdist worker's generator in call 5), then embedding and
 # glu, which draw random inputs. Results: $OUT/call7.tgz
 set -u
-W=/tmp/w7; mkdir -p "$W"; REPO=$PWD
-exec > >(tee "$W/call7.log") 2>&1
-pack() { tar -czf "$OUT/call7.tgz" -C /tmp --exclude='*/triton_cache/*' --exclude='*/code_cache/*' w7; }
-trap pack EXIT
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+source benchmarks/gpu/lib.sh
+zl_setup 7
 (cd benchmarks/gpu/rng && timeout 60 python3 -m pytest --zl-out="$W/rng" -p no:cacheprovider -q -rA 2>&1 | tail -n 8)
 cd .fg
 timeout 120 python3 -m pytest benchmark/test_ctc_loss.py::test_ctc_loss_backward benchmark/test_embedding.py::test_embedding \

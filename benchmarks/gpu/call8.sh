@@ -8,12 +8,8 @@
 # against same-setting deltas), then benchmarks/gpu/offset_probe.py in 16 fresh processes.
 # Results: $OUT/call8.tgz
 set -u
-W=/tmp/w8; mkdir -p "$W"; REPO=$PWD; SEED=$REPO/benchmarks/gpu/seed/h200_v5.3.4; START=$(date +%s)
-exec > >(tee "$W/call8.log") 2>&1
-pack() { tar -czf "$OUT/call8.tgz" -C /tmp --exclude='*/triton_cache/*' --exclude='*/code_cache/*' --exclude='*/config_cache/*' w8; }
-trap pack EXIT
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+source benchmarks/gpu/lib.sh
+zl_setup 8
 SMOKE=/tmp/site/pytest_zlbench/ops/shapes/smoke.yaml
 cd .fg
 SEL="benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul"
@@ -45,9 +41,7 @@ card1() {
   echo "offset probe: $(wc -l < "$W/offset_probe.jsonl") processes"
 }
 echo "start $(date +%T)"
-card0 > "$W/card0.log" 2>&1 & P0=$!
-card1 > "$W/card1.log" 2>&1 & P1=$!
-wait $P0 $P1  # not a bare wait: that also waits for the tee of the log, forever
+zl_both card0 card1
 cat "$W/card0.log" "$W/card1.log"
 N=$REPO/benchmarks/timer_noise.py
 python3 $N "level core vs comprehensive=$W/core,$W/comprehensive" "shapes upstream vs smoke=$W/core,$W/smoke" \
