@@ -239,6 +239,20 @@ D = "schema: 1\ndismissed:\n  fft:\n"
         ("schema: 1\ndismissed:\n  fft: skipped\n", "expected a mapping with reason"),
         ("schema: 1\ndismissed:\n  3: {}\n", "operator id 3"),
         ("dismissed: [\n", "not valid YAML"),
+        (
+            D + "    reason: x\n    date: 2026-08-25\n    card: H200\n    while_missing: vllm\n",
+            "list of top-level module names",
+        ),
+        (
+            D + "    reason: x\n    date: 2026-08-25\n    card: H200\n    while_missing: []\n",
+            "list of top-level module names",
+        ),
+        (
+            D
+            + "    reason: x\n    date: 2026-08-25\n    card: H200\n"
+            + "    while_missing: [vllm.ops]\n",
+            "list of top-level module names",
+        ),
     ],
 )
 def test_malformed_dismiss_is_a_one_line_error(text: str, needle: str) -> None:
@@ -247,6 +261,39 @@ def test_malformed_dismiss_is_a_one_line_error(text: str, needle: str) -> None:
     assert needle in str(excinfo.value)
     assert str(excinfo.value).startswith("dismiss.yaml")
     assert "\n" not in str(excinfo.value)
+
+
+MISSING = """
+schema: 1
+dismissed:
+  fused_marlin_moe:
+    reason: "vllm not installed; baseline unavailable"
+    date: 2026-11-29
+    card: NVIDIA H200
+    while_missing: [vllm]
+  fp8_mqa_logits:
+    reason: "requires vLLM with DeepGEMM support"
+    date: 2026-11-29
+    card: NVIDIA H200
+    while_missing: [vllm, deep_gemm]
+"""
+
+
+def test_a_missing_package_dismisses_only_while_it_is_missing() -> None:
+    """A skip for a package the lent machine lacked is not the card's: on a machine with the
+    package the operator is screened; without it, the reason names what is missing."""
+    assert compat.load_dismiss(MISSING, present=lambda m: True) == {}
+    assert compat.load_dismiss(MISSING, present=lambda m: m == "vllm") == {
+        "fp8_mqa_logits": "requires vLLM with DeepGEMM support (while deep_gemm cannot be imported)"
+    }
+    assert compat.load_dismiss(MISSING, present=lambda m: False)["fused_marlin_moe"] == (
+        "vllm not installed; baseline unavailable (while vllm cannot be imported)"
+    )
+
+
+def test_importable_checks_without_importing() -> None:
+    assert compat.importable("json")
+    assert not compat.importable("zlbench_no_such_module")
 
 
 def test_dismissed(tmp_path: Path) -> None:
@@ -261,10 +308,25 @@ def test_dismissed(tmp_path: Path) -> None:
 
 
 def test_packaged_dismiss_list() -> None:
-    """Two entries verified on the H200 (2026-11-29), each with the card's exact text; the
-    inventory knows every dismissed op id; ordinary operators are not dismissed."""
-    table = compat.load_dismiss(compat.DISMISS_PATH.read_text())
-    assert set(table) == {"chunk_gated_delta_rule_fwd", "sparse_attention"}
+    """Verified on the H200 (2026-11-29), each with the card's exact text: 7 entries hold
+    everywhere, 44 only while vLLM, DeepGEMM or TransformerEngine is missing; the inventory
+    knows every dismissed op id; ordinary operators are not dismissed."""
+    text = compat.DISMISS_PATH.read_text()
+    everywhere = compat.load_dismiss(text, present=lambda m: True)
+    assert set(everywhere) == {
+        "chunk_gated_delta_rule",
+        "chunk_gated_delta_rule_fwd",
+        "isneginf_out",
+        "scaled_dot_product_cudnn_attention_backward",
+        "signbit_out",
+        "sparse_attention",
+        "upsample_bicubic2d",
+    }
+    table = compat.load_dismiss(text, present=lambda m: False)
+    assert len(table) == 51
+    assert table["fused_marlin_moe"] == (
+        "vllm not installed; baseline unavailable (while vllm cannot be imported)"
+    )
     assert compat.dismissed("sparse_attention") == (
         "sparse_attention benchmark requires mthreads sparse_attention baseline"
     )

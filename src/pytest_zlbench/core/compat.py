@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import importlib.util
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,9 @@ SCHEMA = 1
 SOURCES: tuple[str, ...] = ("reasoned", "probed")
 _ENTRY_KEYS = frozenset({"file", "reason", "why", "source"})
 _TOP_KEYS = frozenset({"schema", "backend", "flaggems", "overrides", "keep"})
-_DISMISS_KEYS = frozenset({"reason", "date", "card", "note"})
+_DISMISS_KEYS = frozenset({"reason", "date", "card", "note", "while_missing"})
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -227,10 +229,22 @@ def summary_lines(
 # Dismiss list
 
 
-def load_dismiss(text: str, source: str = "dismiss.yaml") -> dict[str, str]:
+def importable(module: str) -> bool:
+    """Whether a top-level module can be imported here (found, not imported)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def load_dismiss(
+    text: str, source: str = "dismiss.yaml", present: Callable[[str], bool] = importable
+) -> dict[str, str]:
     """Operator → the exact skip or error text that got it dismissed. Each entry also carries
-    the ``date`` (YYYY-MM-DD) it was verified and the ``card`` it was seen on; a one-line
-    ``ValueError`` on malformed data."""
+    the ``date`` (YYYY-MM-DD) it was verified and the ``card`` it was seen on. An entry with
+    ``while_missing`` (top-level module names: a package the lent machine lacked, such as
+    ``vllm``) applies only while one of those modules is missing (``present(name)`` false), so
+    a machine that has them screens the operator. A one-line ``ValueError`` on malformed data."""
     data = load_yaml(text, source)
     if data is None:
         return {}
@@ -256,7 +270,8 @@ def load_dismiss(text: str, source: str = "dismiss.yaml") -> dict[str, str]:
         extra = sorted(set(map(str, raw)) - _DISMISS_KEYS)
         if extra:
             raise ValueError(
-                f"{where}: unknown key {extra[0]!r} (allowed: reason, date, card, note)"
+                f"{where}: unknown key {extra[0]!r} "
+                "(allowed: reason, date, card, note, while_missing)"
             )
         reason = _text(raw.get("reason"), where, "reason")
         date = raw.get("date")
@@ -265,7 +280,21 @@ def load_dismiss(text: str, source: str = "dismiss.yaml") -> dict[str, str]:
         if not isinstance(date, str) or not _DATE.match(date):
             raise ValueError(f"{where}: 'date' must be YYYY-MM-DD")
         _text(raw.get("card"), where, "card")
-        out[op] = reason
+        modules = raw.get("while_missing")
+        if modules is None:
+            out[op] = reason
+            continue
+        if (
+            not isinstance(modules, list)
+            or not modules
+            or not all(isinstance(m, str) and _MODULE.match(m) for m in modules)
+        ):
+            raise ValueError(
+                f"{where}: 'while_missing' must be a list of top-level module names, e.g. [vllm]"
+            )
+        missing = [m for m in modules if not present(m)]
+        if missing:
+            out[op] = f"{reason} (while {', '.join(missing)} cannot be imported)"
     return out
 
 
