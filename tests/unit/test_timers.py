@@ -35,6 +35,7 @@ import pytest
 
 from pytest_zlbench.adapters.timers import (
     FALLBACK_MARK,
+    BrokenByCaptureError,
     CpuTimer,
     DeviceAPI,
     DirectTimer,
@@ -567,6 +568,35 @@ def test_the_fake_generator_is_poisoned_by_an_invalidated_capture() -> None:
         device.synchronize()
     with pytest.raises(RuntimeError, match="Offset increment outside graph capture"):
         device.random()
+
+
+def test_an_operator_broken_by_the_aborted_capture_fails_with_the_cause() -> None:
+    """On an H200, torch.linalg.eigvals ran eagerly, its capture failed inside cuSOLVER, and
+    then every eager call raised CUSOLVER_STATUS_INTERNAL_ERROR: the direct fallback cannot time
+    it. The error says what happened and what to do instead of only cuSOLVER's words."""
+    device = FakeDevice()
+    timer, _ = make_timer(device)
+    broken = []
+
+    def geev() -> None:
+        if broken:
+            raise RuntimeError("cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling geev")
+        device.launch(Kernel("geev", 0.25))
+        if device.is_capturing():
+            broken.append(True)
+            device.synchronize()  # the hybrid solver reads its info back: invalidates
+
+    with pytest.raises(BrokenByCaptureError) as excinfo:
+        timer.measure(geev)
+    text = str(excinfo.value)
+    assert "\n" not in text
+    assert "fails after it was aborted" in text
+    assert "CUSOLVER_STATUS_INTERNAL_ERROR" in text
+    assert "--zl-timer=direct" in text
+    assert not device.is_capturing()
+    assert device.live_graphs == []
+    # the context is alive: the next operator measures with the graph timer
+    assert timer.measure(kernel_op(device, 0.5)).timer == "graph"
 
 
 def test_fallback_reason_is_printable_with_the_mark() -> None:

@@ -26,6 +26,12 @@ class FatalDeviceError(RuntimeError):
     """The device context is unusable (illegal address, device-side assert): fail loudly."""
 
 
+class BrokenByCaptureError(RuntimeError):
+    """The operator ran eagerly before a graph capture and fails eagerly after it was aborted:
+    the capture left some library state broken (an H200 showed it with cuSOLVER's geev in
+    ``torch.linalg.eigvals``). Not fatal for the context, but this shape cannot be timed here."""
+
+
 @dataclass(frozen=True)
 class Measurement:
     ms: float
@@ -335,7 +341,15 @@ class GraphTimer:
                     api.release(g)
                 graphs.clear()
                 self._empty_cache()
-                m = self.direct.measure(fn)
+                try:
+                    m = self.direct.measure(fn)
+                except Exception as after:
+                    _raise_if_fatal(api, after)
+                    raise BrokenByCaptureError(
+                        f"ran before the graph capture but fails after it was aborted "
+                        f"({reason}): {_reason(after)}; the capture left a library's state "
+                        "broken, so time this operator with --zl-timer=direct"
+                    ) from after
                 return Measurement(m.ms, m.spread, "direct", fallback=reason, settings=m.settings)
         finally:
             for g in graphs:
