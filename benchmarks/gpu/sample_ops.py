@@ -4,10 +4,11 @@
         prints the function-level node ids to run, one per line
 
     python benchmarks/gpu/sample_ops.py report INVENTORY.tsv --runs DIR... --junit XML...
-        per sampled operator: rows in any DIR/rows.jsonl, else dismissed (ops/dismiss.yaml),
-        else the exact skip or failure text from the JUnit files (a later file's outcome for a
-        test function replaces an earlier one's: a second pass re-runs failures); then per-class
-        coverage
+        per sampled operator: rows in any DIR/rows.jsonl, else dismissed (ops/dismiss.yaml, its
+        while_missing entries judged on this machine), else "no-benchmark" for a passing test
+        that instantiates no Benchmark class, else the exact skip or failure text from the JUnit
+        files (a later file's outcome for a test function replaces an earlier one's: a second
+        pass re-runs failures); then the tally per unit and per operator, and per-class coverage
 
     python benchmarks/gpu/sample_ops.py failed INVENTORY.tsv XML
         the function ids of the sample that failed or errored in XML, one per line
@@ -117,6 +118,7 @@ def report(argv: argparse.Namespace) -> int:
     dismissed = load_dismiss(DISMISS_PATH.read_text())
     per_class: dict[str, list[str]] = defaultdict(list)
     tally: dict[str, int] = defaultdict(int)
+    verdicts: list[str] = []
     print("class\top\tverdict\trows\tdetail")
     for cls, op in chosen:
         fns = units[(cls, op)]
@@ -128,10 +130,13 @@ def report(argv: argparse.Namespace) -> int:
             verdict, detail = "dismissed", dismissed[op]
         elif not seen:
             verdict, detail = "not-run", "no test case in the JUnit files"
+        elif cls == "(none)" and all(o[0] == "passed" for o in seen):
+            verdict, detail = "no-benchmark", "passed without a Benchmark class: not a timing test"
         else:
             bad = [o for o in seen if o[0] != "passed"] or seen
             verdict, detail = bad[0][0], first_line(bad[0][1])
         tally[verdict] += 1
+        verdicts.append(verdict)
         per_class[cls].append(verdict)
         print(f"{cls}\t{op}\t{verdict}\t{n}\t{detail}")
     classes = {cls for cls, _ in units}
@@ -139,6 +144,21 @@ def report(argv: argparse.Namespace) -> int:
     short = [c for c in sorted(classes) if len(per_class[c]) < min(argv.per_class, size[c])]
     counts = ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
     print(f"# units {len(chosen)}; classes {len(classes)}; {counts}")
+    # the criterion is per operator: an op id whose unit of one class was skipped (a vLLM-only
+    # variant) still counts as producing rows when a unit of another class did
+    by_op: dict[str, set[str]] = defaultdict(set)
+    for (_, op), verdict in zip(chosen, verdicts, strict=True):
+        by_op[op].add(verdict)
+    op_tally: dict[str, int] = defaultdict(int)
+    open_ops: list[str] = []
+    for op, seen_verdicts in sorted(by_op.items()):
+        best = next((v for v in ("rows", "dismissed", "no-benchmark") if v in seen_verdicts), "")
+        op_tally[best or "other"] += 1
+        if not best:
+            open_ops.append(f"{op} ({'/'.join(sorted(seen_verdicts))})")
+    op_counts = ", ".join(f"{k} {v}" for k, v in sorted(op_tally.items()))
+    neither = open_ops or "none"
+    print(f"# operators {len(by_op)}: {op_counts}; neither rows nor dismissed: {neither}")
     print(f"# classes with fewer units than min(3, size): {short or 'none'}")
     return 0
 
