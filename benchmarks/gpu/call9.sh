@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# GPU validation, call 9 (nvidia-h200-x2; run as: bash benchmarks/gpu/call9.sh, carry .fg and .whl).
+# NOT RUN YET (written 2026-11-30 for the next session). The seven operators the 2026-11-29
+# sample left without rows or a dismissal (docs/VALIDATION.md, issue 5 show 2), and the offset
+# probe of issue 3.
+#  card 0: (1) linalg_eigvals, cholesky_solve, cholesky_solve_out with our graph timer, then with
+#    --zl-timer=direct: if direct gives rows, our aborted capture is what broke them (eigvals:
+#    cuSOLVER fails after the capture; cholesky_solve: the worker died); (2) the three functions
+#    never reached (linalg_lu_factor_ex_out, triu_, upsample_bicubic2d_aa_backward); (3) with the
+#    time left, benchmarks/gpu/offset_probe.py in fresh processes (abs 64x64 fp16 after pads of
+#    0-144 MB: does the microsecond offset follow the input's placement?).
+#  card 1: hadamard_transform_mn alone with the rest of the call as its limit (its baseline
+#    builds a 2 GB Hadamard matrix on the host at every call).
+# Then the sample report over the old shards' directories is run locally (VALIDATION.md).
+# Results: $OUT/call9.tgz
+set -u
+source benchmarks/gpu/lib.sh
+zl_setup 9
+SMOKE=/tmp/site/pytest_zlbench/ops/shapes/smoke.yaml
+cd .fg
+left() { echo $(( 540 - ($(date +%s) - START) )); }
+COMMON="--level core --shape_file=$SMOKE -p no:cacheprovider -q -rfEs --zl-graph-replays=3 --zl-graph-budget-ms=2"
+SOLVERS="benchmark/test_linalg_eigvals.py::test_linalg_eigvals benchmark/test_cholesky_solve.py::test_cholesky_solve
+  benchmark/test_cholesky_solve.py::test_cholesky_solve_out"
+REST="benchmark/test_linalg_lu_factor_ex.py::test_linalg_lu_factor_ex_out benchmark/test_triu.py::test_triu_inplace
+  benchmark/test_upsample_bicubic2d_aa.py::test_upsample_bicubic2d_aa_backward"
+card0() {
+  export CUDA_VISIBLE_DEVICES=0
+  for t in graph direct; do
+    # one process per test, so that a crash names its test
+    for f in $SOLVERS; do
+      n=$(basename "${f#*::}")
+      timeout -s INT 120 python3 -m pytest "$f" $COMMON --zl-timer=$t --zl-out="$W/solver_${t}_$n" \
+        --junitxml="$W/solver_${t}_$n.xml" > "$W/solver_${t}_$n.log" 2>&1
+      echo "$t $n: rc=$? $(tail -n 1 "$W/solver_${t}_$n.log")"
+    done
+  done
+  timeout -s INT -k 10 "$(left)" python3 -m pytest $REST $COMMON -n 3 --zl-out="$W/rest" \
+    --junitxml="$W/rest.xml" > "$W/rest.log" 2>&1
+  echo "rest: rc=$? $(tail -n 1 "$W/rest.log")"
+  for i in $(seq 1 24); do
+    [ "$(left)" -gt 15 ] || break
+    python3 "$REPO/benchmarks/gpu/offset_probe.py" $(( (i % 4) * 48 )) 2>/dev/null | tail -n 1
+  done > "$W/offset_probe.jsonl"
+  echo "offset probe: $(wc -l < "$W/offset_probe.jsonl") processes"
+}
+card1() {
+  export CUDA_VISIBLE_DEVICES=1
+  timeout -s INT -k 10 "$(left)" python3 -m pytest benchmark/test_hadamard_transform.py::test_hadamard_transform_mn \
+    $COMMON --zl-out="$W/hadamard" --junitxml="$W/hadamard.xml" > "$W/hadamard.log" 2>&1
+  echo "hadamard_transform_mn: rc=$? at $(( $(date +%s) - START )) s $(tail -n 1 "$W/hadamard.log")"
+}
+echo "start $(date +%T)"
+zl_both card0 card1
+cat "$W/card0.log" "$W/card1.log"
+cat "$W/offset_probe.jsonl"
+echo "end $(date +%T)"
