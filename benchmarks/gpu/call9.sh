@@ -6,8 +6,10 @@
 #  card 0: (1) linalg_eigvals, cholesky_solve, cholesky_solve_out with our graph timer, then with
 #    --zl-timer=direct: if direct gives rows, our aborted capture is what broke them (eigvals:
 #    cuSOLVER fails after the capture; cholesky_solve: the worker died); (2) the three functions
-#    never reached (linalg_lu_factor_ex_out, triu_, upsample_bicubic2d_aa_backward); (3) with the
-#    time left, benchmarks/gpu/offset_probe.py in fresh processes (abs 64x64 fp16 after pads of
+#    never reached (linalg_lu_factor_ex_out, triu_, upsample_bicubic2d_aa_backward); (3) the
+#    backend caliber axis (issue 4, README): abs and mul at --level core recorded with
+#    --zl-backend=cpu (the host clock, what a run mislabelled cpu would hold) against cuda, paired
+#    with benchmarks/timer_noise.py; (4) with the time left, benchmarks/gpu/offset_probe.py in fresh processes (abs 64x64 fp16 after pads of
 #    0-144 MB: does the microsecond offset follow the input's placement?).
 #  card 1: hadamard_transform_mn alone with the rest of the call as its limit (its baseline
 #    builds a 2 GB Hadamard matrix on the host at every call).
@@ -38,6 +40,11 @@ card0() {
   timeout -s INT -k 10 "$(left)" python3 -m pytest $REST $COMMON -n 3 --zl-out="$W/rest" \
     --junitxml="$W/rest.xml" > "$W/rest.log" 2>&1
   echo "rest: rc=$? $(tail -n 1 "$W/rest.log")"
+  for b in cuda cpu; do
+    timeout -s INT 90 python3 -m pytest benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul \
+      --level core -p no:cacheprovider -q --zl-backend=$b --zl-replay-from=$SEED --zl-out="$W/backend_$b" | tail -n 1
+  done
+  python3 "$REPO/benchmarks/timer_noise.py" "backend cuda vs cpu=$W/backend_cuda,$W/backend_cpu"
   for i in $(seq 1 24); do
     [ "$(left)" -gt 15 ] || break
     python3 "$REPO/benchmarks/gpu/offset_probe.py" $(( (i % 4) * 48 )) 2>/dev/null | tail -n 1
