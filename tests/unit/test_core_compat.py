@@ -253,6 +253,16 @@ D = "schema: 1\ndismissed:\n  fft:\n"
             + "    while_missing: [vllm.ops]\n",
             "list of top-level module names",
         ),
+        (
+            D + "    reason: x\n    date: 2026-08-25\n    card: H200\n    while_missing:\n",
+            "list of top-level module names",
+        ),
+        (
+            D
+            + "    reason: x\n    date: 2026-08-25\n    card: H200\n"
+            + '    while_missing: ["vllm\\n"]\n',
+            "list of top-level module names",
+        ),
     ],
 )
 def test_malformed_dismiss_is_a_one_line_error(text: str, needle: str) -> None:

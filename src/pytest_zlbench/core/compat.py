@@ -31,7 +31,7 @@ _ENTRY_KEYS = frozenset({"file", "reason", "why", "source"})
 _TOP_KEYS = frozenset({"schema", "backend", "flaggems", "overrides", "keep"})
 _DISMISS_KEYS = frozenset({"reason", "date", "card", "note", "while_missing"})
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -233,7 +233,7 @@ def importable(module: str) -> bool:
     """Whether a top-level module can be imported here (found, not imported)."""
     try:
         return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
+    except Exception:  # a broken finder or package: it cannot be imported either
         return False
 
 
@@ -280,14 +280,14 @@ def load_dismiss(
         if not isinstance(date, str) or not _DATE.match(date):
             raise ValueError(f"{where}: 'date' must be YYYY-MM-DD")
         _text(raw.get("card"), where, "card")
-        modules = raw.get("while_missing")
-        if modules is None:
+        if "while_missing" not in raw:
             out[op] = reason
             continue
+        modules = raw["while_missing"]
         if (
             not isinstance(modules, list)
             or not modules
-            or not all(isinstance(m, str) and _MODULE.match(m) for m in modules)
+            or not all(isinstance(m, str) and _MODULE.fullmatch(m) for m in modules)
         ):
             raise ValueError(
                 f"{where}: 'while_missing' must be a list of top-level module names, e.g. [vllm]"
