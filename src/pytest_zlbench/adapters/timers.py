@@ -82,10 +82,17 @@ def _fatal(api: DeviceAPI, exc: BaseException) -> bool:
     return any(api.error_code(e) in FATAL_CODES for e in _chain(exc))
 
 
-def lost_context(exc: BaseException) -> bool:
-    """A :class:`FatalDeviceError` anywhere in ``exc``'s chain (FlagGems re-raises every error of
-    a measurement as ``pytest.fail(str(e))``, which keeps ours as the context)."""
-    return any(isinstance(e, FatalDeviceError) for e in _chain(exc))
+def broken_process(exc: BaseException) -> str | None:
+    """What ``exc`` left broken for the rest of the process, or ``None``: a
+    :class:`FatalDeviceError` (the device context) or a :class:`BrokenByCaptureError` (a
+    library's state) anywhere in its chain (FlagGems re-raises every error of a measurement as
+    ``pytest.fail(str(e))``, which keeps ours as the context)."""
+    for e in _chain(exc):
+        if isinstance(e, FatalDeviceError):
+            return "the device context was lost"
+        if isinstance(e, BrokenByCaptureError):
+            return "an aborted graph capture broke a library's state"
+    return None
 
 
 def _raise_if_fatal(api: DeviceAPI, exc: BaseException) -> None:
@@ -296,6 +303,20 @@ class GraphTimer:
         if self.api.is_capturing():
             raise FatalDeviceError("stream is still capturing after a failed capture")
 
+    def _raise_if_broken(self, fn: Callable[[], Any], reason: str) -> None:
+        """The direct fallback failed. If a plain call now fails too, where the warm-up calls
+        before the capture ran, the aborted capture broke the operator for this process."""
+        try:
+            fn()
+            self.api.synchronize()
+        except Exception as eager:
+            _raise_if_fatal(self.api, eager)
+            raise BrokenByCaptureError(
+                f"ran before the graph capture but fails after it was aborted ({reason}): "
+                f"{_line(eager)}; the capture left a library's state broken, so time this "
+                "operator with --zl-timer=direct"
+            ) from eager
+
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         api = self.api
         flush = api.make_flush() if self.cold else None
@@ -345,11 +366,8 @@ class GraphTimer:
                     m = self.direct.measure(fn)
                 except Exception as after:
                     _raise_if_fatal(api, after)
-                    raise BrokenByCaptureError(
-                        f"ran before the graph capture but fails after it was aborted "
-                        f"({reason}): {_reason(after)}; the capture left a library's state "
-                        "broken, so time this operator with --zl-timer=direct"
-                    ) from after
+                    self._raise_if_broken(fn, reason)
+                    raise
                 return Measurement(m.ms, m.spread, "direct", fallback=reason, settings=m.settings)
         finally:
             for g in graphs:

@@ -148,7 +148,10 @@ class TimingSession:
         self.config = config
         self.adapter: Any = None
         self.current: list[Row] | None = None
-        self.lost_in: str | None = None  # the test whose device context died, once one did
+        # the test that left this process unable to measure (a dead device context, a library
+        # broken by an aborted capture), once one did, and what it broke
+        self.lost_in: str | None = None
+        self.lost_what = ""
         self.lost_told = False
 
     def sink(self, row: Row) -> None:
@@ -164,23 +167,25 @@ class TimingSession:
         try:
             return (yield)
         except BaseException as exc:
-            from ..adapters.timers import lost_context
+            from ..adapters.timers import broken_process
 
-            if self.lost_in is None and lost_context(exc):
-                self.lost_in = item.nodeid
+            what = broken_process(exc) if self.lost_in is None else None
+            if what is not None:
+                self.lost_in, self.lost_what = item.nodeid, what
             raise
         finally:
             self.current = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        """After the test that lost the device context has reported: a sticky device error
-        fails every later test of this process. An xdist worker leaves, so that xdist starts a
-        fresh one and hands it the tests this one had not run; a plain run says so, once."""
+        """After the test that lost the device context (or whose aborted capture broke a
+        library) has reported: later tests of this process would fail for it. An xdist worker
+        leaves, so that xdist starts a fresh one and hands it the tests this one had not run; a
+        plain run says so, once."""
         if self.lost_in is None or self.lost_told:
             return
         self.lost_told = True
-        text = f"zlbench: the device context was lost in {self.lost_in}"
+        text = f"zlbench: {self.lost_what} in {self.lost_in}"
         if _common.is_worker(self.config):
             sys.stderr.write(f"{text}; this xdist worker exits so that a fresh one takes over\n")
             sys.stdout.flush()
@@ -188,8 +193,9 @@ class TimingSession:
             os._exit(LOST_CONTEXT_EXIT)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
+            later = "cannot measure" if "device context" in self.lost_what else "may fail for it"
             reporter.write_line(
-                f"{text}: later tests of this process cannot measure (under xdist, a worker "
+                f"{text}: later tests of this process {later} (under xdist, a worker "
                 "restarts; the A/B screen runs each operator in its own processes)",
                 yellow=True,
             )
