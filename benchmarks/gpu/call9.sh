@@ -8,9 +8,10 @@
 #    cuSOLVER fails after the capture; cholesky_solve: the worker died); (2) the three functions
 #    never reached (linalg_lu_factor_ex_out, triu_, upsample_bicubic2d_aa_backward); (3) the
 #    backend caliber axis (issue 4, README): abs and mul at --level core recorded with
-#    --zl-backend=cpu (the host clock, what a run mislabelled cpu would hold) against cuda, paired
-#    with benchmarks/timer_noise.py; (4) with the time left, benchmarks/gpu/offset_probe.py in fresh processes (abs 64x64 fp16 after pads of
-#    0-144 MB: does the microsecond offset follow the input's placement?).
+#    --zl-backend=cpu (the host clock, what a run mislabelled cpu would hold) against cuda,
+#    paired with benchmarks/timer_noise.py; (4) with the time left, benchmarks/gpu/offset_probe.py
+#    in fresh processes (abs 64x64 fp16 after pads of 0-144 MB: does the microsecond offset
+#    follow the input's placement?).
 #  card 1: hadamard_transform_mn alone with the rest of the call as its limit (its baseline
 #    builds a 2 GB Hadamard matrix on the host at every call).
 # Then the sample report over the old shards' directories is run locally (VALIDATION.md).
@@ -21,6 +22,9 @@ zl_setup 9
 SMOKE=/tmp/site/pytest_zlbench/ops/shapes/smoke.yaml
 cd .fg
 left() { echo $(( 540 - ($(date +%s) - START) )); }
+# lim N: N seconds, or what is left of the call if that is less; nothing (and the step is
+# skipped) when under 15 s are left
+lim() { local l; l=$(left); [ "$l" -ge 15 ] || return 1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
 COMMON="--level core --shape_file=$SMOKE -p no:cacheprovider -q -rfEs --zl-graph-replays=3 --zl-graph-budget-ms=2"
 SOLVERS="benchmark/test_linalg_eigvals.py::test_linalg_eigvals benchmark/test_cholesky_solve.py::test_cholesky_solve
   benchmark/test_cholesky_solve.py::test_cholesky_solve_out"
@@ -31,29 +35,33 @@ card0() {
   for t in graph direct; do
     # one process per test, so that a crash names its test
     for f in $SOLVERS; do
-      n=$(basename "${f#*::}")
-      timeout -s INT 120 python3 -m pytest "$f" $COMMON --zl-timer=$t --zl-out="$W/solver_${t}_$n" \
+      n=${f#*::}
+      s=$(lim 120) || { echo "$t $n: skipped, no time left"; continue; }
+      timeout -s INT -k 10 "$s" python3 -m pytest "$f" $COMMON --zl-timer=$t --zl-out="$W/solver_${t}_$n" \
         --junitxml="$W/solver_${t}_$n.xml" > "$W/solver_${t}_$n.log" 2>&1
       echo "$t $n: rc=$? $(tail -n 1 "$W/solver_${t}_$n.log")"
     done
   done
-  timeout -s INT -k 10 "$(left)" python3 -m pytest $REST $COMMON -n 3 --zl-out="$W/rest" \
-    --junitxml="$W/rest.xml" > "$W/rest.log" 2>&1
-  echo "rest: rc=$? $(tail -n 1 "$W/rest.log")"
+  if s=$(lim 300); then
+    timeout -s INT -k 10 "$s" python3 -m pytest $REST $COMMON -n 3 --zl-out="$W/rest" \
+      --junitxml="$W/rest.xml" > "$W/rest.log" 2>&1
+    echo "rest: rc=$? $(tail -n 1 "$W/rest.log")"
+  fi
   for b in cuda cpu; do
-    timeout -s INT 90 python3 -m pytest benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul \
+    s=$(lim 90) || { echo "backend $b: skipped, no time left"; continue; }
+    timeout -s INT -k 10 "$s" python3 -m pytest benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul \
       --level core -p no:cacheprovider -q --zl-backend=$b --zl-replay-from=$SEED --zl-out="$W/backend_$b" | tail -n 1
   done
   python3 "$REPO/benchmarks/timer_noise.py" "backend cuda vs cpu=$W/backend_cuda,$W/backend_cpu"
   for i in $(seq 1 24); do
     [ "$(left)" -gt 15 ] || break
-    python3 "$REPO/benchmarks/gpu/offset_probe.py" $(( (i % 4) * 48 )) 2>/dev/null | tail -n 1
+    timeout 30 python3 "$REPO/benchmarks/gpu/offset_probe.py" $(( (i % 4) * 48 )) 2>/dev/null | tail -n 1
   done > "$W/offset_probe.jsonl"
   echo "offset probe: $(wc -l < "$W/offset_probe.jsonl") processes"
 }
 card1() {
   export CUDA_VISIBLE_DEVICES=1
-  timeout -s INT -k 10 "$(left)" python3 -m pytest benchmark/test_hadamard_transform.py::test_hadamard_transform_mn \
+  timeout -s INT -k 10 "$(lim 540)" python3 -m pytest benchmark/test_hadamard_transform.py::test_hadamard_transform_mn \
     $COMMON --zl-out="$W/hadamard" --junitxml="$W/hadamard.xml" > "$W/hadamard.log" 2>&1
   echo "hadamard_transform_mn: rc=$? at $(( $(date +%s) - START )) s $(tail -n 1 "$W/hadamard.log")"
 }

@@ -157,7 +157,7 @@ def report(argv: argparse.Namespace) -> int:
         if not best:
             open_ops.append(f"{op} ({'/'.join(sorted(seen_verdicts))})")
     op_counts = ", ".join(f"{k} {v}" for k, v in sorted(op_tally.items()))
-    neither = open_ops or "none"
+    neither = ", ".join(open_ops) or "none"
     print(f"# operators {len(by_op)}: {op_counts}; neither rows nor dismissed: {neither}")
     print(f"# classes with fewer units than min(3, size): {short or 'none'}")
     return 0
