@@ -272,10 +272,22 @@ def _reaggregate(root: Path, allow: bool, tw: Any) -> int:
     if problems and not allow:
         return _refuse(tw)
     for op_dir, result in results:
-        records.write_json(op_dir / "ab.json", result.to_json())
+        _write_op_result(op_dir, result)
     _write_and_show(root, [r.to_line() for _, r in results], tw)
     failed = any(r.rounds_failed for _, r in results)
     return int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK)
+
+
+def _write_op_result(op_dir: Path, result: screening.OpResult) -> None:
+    """``ab.json``, and the plot when matplotlib is installed and the result has a range."""
+    from .adapters import plot
+
+    records.write_json(op_dir / "ab.json", result.to_json())
+    try:
+        plot.write(op_dir / plot.PLOT_FILE, result)
+    except Exception as exc:  # a plot is an extra: it never costs a screen its results
+        first = (str(exc).splitlines() or [""])[0]
+        sys.stderr.write(f"zlbench: {result.op}: no plot ({type(exc).__name__}: {first})\n")
 
 
 def _write_and_show(root: Path, lines: list[screening.ScreenLine], tw: Any) -> None:
@@ -772,7 +784,7 @@ class AbController:
             )
             self._measure(item, op_dir)
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-        records.write_json(op_dir / "ab.json", result.to_json())
+        _write_op_result(op_dir, result)
         for problem in problems:
             self.progress(problem)
         records.write_atomic(op_dir / OP_DONE, "")

@@ -349,6 +349,9 @@ def test_rounds_alternate_and_measure_operators_without_triton(suite: pytest.Pyt
     for k in (1, 2, 3):
         for side in "AB":
             assert read_identity(root / "gemm" / f"r{k}_{side}").info["round"] == k
+    # the per-operator plot (matplotlib is a test dependency): for the operator with a range
+    assert "gemm: IR_CHANGED" in (root / "gemm" / "delta.svg").read_text()
+    assert not (root / "abs" / "delta.svg").exists()
 
     # abs reached no Triton compiler: the IR cannot say the switch did nothing, so every round
     # is measured (only NO_IR_DIFF skips rounds 2..N)

@@ -1,0 +1,84 @@
+"""The per-operator plot of an A/B screen: written only for results with a range, only when
+matplotlib is installed, never left behind to contradict a later aggregation."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_zlbench.adapters import plot
+from pytest_zlbench.core import screening
+
+
+def result(verdict: str = screening.IR_CHANGED, **kw: object) -> screening.OpResult:
+    shapes = (
+        screening.ShapeResult(("mm", "torch.float16", "[384, 384]", 0), (0.0128, -0.0126, 0.009)),
+        screening.ShapeResult(("mm", "torch.float16", "[4096, 4096]", 0), (0.38, 0.39, 0.37)),
+        screening.ShapeResult(("mm", "torch.float16", "[4096, 4096]", 1), (0.41, 0.40, 0.42)),
+    )
+    fields: dict[str, object] = {
+        "op": "mm",
+        "verdict": verdict,
+        "rounds": 3,
+        "rounds_failed": 0,
+        "rows_paired": 3,
+        "rows_total": 3,
+        "shapes": shapes,
+        "kernels_a": 1,
+        "kernels_b": 1,
+        "kernels_changed": ("mm_kernel",),
+        "convert_layout_a": 0,
+        "convert_layout_b": 1,
+        "within_side_spread": 0.01,
+        "delta_spread": 0.02,
+        "notes": (),
+    }
+    fields.update(kw)
+    return screening.OpResult(**fields)  # type: ignore[arg-type]
+
+
+def test_a_result_with_a_range_gets_its_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    path = tmp_path / plot.PLOT_FILE
+    assert plot.write(path, result())
+    svg = path.read_text()
+    assert svg.lstrip().startswith("<?xml")
+    assert "IR_CHANGED" in svg  # the title names the verdict and the range
+    assert "sign changes across rounds (1)" in svg  # the 384² shape flips sign
+    assert "float16 [4096, 4096] #2" in svg  # a repeated size detail is told apart
+    assert not list(tmp_path.glob(".*.tmp"))  # written atomically
+
+
+def test_a_noise_floor_and_a_control_say_what_they_are(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    path = tmp_path / plot.PLOT_FILE
+    assert plot.write(path, result(screening.NO_IR_DIFF))
+    assert "noise floor" in path.read_text()
+    assert plot.write(path, result(screening.NO_IR_DIFF, control=True))
+    assert "A/A control" in path.read_text()
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"verdict": screening.NO_TRITON},
+        {"verdict": screening.NO_ROWS, "shapes": ()},
+        {"rounds_failed": 1},  # an operator with a failed round gets no range, and no plot
+    ],
+)
+def test_no_range_no_plot_and_a_stale_one_goes(tmp_path: Path, kw: dict[str, object]) -> None:
+    path = tmp_path / plot.PLOT_FILE
+    path.write_text("<svg>from an earlier aggregation</svg>")
+    assert not plot.write(path, result(**kw))
+    assert not path.exists()
+
+
+def test_without_matplotlib_there_is_no_plot_and_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails
+    path = tmp_path / plot.PLOT_FILE
+    assert not plot.write(path, result())
+    assert not path.exists()
