@@ -43,20 +43,23 @@ def _check_writable(run_dir: Path) -> None:
         ) from None
 
 
-def seed_replay(source: Path, cache_dir: Path) -> int:
+def seed_replay(source: Path, cache_dir: Path) -> tuple[int, str]:
     """Copy the recorded LibTuner databases of ``source`` into this run's cache; return how
-    many were copied."""
+    many were copied and a hash of their names and contents (two runs replay the same pinned
+    configs only when the hashes agree)."""
     src = source / "flaggems_cache" / "config_cache"
     if not source.is_dir():
         raise pytest.UsageError(f"--zl-replay-from {source}: no such directory")
     dest = cache_dir / "config_cache"
     dest.mkdir(parents=True, exist_ok=True)
     count = 0
+    digest = hashlib.sha256()
     if src.is_dir():
         for db in sorted(src.glob("*.db")):
             shutil.copy2(db, dest / db.name)
+            digest.update(db.name.encode() + b"\0" + (dest / db.name).read_bytes())
             count += 1
-    return count
+    return count, digest.hexdigest()[:16]
 
 
 def start_run(early_config: pytest.Config, out: Any) -> None:
@@ -76,7 +79,7 @@ def start_run(early_config: pytest.Config, out: Any) -> None:
     triton_cache.mkdir(exist_ok=True)
     gems_cache.mkdir(exist_ok=True)
     replay = _common.raw(early_config, "zl_replay_from")
-    seeded = seed_replay(Path(str(replay)).resolve(), gems_cache) if replay else 0
+    seeded, seed = seed_replay(Path(str(replay)).resolve(), gems_cache) if replay else (0, "")
     set_env(early_config, "TRITON_CACHE_DIR", str(triton_cache))
     if "TRITON_PRINT_AUTOTUNING" not in os.environ:  # lets the run report what it had to tune
         set_env(early_config, "TRITON_PRINT_AUTOTUNING", "1")
@@ -85,7 +88,7 @@ def start_run(early_config: pytest.Config, out: Any) -> None:
         raise pytest.UsageError(
             "TRITON_STORE_BINARY_ONLY is set: Triton would keep no TTGIR to fingerprint; unset it"
         )
-    early_config.stash[run_recorder_key] = RunRecorder(early_config, run_dir, replay, seeded)
+    early_config.stash[run_recorder_key] = RunRecorder(early_config, run_dir, replay, seeded, seed)
 
 
 def _card(config: pytest.Config) -> str:
@@ -156,11 +159,14 @@ class _Tee(io.TextIOBase):
 class RunRecorder(WorkerRows):
     """The controller's view of one recorded run."""
 
-    def __init__(self, config: pytest.Config, run_dir: Path, replay: Any, seeded: int) -> None:
+    def __init__(
+        self, config: pytest.Config, run_dir: Path, replay: Any, seeded: int, seed: str = ""
+    ) -> None:
         super().__init__(config)
         self.run_dir = run_dir
         self.replay = replay
         self.seeded = seeded
+        self.seed = seed
         self.rows: list[Row] = []
         self.nodes: dict[str, None] = {}  # ordered set: a list lookup is O(n) per report
         self.log = io.StringIO()
@@ -244,6 +250,7 @@ class RunRecorder(WorkerRows):
             else "",
             "replay_from": str(self.replay) if self.replay else None,
             "replay_seeded_dbs": self.seeded,
+            "replay_seed": self.seed or None,  # core.screening.SEED_FIELD
             "autotuned": self.tuned,
             "timer_settings": settings.timer.describe()
             if settings is not None and settings.timer is not None

@@ -355,3 +355,32 @@ def test_a_truncated_log_is_one_line(zl_pytester: pytest.Pytester) -> None:
     b = imported(zl_pytester.path / "b", text.rstrip("\n").rsplit("\n", 1)[0] + "\n")
     result = compare(zl_pytester, a, b, args=("--zl-out=out",))
     assert_usage_error(result, "--zl-compare", "truncated")
+
+
+def test_a_recording_run_against_a_replay_compares_timing_not_ir(
+    zl_pytester: pytest.Pytester,
+) -> None:
+    """SPEC §5: record on one side and replay on the other is the normal timing comparison;
+    SPEC §7: fingerprints only between runs replaying the same configs. The recording run's
+    tuning candidates must not read as IR_CHANGED."""
+    from pytest_zlbench.core.fingerprint import IrEntry, IrReport
+
+    def report(*hashes: str) -> IrReport:
+        entries = tuple(
+            IrEntry(f"{h}/mm_kernel.ttgir", "mm_kernel", h, "stripped", convert_layout=0)
+            for h in hashes
+        )
+        return IrReport(entries=entries, method="stripped")
+
+    a = make_run(zl_pytester.path / "a", autotune_mode="record")
+    b = make_run(zl_pytester.path / "b", ROWS_B, autotune_mode="replay")
+    report("h1", "h2", "h3").write(a / records.IR_FILE)
+    report("h1").write(b / records.IR_FILE)
+    out = zl_pytester.path / "out"
+    result = compare(zl_pytester, a, b, args=(f"--zl-out={out}",))
+    assert result.ret == 0, result.outlines
+    assert caliber_lines(result) == []
+    mm = screen_of(out)["mm"]
+    assert mm.verdict == screening.IR_UNKNOWN
+    assert mm.range == "IR not compared +0.00% ~ +0.00%"
+    assert "autotune_mode is record on side A and replay on side B" in mm.note

@@ -30,6 +30,7 @@ from pytest_zlbench.core.screening import (
     pair_rows,
     read_screen,
     render_screen,
+    unpinned,
     write_screen,
 )
 
@@ -629,3 +630,48 @@ def test_render_screen_caliber_line_skips_operators_without_one() -> None:
     cal_lines = [line for line in out if line.startswith("caliber: ")]
     assert cal_lines == ["caliber: " + " ".join(f"{k}={cal[k]}" for k in CALIBER_FIELDS)]
     assert not [line for line in screening.render_screen([failed]) if line.startswith("caliber")]
+
+
+# -- fingerprints only between runs replaying the same pinned configs (SPEC §7) -----------------
+
+REPLAY = IDENTITY.replace(autotune_mode="replay", info={"replay_seed": "aaaa"})
+RECORD = IDENTITY.replace(autotune_mode="record")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "compared"),
+    [
+        (REPLAY, REPLAY, True),
+        (IDENTITY, IDENTITY, True),  # off / off: nothing tuned on either side
+        (REPLAY, REPLAY.replace(info={}), True),  # a side that does not say: taken as alike
+        (REPLAY, REPLAY.replace(info={"replay_seed": "bbbb"}), False),
+        (RECORD, REPLAY, False),
+        (REPLAY, RECORD, False),
+        (RECORD, RECORD, False),
+    ],
+)
+def test_fingerprints_are_compared_only_between_runs_pinned_alike(
+    a: RunIdentity, b: RunIdentity, compared: bool
+) -> None:
+    why = unpinned(a, b)
+    assert (why is None) == compared
+    assert why is None or why.startswith("IR not compared: ")
+
+
+def test_a_recording_side_never_reads_as_an_ir_change() -> None:
+    """The recording run compiled every tuning candidate: its extra variants are not a switch's
+    doing. The rows still pair (record against replay is the normal timing comparison)."""
+    rows_a, rows_b = [row("[64]", 1.0)], [row("[64]", 1.1)]
+    ir_a = ir(("mm_kernel", "h1"), ("mm_kernel", "h2"), ("mm_kernel", "h3"))
+    ir_b = ir(("mm_kernel", "h1"))
+    result = aggregate(
+        "abs", [rnd(1, rows_a, rows_b, ir_a, ir_b, identity_a=RECORD, identity_b=REPLAY)]
+    )
+    assert result.verdict == IR_UNKNOWN
+    assert result.range_text() == "IR not compared +10.00% ~ +10.00%"
+    assert any("autotune_mode is record on side A and replay on side B" in n for n in result.notes)
+    # the same IR between runs that replay one recording is a change
+    same = aggregate(
+        "abs", [rnd(1, rows_a, rows_b, ir_a, ir_b, identity_a=REPLAY, identity_b=REPLAY)]
+    )
+    assert same.verdict == IR_CHANGED

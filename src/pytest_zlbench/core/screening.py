@@ -149,6 +149,30 @@ SIDE_FIELD = "side"
 SWITCH_FIELD = "switch"
 
 
+#: identity field: a hash of the recorded autotune configs a replaying run was seeded with
+SEED_FIELD = "replay_seed"
+
+
+def unpinned(a: RunIdentity | None, b: RunIdentity | None) -> str | None:
+    """Why two runs' fingerprints cannot be compared, or ``None``: SPEC §7 compares them only
+    between runs that replay the same pinned autotune configs (or both tune nothing), because a
+    recording run compiles every tuning candidate and its extra variants would read as an IR
+    change. Runs whose identities do not say which recording they replayed are taken as alike."""
+    if a is None or b is None:
+        return None
+    modes = (a.autotune_mode, b.autotune_mode)
+    if modes in (("replay", "replay"), ("off", "off")):
+        seed_a, seed_b = a.info.get(SEED_FIELD), b.info.get(SEED_FIELD)
+        if seed_a and seed_b and seed_a != seed_b:
+            return "IR not compared: the two sides replay different recordings"
+        return None
+    return (
+        f"IR not compared: autotune_mode is {modes[0]} on side A and {modes[1]} on side B; "
+        "fingerprints are compared only between runs that replay the same pinned configs "
+        "(a recording run compiles every tuning candidate)"
+    )
+
+
 def is_control(rounds: Sequence[RoundInput]) -> bool:
     """True when every measured round paired side A with side B of one screen and both sides ran
     the same environment: an A/A control, whose deltas are the noise floor. Runs compared from
@@ -204,6 +228,7 @@ class OpResult:
     notes: tuple[str, ...]
     caliber: Mapping[str, str] = field(default_factory=dict)
     control: bool = False  # an A/A control: both sides ran the same configuration
+    ir_label: str = "IR not recorded"  # how an IR_UNKNOWN range is labelled
 
     @property
     def has_range(self) -> bool:
@@ -238,7 +263,7 @@ class OpResult:
         if self.verdict == NO_IR_DIFF:
             return f"noise floor {text}"
         if self.verdict == IR_UNKNOWN:
-            return f"IR not recorded {text}"
+            return f"{self.ir_label} {text}"
         return text
 
     def rows_text(self) -> str:
@@ -401,14 +426,22 @@ def aggregate(
     any_change = False
     any_kernels = False
     spec_only: dict[str, bool] = {}  # changed kernel -> only its specialisation set differed
+    ir_why = ""
     for r in ok:
         if r.ir_a is None or r.ir_b is None:
             continue
+        why = unpinned(r.identity_a, r.identity_b)
+        if why is not None:
+            notes_out.append(why)
+            ir_known = False
+            ir_why = "IR not compared"
+            break
         try:
             diff = compare(r.ir_a, r.ir_b)
         except ValueError as exc:
             notes_out.append(f"IR not comparable: {exc}")
             ir_known = False
+            ir_why = "IR not compared"
             break
         if kernels_a is None:
             kernels_a, kernels_b = diff.kernels_a, diff.kernels_b
@@ -475,6 +508,7 @@ def aggregate(
         notes=tuple(notes_out),
         caliber=caliber_of(rounds),
         control=control,
+        ir_label=ir_why or "IR not recorded",
     )
 
 
