@@ -187,6 +187,10 @@ def _caliber_line(tw: Any, text: str, fatal: bool = True) -> None:
     tw.line(text, red=fatal, yellow=not fatal)
 
 
+def _fatal(line: str) -> bool:
+    return line.startswith(CALIBER_PREFIX)
+
+
 def _refuse(tw: Any) -> int:
     _caliber_line(
         tw, f"{CALIBER_PREFIX} refusing to compare; --zl-allow-caliber-mismatch overrides"
@@ -268,8 +272,8 @@ def _reaggregate(root: Path, allow: bool, tw: Any) -> int:
         problems += found
         results.append((op_dir, result))
     for problem in problems:
-        _caliber_line(tw, problem)
-    if problems and not allow:
+        _caliber_line(tw, problem, _fatal(problem))
+    if any(map(_fatal, problems)) and not allow:
         return _refuse(tw)
     for op_dir, result in results:
         _write_op_result(op_dir, result)
@@ -337,7 +341,8 @@ def aggregate_op_dir(
     require_done: bool = False,
 ) -> tuple[screening.OpResult, list[str]]:
     """Aggregate every round found under ``op_dir``; returns the result and one ``!!! [caliber]``
-    line per caliber problem. A round with such a problem counts as failed unless ``allow``.
+    line per caliber problem (and a ``[caliber] warning:`` line per caveat, such as a shared
+    tuner cache). A round with a problem counts as failed unless ``allow``.
     With ``require_done``, an operator the screen did not finish (no ``op.complete``) fails."""
     rounds: list[screening.RoundInput] = []
     problems: list[str] = []
@@ -380,6 +385,7 @@ def aggregate_op_dir(
                 note = f"caliber warning: {p.field}"
                 if note not in extra:
                     extra.append(note)
+                    problems.append(f"{p.line()} ({op_dir.name})")
         fatal = [p for p in found if p.fatal]
         if fatal:
             problems += [f"{p.line()} ({op_dir.name})" for p in fatal]
@@ -526,11 +532,14 @@ class OpItem(pytest.Item):
         self.op = op
         self.nodeids = nodeids
         self.controller = controller
+        self.caliber_lines: list[str] = []
         self.add_marker(pytest.mark.xdist_group(op))
 
     def runtest(self) -> None:
         result = self.controller.run_op(self)
         self.user_properties.append(("zl_screen", result.to_line().to_json()))
+        if self.caliber_lines:
+            self.user_properties.append(("zl_caliber", list(self.caliber_lines)))
         if result.rounds_failed:
             raise OpFailed(result)
 
@@ -558,6 +567,7 @@ class AbController:
         self.config = config
         self.settings = settings
         self.lines: dict[str, screening.ScreenLine] = {}
+        self.caliber: dict[str, None] = {}  # every caliber line of every operator, in order
         self.started = time.monotonic()
         self.where = _common.worker_id(config) if _common.is_worker(config) else ""
         #: operators measured without the user's --dtypes (they refused them)
@@ -614,6 +624,8 @@ class AbController:
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
         if reporter is None or _common.is_worker(self.config) or self.config.get_verbosity() < 0:
             return
+        if self.config.pluginmanager.has_plugin("dsession"):
+            reporter.write("\n")  # xdist's progress characters do not end their line
         capman = self.config.pluginmanager.getplugin("capturemanager")
         if capman is None:
             reporter.write_line(line)
@@ -763,7 +775,7 @@ class AbController:
         done = op_dir / OP_DONE
         if s.resume and done.is_file():
             self.progress(f"{item.op}: complete, reused (--zl-resume)")
-            result, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+            result, item.caliber_lines = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
             return result
         if op_dir.exists():  # an operator an interrupted screen left unfinished
             self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
@@ -785,8 +797,9 @@ class AbController:
             self._measure(item, op_dir)
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
         _write_op_result(op_dir, result)
+        item.caliber_lines = problems  # the controller prints them and sets the exit status
         for problem in problems:
-            self.progress(problem)
+            self.progress(problem, terminal=False)
         records.write_atomic(op_dir / OP_DONE, "")
         return result
 
@@ -853,10 +866,25 @@ class AbController:
             if name == "zl_screen" and isinstance(value, dict):
                 line = screening.ScreenLine.from_json(value)
                 self.lines[line.op] = line
+                # the one line per operator a controller shows under xdist, whose workers'
+                # per-round lines go to progress.log only
+                verdict = f"{line.verdict} {line.range}".strip()
+                self.progress(f"{line.op}: {verdict}; rows {line.rows or 0}")
+            elif name == "zl_caliber" and isinstance(value, list):
+                self.caliber.update(dict.fromkeys(map(str, value)))
+
+    def refused(self) -> bool:
+        """SPEC §5 inside a screen: a caliber mismatch between the runs of an operator (its
+        round already counts as failed) makes the screen's exit status 4, unless allowed."""
+        return any(map(_fatal, self.caliber)) and not self.settings.allow_caliber_mismatch
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if _common.is_worker(self.config) or not self.lines:
+        if _common.is_worker(self.config):
+            return
+        if self.refused():
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if not self.lines:
             return
         path = self.settings.root / SCREEN_FILE
         records.write_atomic(path, screening.write_screen(self.lines.values()))
@@ -868,6 +896,14 @@ class AbController:
             return
         path = self.settings.root / SCREEN_FILE
         terminalreporter.write_sep("=", "zlbench screen")
+        for text in self.caliber:
+            terminalreporter.write_line(text, red=_fatal(text), yellow=not _fatal(text))
+        if self.refused():
+            terminalreporter.write_line(
+                f"{CALIBER_PREFIX} those rounds count as failed and have no range; "
+                "--zl-allow-caliber-mismatch measures them anyway",
+                red=True,
+            )
         if not self.lines or not path.is_file():
             terminalreporter.write_line("no operator was screened")
             return

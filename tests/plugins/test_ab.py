@@ -382,6 +382,13 @@ def test_rounds_spread_over_xdist_workers(suite: pytest.Pytester) -> None:
     assert len(written) == 1
     assert sorted(read_lines(root)) == ["abs", "relu"]
     result.stdout.fnmatch_lines(["*= zlbench screen =*", "abs*NO_TRITON*", "relu*NO_TRITON*"])
+    # the controller shows one line per operator as its worker reports it (the per-round lines
+    # of workers go to progress.log only)
+    shown = [ln for ln in result.outlines if re.match(r"\[zlbench +[\d.]+s\] (abs|relu): ", ln)]
+    assert sorted(ln.split("] ", 1)[1] for ln in shown) == [
+        "abs: NO_TRITON; rows 2",
+        "relu: NO_TRITON; rows 1",
+    ]
 
 
 def test_identical_ir_skips_later_rounds_unless_allowed(suite: pytest.Pytester) -> None:
@@ -599,3 +606,53 @@ def test_a_malformed_dismiss_list_is_one_usage_error(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     result.stderr.fnmatch_lines(["ERROR: ops/dismiss.yaml: *"])
+
+
+LEVEL_FROM_ENV = """
+
+def pytest_addoption(parser):
+    # FlagGems' --level; here its default follows the environment, so a switch can change it
+    parser.addoption("--level", default=os.environ.get("ZL_TEST_LEVEL", "core"))
+"""
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_caliber_mismatch_inside_a_screen_is_a_refusal(
+    suite: pytest.Pytester, allow: bool
+) -> None:
+    """SPEC §5 holds inside a screen too: when an operator's two sides differ in a caliber field
+    (here the switch changes FlagGems' level), every problem gets a ``!!! [caliber]`` line, the
+    round has no range, and the exit status is 4 unless --zl-allow-caliber-mismatch."""
+    suite.makeconftest("import os\n" + SUITE_CONFTEST + LEVEL_FROM_ENV)
+    suite.makepyfile(test_relu=RELU)
+    args = ["--zl-ab=ZL_TEST_LEVEL=comprehensive"] + (
+        ["--zl-allow-caliber-mismatch"] if allow else []
+    )
+    result, root = screen(suite, *args, "-n", "1")
+    lines = [ln for ln in result.outlines if ln.startswith("!!! [caliber]")]
+    assert any("bench_level" in ln and "core" in ln and "comprehensive" in ln for ln in lines), (
+        result.outlines
+    )
+    relu = read_lines(root)["relu"]
+    if allow:
+        assert result.ret == pytest.ExitCode.OK
+        assert relu.rows == "1"  # measured anyway (NO_TRITON: a range-less verdict)
+        assert "caliber mismatch allowed: bench_level" in relu.note
+    else:
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert relu.range == ""  # the round counts as failed: no range
+        assert "caliber: bench_level" in relu.note
+        assert any("--zl-allow-caliber-mismatch" in ln for ln in lines)
+
+
+def test_a_shared_tuner_cache_warns_in_the_screen(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite.makepyfile(test_relu=RELU)
+    monkeypatch.setenv("FLAGGEMS_DB_URL", "postgresql://tuner-host/configs")
+    result, root = screen(suite, SWITCH)
+    assert result.ret == pytest.ExitCode.OK
+    warnings = [ln for ln in result.outlines if ln.startswith("[caliber] warning:")]
+    (warning,) = warnings
+    assert "shared tuner cache" in warning
+    assert "caliber warning: tuner_cache" in read_lines(root)["relu"].note
