@@ -294,3 +294,40 @@ def test_a_broken_process_is_reported_once_without_xdist(
     lines = [ln for ln in result.stdout.lines if what in ln]
     assert len(lines) == 1
     assert f"later tests of this process {later}" in lines[0]
+
+
+FALLBACK_FIXTURE_TESTS = """
+from pytest_zlbench.adapters.timers import Measurement
+from pytest_zlbench.core.records import Spread
+import pytest_zlbench.plugins.timing as timing
+
+
+class FallingBack:
+    name = "graph"
+
+    def measure(self, fn):
+        fn()
+        return Measurement(0.5, Spread(0.5, 0.5, 0.5, 5), "direct", fallback="RuntimeError: sync")
+
+
+def test_uncapturable(zl_bench, monkeypatch):
+    monkeypatch.setattr(timing, "active_timer", lambda config: FallingBack())
+    zl_bench(lambda: None, op="nonzero", dtype="float16", shape="[64]")
+"""
+
+
+def test_the_fixture_marks_a_fallback_row_like_the_adapter(zl_pytester: pytest.Pytester) -> None:
+    """A shape timed directly after a failed capture carries the marker line in the run's text
+    output, whether FlagGems or the ``zl_bench`` fixture measured it."""
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_fb=FALLBACK_FIXTURE_TESTS)
+    out = zl_pytester.path / "run"
+    result = zl_pytester.runpytest("--zl-backend=cpu", f"--zl-out={out}", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    log = (out / "run.log").read_text()
+    assert (
+        "BENCHMARK_DIRECT_NO_CUDAGRAPH op=nonzero dtype=float16 shape=[64] "
+        "reason=RuntimeError: sync" in log
+    )
+    (row,) = read_jsonl(out / "rows.jsonl")
+    assert (row["timer"], row["fallback"]) == ("direct", "RuntimeError: sync")

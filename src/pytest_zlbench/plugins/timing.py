@@ -257,6 +257,10 @@ class Bench:
             spread_base=base.spread if base else None,
             node=self._item.nodeid,
         )
+        if row.fallback:  # the same marker line the FlagGems adapter prints (SPEC §6)
+            from ..adapters.timers import FALLBACK_MARK
+
+            print(f"{FALLBACK_MARK} op={row.op} dtype={dtype} shape={shape} reason={row.fallback}")
         self.rows.append(row)
         self._item.stash.setdefault(item_rows_key, []).append(row)
         return row
