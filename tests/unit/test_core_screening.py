@@ -675,3 +675,37 @@ def test_a_recording_side_never_reads_as_an_ir_change() -> None:
         "abs", [rnd(1, rows_a, rows_b, ir_a, ir_b, identity_a=REPLAY, identity_b=REPLAY)]
     )
     assert same.verdict == IR_CHANGED
+
+
+# -- the baseline as an in-run control (SPEC §8) ------------------------------------------------
+
+
+def based(shape: str, latency: float, base: float) -> Row:
+    return Row(op="mm", dtype="float16", shape=shape, latency=latency, latency_base=base)
+
+
+def test_the_baseline_is_carried_as_an_in_run_control() -> None:
+    """torch's latency is not touched by a compiler switch: its delta between the sides is how
+    far the machine moved, reported beside the operator's own delta."""
+    a = [based("[64]", 1.0, 2.0), based("[128]", 1.0, 4.0)]
+    b = [based("[64]", 1.2, 2.0), based("[128]", 1.3, 4.02)]
+    kernel = ir(("mm_kernel", "h1"))
+    still = aggregate("mm", [rnd(1, a, b, kernel, kernel)])
+    assert still.verdict == NO_IR_DIFF
+    assert [s.base_deltas for s in still.shapes] == [(0.0,), (pytest.approx(0.005),)]
+    assert still.baseline_delta == pytest.approx(0.0025)
+    assert still.to_json()["baseline_delta"] == pytest.approx(0.0025)
+    assert still.to_json()["shapes"][0]["baseline_deltas"] == [0.0]
+    assert not any("baseline moved" in n for n in still.notes)
+
+    drifted = [based("[64]", 1.2, 2.1), based("[128]", 1.3, 4.2)]  # the machine slowed 5 %
+    moved = aggregate("mm", [rnd(1, a, drifted, kernel, kernel)])
+    (note,) = [n for n in moved.notes if "baseline moved" in n]
+    assert note.startswith("the baseline moved +5.00% between the sides too (median over 2 shapes)")
+
+
+def test_rows_without_a_baseline_have_no_control() -> None:
+    result = aggregate("abs", [rnd(1, [row("[64]", 1.0)], [row("[64]", 1.1)])])
+    assert result.shapes[0].base_deltas == ()
+    assert result.baseline_delta is None
+    assert result.to_json()["baseline_delta"] is None

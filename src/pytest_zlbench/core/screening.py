@@ -73,6 +73,17 @@ class Pair:
     def timers_differ(self) -> bool:
         return self.a.timer != self.b.timer
 
+    @property
+    def base_delta(self) -> float | None:
+        """The baseline's (torch's) delta between the sides: the in-run control (SPEC §8). A
+        compiler switch does not reach the baseline, so its move is the machine's."""
+        a, b = self.a.latency_base, self.b.latency_base
+        if a is None or b is None or not (a > 0 and b > 0):
+            return None
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return None
+        return b / a - 1.0
+
 
 @dataclass(frozen=True)
 class Pairing:
@@ -149,6 +160,11 @@ SIDE_FIELD = "side"
 SWITCH_FIELD = "switch"
 
 
+#: how far the baseline (torch) may move between the sides before the note says so: above the
+#: worst two-process difference of the graph timer on rows of 10 us and more (1.37 % on an H200,
+#: docs/PERFORMANCE.md)
+BASELINE_MOVE = 0.02
+
 #: identity field: a hash of the recorded autotune configs a replaying run was seeded with
 SEED_FIELD = "replay_seed"
 
@@ -195,6 +211,7 @@ def is_control(rounds: Sequence[RoundInput]) -> bool:
 class ShapeResult:
     key: Key
     deltas: tuple[float, ...]  # one per round that paired this key
+    base_deltas: tuple[float, ...] = ()  # the baseline's, per round that had one on both sides
 
     @property
     def median(self) -> float:
@@ -255,6 +272,13 @@ class OpResult:
     def sign_flips(self) -> tuple[Key, ...]:
         return tuple(s.key for s in self.shapes if s.sign_flip)
 
+    @property
+    def baseline_delta(self) -> float | None:
+        """Median over shapes of the baseline's median delta: how far the machine moved
+        between the sides while the switch moved the operator by :attr:`median_delta`."""
+        moves = [median(s.base_deltas) for s in self.shapes if s.base_deltas]
+        return median(moves) if moves and self.has_range else None
+
     def range_text(self) -> str:
         r = self.range
         if r is None:
@@ -300,6 +324,7 @@ class OpResult:
             "rows_total": self.rows_total,
             "range": list(self.range) if self.range else None,
             "median_delta": self.median_delta,
+            "baseline_delta": self.baseline_delta,
             "within_side_spread": self.within_side_spread,
             "delta_spread": self.delta_spread,
             "sign_flips": [list(k) for k in self.sign_flips],
@@ -313,6 +338,7 @@ class OpResult:
                     "shape": s.key[2],
                     "occurrence": s.key[3],
                     "deltas": list(s.deltas),
+                    "baseline_deltas": list(s.base_deltas),
                     "median": s.median,
                     "round_spread": s.round_spread,
                     "sign_flip": s.sign_flip,
@@ -395,6 +421,7 @@ def aggregate(
     if control is None:
         control = is_control(rounds)
     per_key: dict[Key, list[float]] = {}
+    per_base: dict[Key, list[float]] = {}
     all_keys: set[Key] = set()
     timer_mismatch: set[Key] = set()
     spreads: list[float] = []
@@ -406,6 +433,8 @@ def aggregate(
         unusable = max(unusable, pairing.unusable)
         for p in pairing.pairs:
             per_key.setdefault(p.key, []).append(p.delta)
+            if p.base_delta is not None:
+                per_base.setdefault(p.key, []).append(p.base_delta)
             if p.timers_differ:
                 timer_mismatch.add(p.key)
         spreads += _rel_spreads(r.rows_a) + _rel_spreads(r.rows_b)
@@ -418,7 +447,9 @@ def aggregate(
         notes_out.append(
             _pairing_note(len(complete_keys), len(all_keys), only_a, only_b, unusable, partial)
         )
-    shapes = tuple(ShapeResult(k, tuple(per_key[k])) for k in complete_keys)
+    shapes = tuple(
+        ShapeResult(k, tuple(per_key[k]), tuple(per_base.get(k, ()))) for k in complete_keys
+    )
 
     kernels_a = kernels_b = cl_a = cl_b = None
     changed: tuple[str, ...] = ()
@@ -475,6 +506,15 @@ def aggregate(
         if len(explained) == len(changed):
             note += ", so the switch may not have changed this operator's code"
         notes_out.append(note)
+
+    moves = [median(s.base_deltas) for s in shapes if s.base_deltas]
+    ranged = verdict in (IR_CHANGED, NO_IR_DIFF, IR_UNKNOWN)  # the verdicts that show a range
+    if moves and ranged and not failed and abs(median(moves)) >= BASELINE_MOVE:
+        notes_out.append(
+            f"the baseline moved {_pct(median(moves))} between the sides too (median over "
+            f"{len(moves)} shape{'' if len(moves) == 1 else 's'}): a switch does not reach it, "
+            "so part of the delta may be the machine's"
+        )
 
     flips = [s.key for s in shapes if s.sign_flip]
     if flips and not control and not failed:
