@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import json
 import os
 import platform
 import shutil
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .core.records import Row, RunIdentity
 
 ROWS_ATTR = "zl_rows"
+PINS_ATTR = "zl_autotune"  # plain triton.autotune choices a test's process recorded
 
 
 def now() -> str:
@@ -59,7 +61,29 @@ def seed_replay(source: Path, cache_dir: Path) -> tuple[int, str]:
             shutil.copy2(db, dest / db.name)
             digest.update(db.name.encode() + b"\0" + (dest / db.name).read_bytes())
             count += 1
+    pins = source / "autotune.json"  # core.autotune.PINS_FILE
+    if pins.is_file():
+        digest.update(b"autotune.json\0" + pins.read_bytes())
     return count, digest.hexdigest()[:16]
+
+
+def replay_pins(replay: Any) -> Any:
+    """The plain ``triton.autotune`` choices recorded in the ``--zl-replay-from`` directory
+    (``core.autotune.Pins``; empty without one); a usage error names a malformed file."""
+    from .core.autotune import PINS_FILE, pins_from_json
+
+    if not replay:
+        return {}
+    path = Path(str(replay)).resolve() / PINS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return pins_from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        first = (str(exc).splitlines() or [""])[0]
+        raise pytest.UsageError(f"--zl-replay-from {path}: unreadable ({first})") from None
+    except ValueError as exc:
+        raise pytest.UsageError(f"--zl-replay-from {exc}") from None
 
 
 def start_run(early_config: pytest.Config, out: Any) -> None:
@@ -88,7 +112,9 @@ def start_run(early_config: pytest.Config, out: Any) -> None:
         raise pytest.UsageError(
             "TRITON_STORE_BINARY_ONLY is set: Triton would keep no TTGIR to fingerprint; unset it"
         )
-    early_config.stash[run_recorder_key] = RunRecorder(early_config, run_dir, replay, seeded, seed)
+    recorder = RunRecorder(early_config, run_dir, replay, seeded, seed)
+    recorder.pins = replay_pins(replay)
+    early_config.stash[run_recorder_key] = recorder
 
 
 def _card(config: pytest.Config) -> str:
@@ -113,12 +139,45 @@ class WorkerRows:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.card: str | None = None
+        self.pinning: bool | None = None  # whether triton.autotune is wrapped in this process
+
+    def _pin(self) -> None:
+        """Wrap plain triton.autotune once the suite has imported Triton (SPEC §8)."""
+        if self.pinning:
+            return
+        from .adapters import triton_autotune
+
+        self.pinning = triton_autotune.install(
+            replay_pins(_common.raw(self.config, "zl_replay_from"))
+        )
+
+    @pytest.hookimpl
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._pin()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self._pin()  # a suite that imports Triton only inside its tests
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.pinning:
+            from .adapters import triton_autotune
+
+            triton_autotune.uninstall()
+            self.pinning = False
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if call.when == "call" and self.pinning:
+            from .adapters import triton_autotune
+
+            chosen = triton_autotune.drain()
+            if chosen:
+                setattr(report, PINS_ATTR, [list(entry) for entry in chosen])
         if call.when == "call":
             rows = item.stash.get(item_rows_key, [])
             if rows:
@@ -174,6 +233,7 @@ class RunRecorder(WorkerRows):
         self.tee: _Tee | None = None
         self.errors: list[str] = []
         self.tuned: list[str] = []
+        self.pins: Any = {}  # core.autotune.Pins: the replayed choices, then the ones recorded
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -188,6 +248,11 @@ class RunRecorder(WorkerRows):
             self.nodes.setdefault(report.nodeid, None)
         from .core.records import RecordError, Row
 
+        chosen = getattr(report, PINS_ATTR, None)
+        if chosen:
+            from .core.autotune import merge_pins
+
+            merge_pins(self.pins, (tuple(entry) for entry in chosen))
         for data in getattr(report, ROWS_ATTR, None) or []:
             try:
                 self.rows.append(Row.from_json(data))
@@ -252,6 +317,7 @@ class RunRecorder(WorkerRows):
             "replay_seeded_dbs": self.seeded,
             "replay_seed": self.seed or None,  # core.screening.SEED_FIELD
             "autotuned": self.tuned,
+            "autotune_pins": sum(len(keys) for keys in self.pins.values()),
             "timer_settings": settings.timer.describe()
             if settings is not None and settings.timer is not None
             else None,
@@ -287,6 +353,10 @@ class RunRecorder(WorkerRows):
         records.write_atomic(run_dir / records.SUMMARY_FILE, summary.write_tsv(lines))
         records.write_atomic(run_dir / records.LOG_FILE, self.log.getvalue())
         self.tuned = tuned_keys(self.log.getvalue())
+        if self.pins:
+            from .core.autotune import PINS_FILE, pins_to_json
+
+            records.write_json(run_dir / PINS_FILE, pins_to_json(self.pins))
         self.ir_note = write_ir(run_dir)
         records.write_identity(run_dir, self.identity(exitstatus))
         complete = int(exitstatus) in (0, 1, 5) and not self.errors
@@ -327,6 +397,7 @@ class RunRecorder(WorkerRows):
         if self.tee is not None:
             sys.stdout = self.tee.inner
             self.tee = None
+        super().pytest_unconfigure(config)
 
 
 def write_ir(run_dir: Path) -> str:

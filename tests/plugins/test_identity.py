@@ -236,3 +236,109 @@ def test_xdist_rows_reach_the_controller_once(bench_suite: pytest.Pytester) -> N
     headers = [line for line in log.splitlines() if line.startswith("===== ")]
     assert headers
     assert all(re.search(r" gw[01]$", line) for line in headers), headers
+
+
+# --------------------------------------------------------------------------------------------
+# autotune record / replay (SPEC §8): LibTuner databases and plain triton.autotune choices
+
+TRITON_CONFTEST = '''
+import os
+
+import triton
+from triton.runtime.autotuner import Autotuner
+
+
+def _run(self, *args, **kwargs):
+    """Autotuner.run without a GPU: tune a new key (count it in tunings.txt), then return the
+    chosen config instead of launching."""
+    named = {**dict(zip(self.arg_names, args)), **kwargs}
+    key = tuple(named[k] for k in self.keys)
+    if key not in self.cache:
+        with open(os.environ["TUNINGS"], "a") as out:
+            out.write(f"{key}\\n")
+        self.cache[key] = self.configs[-1]
+    return self.cache[key]
+
+
+Autotuner.run = _run
+'''
+
+TRITON_TESTS = """
+import os
+
+import pytest
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (32, 64, 128)], key=["n"])
+@triton.jit
+def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2, mask=offs < n)
+
+
+@pytest.mark.parametrize("n", [24, 1000])
+def test_scale(zl_bench, n):
+    zl_bench(lambda: scale_kernel.run(None, n), op="scale", dtype="float32", shape=f"[{n}]")
+"""
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
+def test_replay_pins_plain_triton_autotune_and_the_libtuner_db(
+    zl_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:  # never imported here: the runs import it
+        pytest.skip("needs the triton package")
+    from pytest_zlbench.core.autotune import PINS_FILE, pins_from_json
+
+    zl_pytester.makeconftest(TRITON_CONFTEST)
+    zl_pytester.makepyfile(test_scale=TRITON_TESTS)
+    tunings = zl_pytester.path / "tunings.txt"
+    monkeypatch.setenv("TUNINGS", str(tunings))
+    args = ["--zl-backend=cpu", "-p", "no:cacheprovider", "-p", "no:randomly", *workers]
+
+    rec = zl_pytester.path / "rec"
+    db = rec / "flaggems_cache" / "config_cache"
+    result = zl_pytester.runpytest_subprocess(*args, f"--zl-out={rec}", *NO_HYPOTHESIS)
+    result.assert_outcomes(passed=2)
+    assert sorted(tunings.read_text().split("\n")[:-1]) == ["(1000,)", "(24,)"]
+    pins = pins_from_json(json.loads((rec / PINS_FILE).read_text()))
+    (kernel,) = pins
+    assert kernel.endswith("scale_kernel")
+    assert sorted(pins[kernel]) == ["(1000,)", "(24,)"]
+    assert {p.index for p in pins[kernel].values()} == {2}
+    assert read_identity(rec).info["autotune_pins"] == 2
+    db.mkdir(parents=True, exist_ok=True)  # FlagGems would have created it
+    (db / "TunedConfig_nvidia_triton_3_6.db").write_bytes(b"recorded LibTuner configs")
+
+    tunings.unlink()
+    rep = zl_pytester.path / "rep"
+    result = zl_pytester.runpytest_subprocess(
+        *args, f"--zl-out={rep}", f"--zl-replay-from={rec}", *NO_HYPOTHESIS
+    )
+    result.assert_outcomes(passed=2)
+    assert not tunings.exists()  # no key tuned again
+    assert "had to tune" not in result.stdout.str()
+    identity = read_identity(rep)
+    assert identity.autotune_mode == "replay"
+    assert identity.info["replay_seeded_dbs"] == 1
+    assert identity.info["replay_seed"]
+    copied = rep / "flaggems_cache" / "config_cache" / "TunedConfig_nvidia_triton_3_6.db"
+    assert copied.read_bytes() == b"recorded LibTuner configs"
+    assert pins_from_json(json.loads((rep / PINS_FILE).read_text())) == pins
+
+
+def test_a_malformed_pin_file_in_the_replay_source_is_a_usage_error(
+    bench_suite: pytest.Pytester,
+) -> None:
+    rec = bench_suite.path / "rec"
+    rec.mkdir()
+    (rec / "autotune.json").write_text('{"schema": 1, "kernels": {"k": {"(1,)": "x"}}}')
+    result = bench_suite.runpytest(
+        "--zl-backend=cpu", f"--zl-out={bench_suite.path / 'rep'}", f"--zl-replay-from={rec}"
+    )
+    assert_usage_error(result, "autotune.json: k (1,): expected [index, config text]")
