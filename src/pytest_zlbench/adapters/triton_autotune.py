@@ -49,18 +49,21 @@ def install(replay: Pins) -> bool:
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         if type(self) is not autotuner or len(getattr(self, "configs", ())) <= 1:
             return original(self, *args, **kwargs)
-        name = kernel_name(self)
         cache = self.cache
-        if not getattr(self, "_zlbench_seeded", False):
-            self._zlbench_seeded = True
-            seed(cache, self.configs, _state["replay"].get(name, {}))
-        before = set(cache)
+        known = getattr(self, "_zlbench_known", None)
+        if known is None:  # the kernel's first call in this process
+            seed(cache, self.configs, _state["replay"].get(kernel_name(self), {}))
+            known = self._zlbench_known = set(cache)
         try:
             return original(self, *args, **kwargs)
         finally:
-            for key in set(cache) - before:
-                config = cache[key]
-                _state["new"].append((name, repr(key), position(self.configs, config), str(config)))
+            if len(cache) != len(known):  # the cheap test on every launch: a key was tuned
+                name = kernel_name(self)
+                for key in set(cache) - known:
+                    config = cache[key]
+                    entry = (name, repr(key), position(self.configs, config), str(config))
+                    _state["new"].append(entry)
+                    known.add(key)
 
     autotuner.run = run
     return True
