@@ -9,9 +9,10 @@
 #    never reached (linalg_lu_factor_ex_out, triu_, upsample_bicubic2d_aa_backward); (3) the
 #    backend caliber axis (issue 4, README): abs and mul at --level core recorded with
 #    --zl-backend=cpu (the host clock, what a run mislabelled cpu would hold) against cuda,
-#    paired with benchmarks/timer_noise.py; (4) with the time left, benchmarks/gpu/offset_probe.py
-#    in fresh processes (abs 64x64 fp16 after pads of 0-144 MB: does the microsecond offset
-#    follow the input's placement?).
+#    paired with benchmarks/timer_noise.py; (4) plain triton.autotune record / replay on
+#    vector_norm (the replay should tune nothing); (5) with the time left,
+#    benchmarks/gpu/offset_probe.py in fresh processes (abs 64x64 fp16 after pads of 0-144 MB:
+#    does the microsecond offset follow the input's placement?).
 #  card 1: hadamard_transform_mn alone with the rest of the call as its limit (its baseline
 #    builds a 2 GB Hadamard matrix on the host at every call).
 # Then the sample report over the old shards' directories is run locally (VALIDATION.md).
@@ -53,6 +54,15 @@ card0() {
       --level core -p no:cacheprovider -q --zl-backend=$b --zl-replay-from=$SEED --zl-out="$W/backend_$b" | tail -n 1
   done
   python3 "$REPO/benchmarks/timer_noise.py" "backend cuda vs cpu=$W/backend_cuda,$W/backend_cpu"
+  # plain triton.autotune pinning (vector_norm's kernels): the replay should print no tuning
+  for m in rec rep; do
+    s=$(lim 120) || { echo "vector_norm $m: skipped, no time left"; continue; }
+    extra=""; [ "$m" = rep ] && extra="--zl-replay-from=$W/vnorm_rec"
+    timeout -s INT -k 10 "$s" python3 -m pytest benchmark/test_vector_norm.py::test_vector_norm $COMMON \
+      --zl-out="$W/vnorm_$m" $extra | tail -n 1
+    echo "vector_norm $m: $(grep -c 'Triton autotuning for function' "$W/vnorm_$m/run.log") tunings printed;" \
+      "autotune.json: $(grep -o '"(' "$W/vnorm_$m/autotune.json" 2>/dev/null | wc -l) keys"
+  done
   for i in $(seq 1 24); do
     [ "$(left)" -gt 15 ] || break
     timeout 30 python3 "$REPO/benchmarks/gpu/offset_probe.py" $(( (i % 4) * 48 )) 2>/dev/null | tail -n 1
