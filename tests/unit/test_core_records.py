@@ -371,3 +371,28 @@ def test_is_complete(tmp_path: Path) -> None:
     assert not records.is_complete(tmp_path)
     records.write_atomic(tmp_path / records.COMPLETE_FILE, "done\n")
     assert records.is_complete(tmp_path)
+
+
+# -- tuned keys, read from a run's captured output (text as printed on the H200, 2026-11-29) ----
+
+H200_LOG = """\
+Autotuning kernel adaptive_max_pool3d_backward_kernel with config BLOCK_SIZE: 64, num_warps: 4
+Triton autotuning for function adaptive_max_pool3d_backward_kernel,
+with key as (1024, 'torch.bfloat16', 'torch.int64', 'torch.float32'),
+finished after 2.17s,
+best config selected: BLOCK_SIZE: 128, num_warps: 4, num_ctas: 1, num_stages: 3, maxnreg: None;
+Triton autotuning for function recompute_w_u_fwd_kernel finished after 10.59s; config key: (8, 64, \
+64, False, 'torch.bfloat16'), benchmark key: (8, 64, 'triton_cuda_graph_replay_v1', 25, 100), best \
+config selected: num_warps: 8, num_ctas: 1, num_stages: 3, maxnreg: None;
+"""
+
+
+def test_tuned_keys_reads_both_tuners_in_order() -> None:
+    from pytest_zlbench.core.autotune import tuned_keys
+
+    assert tuned_keys(H200_LOG) == [
+        "adaptive_max_pool3d_backward_kernel (1024, 'torch.bfloat16', 'torch.int64', "
+        "'torch.float32')",
+        "recompute_w_u_fwd_kernel (8, 64, 64, False, 'torch.bfloat16')",
+    ]
+    assert tuned_keys("Autotuning kernel k with config BLOCK: 64\n") == []  # a candidate only

@@ -61,3 +61,23 @@ def test_without_graph_safe_states_the_value_is_restored(generators: tuple[Gen, 
     api, calls = api_with(generators)
     api.restore_rng(api.isolate_rng())
     assert calls == {"cpu": ["cpu-state"], "device": ["device-value"]}
+
+
+class AcceleratorError(RuntimeError):
+    """Like ``torch.AcceleratorError`` (torch >= 2.8): the CUDA error code as an attribute."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.error_code = code
+
+
+def test_the_error_code_is_read_from_the_exception_not_its_text() -> None:
+    api = object.__new__(TorchDeviceAPI)
+    assert api.error_code(AcceleratorError("CUDA error: an illegal memory access", 700)) == 700
+    # newer torch appends hints about device-side assertions to every CUDA error: the text
+    # never decides
+    hint = RuntimeError("CUDA error: invalid argument\nCompile with `TORCH_USE_CUDA_DSA`")
+    assert api.error_code(hint) is None
+    odd = AcceleratorError("x", 700)
+    odd.error_code = "700"  # type: ignore[assignment]
+    assert api.error_code(odd) is None
