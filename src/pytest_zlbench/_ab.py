@@ -866,10 +866,11 @@ class AbController:
             if name == "zl_screen" and isinstance(value, dict):
                 line = screening.ScreenLine.from_json(value)
                 self.lines[line.op] = line
-                # the one line per operator a controller shows under xdist, whose workers'
-                # per-round lines go to progress.log only
-                verdict = f"{line.verdict} {line.range}".strip()
-                self.progress(f"{line.op}: {verdict}; rows {line.rows or 0}")
+                if self.config.pluginmanager.has_plugin("dsession"):
+                    # the one line per operator a controller shows under xdist, whose
+                    # workers' per-round lines go to progress.log only
+                    verdict = f"{line.verdict} {line.range}".strip()
+                    self.progress(f"{line.op}: {verdict}; rows {line.rows or 0}")
             elif name == "zl_caliber" and isinstance(value, list):
                 self.caliber.update(dict.fromkeys(map(str, value)))
 

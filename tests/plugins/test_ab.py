@@ -656,3 +656,64 @@ def test_a_shared_tuner_cache_warns_in_the_screen(
     (warning,) = warnings
     assert "shared tuner cache" in warning
     assert "caliber warning: tuner_cache" in read_lines(root)["relu"].note
+
+
+SIM_BACKEND = """
+import dataclasses
+
+import pytest_zlbench.plugins.timing as timing
+from pytest_zlbench.adapters.timers import CpuTimer
+from pytest_zlbench.core.backends import BUILTIN_BACKENDS
+
+
+def pytest_zlbench_device_register(registry):
+    # a GPU-like backend (so the screen records and replays autotune configs) whose runs time
+    # on the CPU clock, so that the controller's recording pass can run without a GPU
+    cpu = [b for b in BUILTIN_BACKENDS if b.name == "cpu"][0]
+    registry.add(dataclasses.replace(cpu, name="sim", aliases=(), visibility_var="SIM_VISIBLE"))
+
+
+timing.build_timer = lambda *args, **kwargs: CpuTimer(warmup_ms=1.0, rep_ms=2.0, min_samples=5)
+"""
+
+
+def test_a_gpu_backend_screen_records_once_and_every_side_replays(
+    suite: pytest.Pytester,
+) -> None:
+    """SPEC §8: a recording pass pins the autotune configs; every measured run on both sides
+    replays that one set (here a stand-in LibTuner database and autotune.json)."""
+    suite.makeconftest(SUITE_CONFTEST + SIM_BACKEND)
+    suite.makepyfile(
+        test_relu=RELU
+        + """
+
+def test_tuning_leaves_a_database():
+    folder = os.path.join(os.environ["FLAGGEMS_CACHE_DIR"], "config_cache")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "TunedConfig_sim_triton_3_6.db")
+    if not os.path.exists(path):  # LibTuner: only a recording run tunes
+        with open(path, "w") as handle:
+            handle.write("configs tuned by " + os.environ.get("ZLBENCH_SIDE", "?"))
+"""
+    )
+    out = suite.path / "screen"
+    result = suite.runpytest_subprocess(
+        "--zl-backend=sim", "-p", "no:cacheprovider", *NO_HYPOTHESIS, f"--zl-out={out}", SWITCH
+    )
+    assert result.ret == 0, result.outlines
+    record = out / "relu" / "record"
+    assert is_complete(record)
+    assert read_identity(record).autotune_mode == "record"
+    seeds = set()
+    for side in "AB":
+        identity = read_identity(out / "relu" / f"r1_{side}")
+        assert identity.autotune_mode == "replay"
+        assert identity.info["replay_from"] == str(record)
+        seeds.add(identity.info["replay_seed"])
+        db = out / "relu" / f"r1_{side}" / "flaggems_cache" / "config_cache"
+        assert (db / "TunedConfig_sim_triton_3_6.db").read_text().startswith("configs tuned by")
+        assert "replay had to tune" not in (out / "relu" / f"r1_{side}" / "run.log").read_text()
+    assert len(seeds) == 1  # both sides replay the same recording
+    assert child_steps(out, "relu") == ["r1 A", "r1 B"]
+    steps = [line.split(":")[0] for line in progress(out, "relu") if line.endswith(")")]
+    assert steps[:3] == ["relu record", "relu r1 A", "relu r1 B"], steps
