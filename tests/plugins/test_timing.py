@@ -231,6 +231,57 @@ def test_flaggems_adapter_records_rows(gems_suite: pytest.Pytester) -> None:
     }
 
 
+FALLING_BACK_CONFTEST = """
+
+import time
+
+import pytest_zlbench.plugins.timing as _timing
+from pytest_zlbench.adapters.timers import Measurement
+from pytest_zlbench.core.records import Spread
+
+
+class _FallingBack:
+    # every shape's capture fails (a host sync): timed directly, with the reason
+    name = "graph"
+
+    def describe(self):
+        return "graph(stand-in)"
+
+    def direct_repeat(self):
+        return ""
+
+    def measure(self, fn):
+        start = time.perf_counter()
+        fn()
+        ms = (time.perf_counter() - start) * 1000 or 1e-6
+        return Measurement(ms, Spread(ms, ms, ms, 1), "direct", fallback="RuntimeError: sync")
+
+
+_timing.build_timer = lambda *args, **kwargs: _FallingBack()
+"""
+
+
+def test_flaggems_fallback_rows_are_marked(gems_suite: pytest.Pytester) -> None:
+    """Through the FlagGems adapter (both layouts): a shape whose capture failed is a row with
+    ``timer=direct`` and its reason, and the run's text output carries the marker line."""
+    conftest = gems_suite.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + FALLING_BACK_CONFTEST)
+    out = gems_suite.path / "run"
+    result = gems_suite.runpytest("--zl-backend=cpu", f"--zl-out={out}", "benchmark")
+    result.assert_outcomes(passed=1)
+    rows = read_jsonl(out / "rows.jsonl")
+    assert [(r["shape"], r["timer"], r["fallback"]) for r in rows] == [
+        ("[200]", "direct", "RuntimeError: sync"),
+        ("[400]", "direct", "RuntimeError: sync"),
+    ]
+    log = (out / "run.log").read_text()
+    for shape in ("[200]", "[400]"):
+        assert (
+            f"BENCHMARK_DIRECT_NO_CUDAGRAPH op=abs dtype=float32 shape={shape} "
+            "reason=RuntimeError: sync" in log
+        )
+
+
 def test_flaggems_adapter_is_inert_without_options(gems_suite: pytest.Pytester) -> None:
     result = gems_suite.runpytest("benchmark")
     result.assert_outcomes(passed=1)
