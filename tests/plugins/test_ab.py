@@ -554,45 +554,33 @@ def test_screening_options_in_the_ini_addopts_are_refused(suite: pytest.Pytester
     assert "--zl-ab is in the ini file's addopts" in line
 
 
+@pytest.mark.parametrize(
+    ("entry", "shown"),
+    [
+        ("    reason: 'RuntimeError: no kernel image'\n", "RuntimeError: no kernel image"),
+        # applies here because the package cannot be imported, and the skip says so (on a
+        # machine that has it the operator is screened: the unit tests)
+        (
+            "    reason: 'vLLM not installed'\n    while_missing: [zlbench_absent_pkg]\n",
+            "vLLM not installed (while zlbench_absent_pkg cannot be imported)",
+        ),
+    ],
+    ids=["verified", "while-missing"],
+)
 def test_dismissed_operators_are_skipped_with_their_reason(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, entry: str, shown: str
 ) -> None:
     dismiss = suite.path / "dismiss.yaml"
     dismiss.write_text(
-        "schema: 1\ndismissed:\n  relu:\n    reason: 'RuntimeError: no kernel image'\n"
-        "    date: 2026-11-29\n    card: NVIDIA H200\n"
+        "schema: 1\ndismissed:\n  relu:\n    date: 2026-11-29\n    card: NVIDIA H200\n" + entry
     )
     monkeypatch.setattr(compat, "DISMISS_PATH", dismiss)
     suite.makepyfile(test_relu=RELU)
     out = suite.path / "screen"
     result = suite.runpytest(*BASE, f"--zl-out={out}", "--zl-ab=OMP_NUM_THREADS=1", "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*dismissed (ops/dismiss.yaml): RuntimeError: no kernel image*"])
+    result.stdout.fnmatch_lines([f"*dismissed (ops/dismiss.yaml): {shown}*"])
     assert not (out / "relu").exists()  # no child ran
-
-
-def test_a_dismissal_for_a_missing_package_names_it(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An entry with while_missing applies here because the package cannot be imported, and the
-    skip says so (on a machine that has it the operator is screened: the unit tests)."""
-    dismiss = suite.path / "dismiss.yaml"
-    dismiss.write_text(
-        "schema: 1\ndismissed:\n  relu:\n    reason: 'vLLM not installed'\n"
-        "    date: 2026-11-29\n    card: NVIDIA H200\n    while_missing: [zlbench_absent_pkg]\n"
-    )
-    monkeypatch.setattr(compat, "DISMISS_PATH", dismiss)
-    suite.makepyfile(test_relu=RELU)
-    result = suite.runpytest(
-        *BASE, f"--zl-out={suite.path / 's'}", "--zl-ab=OMP_NUM_THREADS=1", "-rs"
-    )
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*dismissed (ops/dismiss.yaml): vLLM not installed"
-            " (while zlbench_absent_pkg cannot be imported)*"
-        ]
-    )
 
 
 def test_a_malformed_dismiss_list_is_one_usage_error(
