@@ -705,3 +705,28 @@ def test_tuning_leaves_a_database():
     assert child_steps(out, "relu") == ["r1 A", "r1 B"]
     steps = [line.split(":")[0] for line in progress(out, "relu") if line.endswith(")")]
     assert steps[:3] == ["relu record", "relu r1 A", "relu r1 B"], steps
+
+
+def test_children_inherit_their_workers_card(suite: pytest.Pytester) -> None:
+    """Under ``-n 2 --zl-devices=0,1`` each operator's item runs on one pinned worker, and
+    every child of that operator (the recording pass and both sides) sees that worker's card
+    only. No GPU is needed to pin: the visibility variable is set before anything probes."""
+    suite.makepyfile(
+        test_ops="import pytest\n\n@pytest.mark.abs\ndef test_abs():\n    pass\n",
+        test_relu="def test_relu():\n    pass\n",
+    )
+    out = suite.path / "screen"
+    result = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", *NO_HYPOTHESIS, "-n", "2", "--zl-devices=0,1",
+        "--zl-backend=cuda", f"--zl-out={out}", SWITCH,
+    )  # fmt: skip
+    assert result.ret == 0, result.outlines
+    cards = {}
+    for op in ("abs", "relu"):
+        seen = {
+            read_identity(out / op / run).info["visible_devices"]
+            for run in ("record", "r1_A", "r1_B")
+        }
+        assert len(seen) == 1, (op, seen)
+        cards[op] = seen.pop()
+    assert sorted(cards.values()) == ["0", "1"]
