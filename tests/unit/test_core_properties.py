@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -235,45 +234,3 @@ def test_summary_parse_tsv_never_crashes(text: str) -> None:
 def test_read_screen_never_crashes(text: str) -> None:
     lines = only_value_error(lambda: screening.read_screen(text))
     assert lines is None or all(line.verdict in screening.VERDICTS for line in lines)
-
-
-# -- pairing: swapping the sides ---------------------------------------------------------------
-
-LATENCIES = st.one_of(
-    st.sampled_from([0.0, -1.0, math.nan, math.inf, None]),
-    st.floats(min_value=1e-6, max_value=1e3),
-)
-ROWS = st.lists(
-    st.builds(
-        Row,
-        op=st.sampled_from(["abs", "mm"]),
-        dtype=st.sampled_from(["float16", "float32"]),
-        shape=st.sampled_from(["[1]", "[2]"]),
-        latency=LATENCIES,
-        timer=st.sampled_from(["graph", "direct"]),
-        status=st.sampled_from(["ok", "ok", "failed"]),
-    ),
-    max_size=10,
-)
-
-
-@PROPERTY
-@given(ROWS, ROWS)
-def test_swapping_the_sides_pairs_the_same_rows(rows_a: list[Row], rows_b: list[Row]) -> None:
-    ab = screening.pair_rows(rows_a, rows_b)
-    ba = screening.pair_rows(rows_b, rows_a)
-    assert {(p.key, id(p.a), id(p.b)) for p in ab.pairs} == {
-        (p.key, id(p.b), id(p.a)) for p in ba.pairs
-    }
-    assert (ab.keys_total, ab.unusable, ab.only_a, ab.only_b) == (
-        ba.keys_total,
-        ba.unusable,
-        ba.only_b,
-        ba.only_a,
-    )
-    # every row is in exactly one of: a pair, a key of one side only, an unusable key
-    assert len(ab.pairs) + ab.unusable + ab.only_a + ab.only_b == ab.keys_total
-    for p, q in zip(
-        sorted(ab.pairs, key=lambda p: p.key), sorted(ba.pairs, key=lambda p: p.key), strict=True
-    ):
-        assert (1 + p.delta) * (1 + q.delta) == pytest.approx(1.0)

@@ -543,6 +543,7 @@ ROWS = st.lists(
         latency=LATENCIES,
         op=st.sampled_from(["abs", "mm"]),
         dtype=st.sampled_from(["float16", "float32"]),
+        timer=st.sampled_from(["graph", "direct"]),
         status=st.sampled_from(["ok", "ok", "ok", "failed"]),
     ),
     max_size=12,
@@ -581,6 +582,27 @@ def test_no_usable_row_is_lost(rows_a: list[Row], rows_b: list[Row]) -> None:
     pairing = pair_rows(rows_a, rows_b)
     assert {p.key for p in pairing.pairs} == both
     assert pairing.keys_total == len(ref_a.keys() | ref_b.keys())
+
+
+@given(ROWS, ROWS)
+def test_swapping_the_sides_pairs_the_same_rows(rows_a: list[Row], rows_b: list[Row]) -> None:
+    ab = pair_rows(rows_a, rows_b)
+    ba = pair_rows(rows_b, rows_a)
+    assert {(p.key, id(p.a), id(p.b)) for p in ab.pairs} == {
+        (p.key, id(p.b), id(p.a)) for p in ba.pairs
+    }
+    assert (ab.keys_total, ab.unusable, ab.only_a, ab.only_b) == (
+        ba.keys_total,
+        ba.unusable,
+        ba.only_b,
+        ba.only_a,
+    )
+    # every row is in exactly one of: a pair, a key of one side only, an unusable key
+    assert len(ab.pairs) + ab.unusable + ab.only_a + ab.only_b == ab.keys_total
+    for p, q in zip(
+        sorted(ab.pairs, key=lambda p: p.key), sorted(ba.pairs, key=lambda p: p.key), strict=True
+    ):
+        assert (1 + p.delta) * (1 + q.delta) == pytest.approx(1.0)
 
 
 def interleave(rows: Sequence[Row], order: Sequence[int]) -> list[Row]:
