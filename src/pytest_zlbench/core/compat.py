@@ -27,9 +27,10 @@ DISMISS_PATH = OPS_DIR / "dismiss.yaml"
 
 SCHEMA = 1
 SOURCES: tuple[str, ...] = ("reasoned", "probed")
-_ENTRY_KEYS = frozenset({"file", "reason", "why", "source"})
-_TOP_KEYS = frozenset({"schema", "backend", "flaggems", "overrides", "keep"})
-_DISMISS_KEYS = frozenset({"reason", "date", "card", "note", "while_missing"})
+_ENTRY_KEYS = ("file", "reason", "why", "source")
+_TOP_KEYS = ("schema", "backend", "flaggems", "overrides", "keep")
+_DISMISS_TOP_KEYS = ("schema", "dismissed")
+_DISMISS_KEYS = ("reason", "date", "card", "note", "while_missing")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -104,15 +105,22 @@ def _file(value: Any, where: str) -> str:
     return text
 
 
+def _known_keys(raw: dict[Any, Any], allowed: Sequence[str], where: str) -> None:
+    unknown = sorted(set(map(str, raw)) - set(allowed))
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(allowed)})")
+
+
+def _schema(data: dict[Any, Any], source: str) -> None:
+    if data.get("schema") != SCHEMA:
+        raise ValueError(f"{source}: schema must be {SCHEMA}, got {data.get('schema')!r}")
+
+
 def _entry(raw: Any, kind: str, where: str) -> Entry:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: expected a mapping with file, reason, why, source")
-    unknown = sorted(set(map(str, raw)) - _ENTRY_KEYS)
-    if unknown:
-        raise ValueError(
-            f"{where}: unknown key {unknown[0]!r} (allowed: file, reason, why, source)"
-        )
-    missing = sorted(_ENTRY_KEYS - set(map(str, raw)))
+    _known_keys(raw, _ENTRY_KEYS, where)
+    missing = sorted(set(_ENTRY_KEYS) - set(map(str, raw)))
     if missing:
         raise ValueError(f"{where}: missing {missing[0]!r}")
     source = _text(raw["source"], where, "source")
@@ -132,11 +140,8 @@ def parse_rules(text: str, source: str = "compat file", backend: str | None = No
     data = load_yaml(text, source)
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a mapping with schema, backend, overrides, keep")
-    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
-    if unknown:
-        raise ValueError(f"{source}: unknown key {unknown[0]!r}")
-    if data.get("schema") != SCHEMA:
-        raise ValueError(f"{source}: schema must be {SCHEMA}, got {data.get('schema')!r}")
+    _known_keys(data, _TOP_KEYS, source)
+    _schema(data, source)
     name = _text(data.get("backend"), source, "backend")
     if backend is not None and name != backend:
         raise ValueError(f"{source}: backend {name!r} does not match the file name ({backend!r})")
@@ -250,11 +255,8 @@ def load_dismiss(
         return {}
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a mapping with 'schema' and 'dismissed'")
-    unknown = sorted(set(map(str, data)) - {"schema", "dismissed"})
-    if unknown:
-        raise ValueError(f"{source}: unknown key {unknown[0]!r}")
-    if data.get("schema") != SCHEMA:
-        raise ValueError(f"{source}: schema must be {SCHEMA}, got {data.get('schema')!r}")
+    _known_keys(data, _DISMISS_TOP_KEYS, source)
+    _schema(data, source)
     entries = data.get("dismissed")
     if entries is None:
         entries = {}
@@ -267,12 +269,7 @@ def load_dismiss(
             raise ValueError(f"{source}: operator id {op!r} must be a non-empty string")
         if not isinstance(raw, dict):
             raise ValueError(f"{where}: expected a mapping with reason, date, card")
-        extra = sorted(set(map(str, raw)) - _DISMISS_KEYS)
-        if extra:
-            raise ValueError(
-                f"{where}: unknown key {extra[0]!r} "
-                "(allowed: reason, date, card, note, while_missing)"
-            )
+        _known_keys(raw, _DISMISS_KEYS, where)
         reason = _text(raw.get("reason"), where, "reason")
         date = raw.get("date")
         if isinstance(date, _dt.date):
