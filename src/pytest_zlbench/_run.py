@@ -49,6 +49,8 @@ def seed_replay(source: Path, cache_dir: Path) -> tuple[int, str]:
     """Copy the recorded LibTuner databases of ``source`` into this run's cache; return how
     many were copied and a hash of their names and contents (two runs replay the same pinned
     configs only when the hashes agree)."""
+    from .core.autotune import PINS_FILE
+
     src = source / "flaggems_cache" / "config_cache"
     if not source.is_dir():
         raise pytest.UsageError(f"--zl-replay-from {source}: no such directory")
@@ -61,9 +63,9 @@ def seed_replay(source: Path, cache_dir: Path) -> tuple[int, str]:
             shutil.copy2(db, dest / db.name)
             digest.update(db.name.encode() + b"\0" + (dest / db.name).read_bytes())
             count += 1
-    pins = source / "autotune.json"  # core.autotune.PINS_FILE
+    pins = source / PINS_FILE  # the plain triton.autotune choices are part of what is replayed
     if pins.is_file():
-        digest.update(b"autotune.json\0" + pins.read_bytes())
+        digest.update(PINS_FILE.encode() + b"\0" + pins.read_bytes())
     return count, digest.hexdigest()[:16]
 
 
@@ -278,6 +280,7 @@ class RunRecorder(WorkerRows):
     def identity(self, exitstatus: int) -> RunIdentity:
         from .core import records
         from .core.records import RunIdentity
+        from .core.screening import SEED_FIELD
         from .core.summary import timer_of_run
 
         config = self.config
@@ -315,7 +318,7 @@ class RunRecorder(WorkerRows):
             else "",
             "replay_from": str(self.replay) if self.replay else None,
             "replay_seeded_dbs": self.seeded,
-            "replay_seed": self.seed or None,  # core.screening.SEED_FIELD
+            SEED_FIELD: self.seed or None,
             "autotuned": self.tuned,
             "autotune_pins": sum(len(keys) for keys in self.pins.values()),
             "timer_settings": settings.timer.describe()
