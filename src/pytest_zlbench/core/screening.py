@@ -23,6 +23,8 @@ NO_TRITON = "NO_TRITON"
 NO_ROWS = "NO_ROWS"
 IR_UNKNOWN = "IR_UNKNOWN"
 VERDICTS = (IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, IR_UNKNOWN)
+#: the verdicts that carry a range (each with its own label; SPEC §7)
+RANGED = (IR_CHANGED, NO_IR_DIFF, IR_UNKNOWN)
 SKIP_NOTE = "SWITCH_NO_IR_DIFF"
 
 COLUMNS: tuple[str, ...] = (
@@ -189,6 +191,11 @@ def unpinned(a: RunIdentity | None, b: RunIdentity | None) -> str | None:
     )
 
 
+def _baseline_moves(shapes: Iterable[ShapeResult]) -> list[float]:
+    """Per shape that had a baseline on both sides, the baseline's median delta."""
+    return [median(s.base_deltas) for s in shapes if s.base_deltas]
+
+
 def is_control(rounds: Sequence[RoundInput]) -> bool:
     """True when every measured round paired side A with side B of one screen and both sides ran
     the same environment: an A/A control, whose deltas are the noise floor. Runs compared from
@@ -249,11 +256,7 @@ class OpResult:
 
     @property
     def has_range(self) -> bool:
-        return (
-            self.verdict in (IR_CHANGED, NO_IR_DIFF, IR_UNKNOWN)
-            and self.rounds_failed == 0
-            and bool(self.shapes)
-        )
+        return self.verdict in RANGED and self.rounds_failed == 0 and bool(self.shapes)
 
     @property
     def range(self) -> tuple[float, float] | None:
@@ -276,7 +279,7 @@ class OpResult:
     def baseline_delta(self) -> float | None:
         """Median over shapes of the baseline's median delta: how far the machine moved
         between the sides while the switch moved the operator by :attr:`median_delta`."""
-        moves = [median(s.base_deltas) for s in self.shapes if s.base_deltas]
+        moves = _baseline_moves(self.shapes)
         return median(moves) if moves and self.has_range else None
 
     def range_text(self) -> str:
@@ -507,9 +510,8 @@ def aggregate(
             note += ", so the switch may not have changed this operator's code"
         notes_out.append(note)
 
-    moves = [median(s.base_deltas) for s in shapes if s.base_deltas]
-    ranged = verdict in (IR_CHANGED, NO_IR_DIFF, IR_UNKNOWN)  # the verdicts that show a range
-    if moves and ranged and not failed and abs(median(moves)) >= BASELINE_MOVE:
+    moves = _baseline_moves(shapes)
+    if moves and verdict in RANGED and not failed and abs(median(moves)) >= BASELINE_MOVE:
         notes_out.append(
             f"the baseline moved {_pct(median(moves))} between the sides too (median over "
             f"{len(moves)} shape{'' if len(moves) == 1 else 's'}): a switch does not reach it, "
