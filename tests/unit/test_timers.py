@@ -5,8 +5,9 @@ through torch:
 
 * a virtual device clock: a kernel advances it by its known cost when it executes; events record
   the clock, so event timings are exact;
-* graph capture: launches made while capturing are recorded into the graph and do not execute;
-  a replay executes the recorded kernels again. Host synchronisation while capturing fails with
+* graph capture: launches made while capturing, on the capturing thread (its current stream),
+  are recorded into the graph and do not execute; other threads' launches execute; a replay
+  executes the recorded kernels again. Host synchronisation while capturing fails with
   ``cudaErrorStreamCaptureUnsupported`` (900) and invalidates the capture, after which ending the
   capture fails with ``cudaErrorStreamCaptureInvalidated`` (901), chained to the first error, as
   ``torch.cuda.graph.__exit__`` does;
@@ -16,6 +17,8 @@ through torch:
   does;
 * the default generator: capture registers it (``mode="capture"``) and an aborted capture leaves
   it there, which is what the timer's throwaway RNG state must undo;
+* torch's per-thread state: the device and the autograd modes, which ``thread_context`` carries
+  to the capture thread; libraries with one handle per thread are :class:`Library`;
 * memory: each graph holds a private pool until released; freed memory stays reserved by the
   caching allocator until ``empty_cache``; the cold-cache flush buffer lives as long as its
   flush callable.
@@ -24,6 +27,7 @@ through torch:
 from __future__ import annotations
 
 import gc
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -36,6 +40,7 @@ import pytest
 from pytest_zlbench.adapters.timers import (
     FALLBACK_MARK,
     BrokenByCaptureError,
+    CaptureThread,
     CpuTimer,
     DeviceAPI,
     DirectTimer,
@@ -128,6 +133,9 @@ class FakeDevice:
         self.flush_cost = flush_cost
         self.sticky_errors = sticky_errors
         self.capturing: FakeGraph | None = None
+        self.capture_thread: int | None = None  # the thread whose stream is capturing
+        self.grad = threading.local()  # torch's grad mode: per thread, on by default
+        self.contexts: list[tuple[str, bool]] = []  # (thread name, grad mode) of each entry
         self.error: int | None = None  # the sticky error, once a kernel faulted
         self.gen = GenState()  # the default generator's current state object
         self.rng_at_capture: list[GenState] = []  # the state each capture registered
@@ -140,9 +148,13 @@ class FakeDevice:
 
     # -- what the "ops" of the tests call ---------------------------------------------------
 
+    def grad_enabled(self) -> bool:
+        return bool(getattr(self.grad, "on", True))
+
     def launch(self, kernel: Kernel) -> None:
         self.check()
-        if self.capturing is not None:
+        if self.is_capturing():
+            assert self.capturing is not None
             self.capturing.kernels.append(kernel)
             return
         self._execute(kernel)
@@ -151,7 +163,7 @@ class FakeDevice:
         """An op drawing from the default generator (e.g. ``torch.randn``), with torch's checks:
         inside a capture the state must be registered, outside it must not be in capture mode."""
         self.check()
-        if self.capturing is not None:
+        if self.is_capturing():
             if not self.gen.capturing:
                 raise RuntimeError(
                     "Attempt to increase offset for a CUDA generator not in capture mode."
@@ -216,6 +228,7 @@ class FakeDevice:
         if graph.released or graph.captured:
             raise RuntimeError("graph already used")
         self.capturing = graph
+        self.capture_thread = threading.get_ident()
         registered = self.gen  # capture_begin registers the state object it finds
         registered.capturing = True
         self.rng_at_capture.append(registered)
@@ -268,7 +281,7 @@ class FakeDevice:
         self.gen = token
 
     def is_capturing(self) -> bool:
-        return self.capturing is not None
+        return self.capturing is not None and self.capture_thread == threading.get_ident()
 
     def empty_cache(self) -> None:
         self.check()
@@ -282,6 +295,21 @@ class FakeDevice:
     def make_flush(self) -> Callable[[], Any]:
         self.check()
         return Flush(self, self.flush_cost)
+
+    def thread_context(self) -> Callable[[], Any]:
+        grad = self.grad_enabled()
+
+        @contextmanager
+        def enter() -> Iterator[None]:
+            before = self.grad_enabled()
+            self.grad.on = grad
+            self.contexts.append((threading.current_thread().name, grad))
+            try:
+                yield
+            finally:
+                self.grad.on = before
+
+        return enter
 
 
 def fake_do_bench(device: FakeDevice, reps: int = 5) -> Callable[..., list[float]]:
@@ -319,6 +347,35 @@ class CountingDirect:
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         self.calls += 1
         return self.inner.measure(fn)
+
+
+class Library:
+    """A library with one handle per thread, as torch keeps cuSOLVER's and cuBLAS's. On an H200
+    (``benchmarks/gpu/capture_probe.py``): ``linalg_eigvals``'s capture failed inside cuSOLVER,
+    after which every eager call *of that thread* failed with CUSOLVER_STATUS_INTERNAL_ERROR,
+    while a fresh thread's calls worked, and a capture on a side thread left the main thread's
+    calls working. A handle is made at a thread's first call, which allocates device memory:
+    not allowed while capturing."""
+
+    def __init__(self, device: FakeDevice) -> None:
+        self.device = device
+        self.local = threading.local()
+        self.made: list[str] = []  # the threads that made a handle
+
+    def geev(self) -> None:
+        device = self.device
+        handle = getattr(self.local, "handle", None)
+        if handle is None:
+            if device.is_capturing():
+                device.synchronize()  # cudaMalloc while capturing: fails, invalidates
+            handle = self.local.handle = {"broken": False}
+            self.made.append(threading.current_thread().name)
+        if handle["broken"]:
+            raise RuntimeError("cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling geev")
+        device.launch(Kernel("geev", 0.25))
+        if device.is_capturing():
+            handle["broken"] = True
+            device.synchronize()  # the hybrid solver reads its info back: invalidates
 
 
 def make_timer(device: FakeDevice, **kwargs: Any) -> tuple[GraphTimer, CountingDirect]:
@@ -443,8 +500,9 @@ def test_replays_execute_what_was_captured() -> None:
     device = FakeDevice()
     timer, _ = make_timer(device, budget_ms=1.0, replays=4, warmup_calls=2)
     timer.measure(kernel_op(device, 0.25, name="op"))
-    # 2 warmup + 3 eager estimate calls; then (1 untimed + 4 timed) replays of 4 calls each
-    assert device.executed.count("op") == 2 + 3 + 5 * 4
+    # 2 warmup + 3 eager estimate calls, 1 plain call on the capture thread; then (1 untimed + 4
+    # timed) replays of 4 calls each
+    assert device.executed.count("op") == 2 + 3 + 1 + 5 * 4
 
 
 def test_cold_mode_subtracts_the_flush() -> None:
@@ -479,12 +537,12 @@ def test_capture_runs_under_a_throwaway_rng_state() -> None:
 
     m = timer.measure(randn)
     assert m.timer == "graph"
-    # the warmup and estimate calls advanced the generator; the capture did not, and it
-    # registered a copy of the state, not the process's own
+    # the warmup and estimate calls and the capture thread's plain call advanced the generator;
+    # the capture did not, and it registered a copy of the state, not the process's own
     (registered,) = device.rng_at_capture
     assert registered is not device.gen
-    assert registered.offset == 6
-    assert device.rng_offset == 6
+    assert registered.offset == 7
+    assert device.rng_offset == 7
     assert not device.gen.capturing
 
 
@@ -535,11 +593,11 @@ def test_rng_state_is_restored_after_an_aborted_capture() -> None:
     m = timer.measure(capture_only_failure_op(device, 0.25))
     assert m.timer == "direct"
     (registered,) = device.rng_at_capture
-    assert registered.offset == 6
-    # the process's generator never entered capture mode; afterwards only the direct timer's
-    # eager calls drew
+    assert registered.offset == 7
+    # the process's generator never entered capture mode; afterwards only eager calls drew: the
+    # capture thread's check that the op still runs there, and the direct timer's
     assert not device.gen.capturing
-    assert device.rng_offset == 6 + 1 + 5  # do_bench: one warmup call and five reps
+    assert device.rng_offset == 7 + 1 + 1 + 5  # do_bench: one warmup call and five reps
 
 
 def test_an_invalidated_capture_poisons_only_the_copy_of_the_generator() -> None:
@@ -570,10 +628,74 @@ def test_the_fake_generator_is_poisoned_by_an_invalidated_capture() -> None:
         device.random()
 
 
-def test_an_operator_broken_by_the_aborted_capture_fails_with_the_cause() -> None:
-    """On an H200, torch.linalg.eigvals ran eagerly, its capture failed inside cuSOLVER, and
-    then every eager call raised CUSOLVER_STATUS_INTERNAL_ERROR: the direct fallback cannot time
-    it. The error says what happened and what to do instead of only cuSOLVER's words."""
+def test_an_aborted_capture_breaks_only_the_capture_thread_s_library_handle() -> None:
+    """The H200's ``linalg_eigvals``: its capture breaks the capturing thread's cuSOLVER handle.
+    The capture ran on the capture thread, so the direct fallback (on the caller's thread)
+    times it, and the next shape does too; each broken capture thread is parked."""
+    device = FakeDevice()
+    lib = Library(device)
+    timer, direct = make_timer(device)
+    parked = len(CaptureThread.parked)
+    for _ in range(2):
+        m = timer.measure(lib.geev)
+        assert m.timer == "direct"
+        assert m.fallback is not None
+        assert "operation not permitted when stream is capturing" in m.fallback
+        assert not device.is_capturing()
+        assert device.live_graphs == []
+    assert direct.calls == 2
+    assert len(CaptureThread.parked) == parked + 2
+    # the caller's handle was never in a capture; each capture thread made its own handle with
+    # a plain call before capturing
+    assert lib.made == ["MainThread", "zlbench-capture", "zlbench-capture"]
+    lib.geev()
+    # the next operator is captured on a fresh thread
+    assert timer.measure(kernel_op(device, 0.5)).timer == "graph"
+
+
+def test_a_library_first_used_on_the_capture_thread_is_captured() -> None:
+    """A thread's first call of a library makes its handle (device memory): the capture thread
+    calls the op once before capturing, so the handle is not made inside the capture."""
+    device = FakeDevice()
+    handles = threading.local()
+    made: list[str] = []
+
+    def op() -> None:
+        if not getattr(handles, "made", False):
+            if device.is_capturing():
+                device.synchronize()
+            handles.made = True
+            made.append(threading.current_thread().name)
+        device.launch(Kernel("gemm", 0.25))
+
+    timer, _ = make_timer(device)
+    assert timer.measure(op).timer == "graph"
+    assert made == ["MainThread", "zlbench-capture"]
+
+
+def test_the_capture_thread_runs_with_the_caller_s_autograd_mode() -> None:
+    """torch keeps grad mode per thread: a capture of a no-grad forward stays no-grad, and a
+    backward benchmark's capture has grad on."""
+    device = FakeDevice()
+    timer, _ = make_timer(device)
+    seen: list[tuple[str, bool]] = []
+
+    def op() -> None:
+        if device.is_capturing():
+            seen.append((threading.current_thread().name, device.grad_enabled()))
+        device.launch(Kernel("k", 0.25))
+
+    for grad in (False, True):
+        device.grad.on = grad
+        seen.clear()
+        assert timer.measure(op).timer == "graph"
+        assert set(seen) == {("zlbench-capture", grad)}
+    assert device.contexts == [("zlbench-capture", False), ("zlbench-capture", True)]
+
+
+def test_an_operator_broken_process_wide_by_the_aborted_capture_fails_with_the_cause() -> None:
+    """A library whose broken state is not per thread: the fallback cannot time it, and the
+    error says what happened and what to do instead of only the library's words."""
     device = FakeDevice()
     timer, _ = make_timer(device)
     broken = []

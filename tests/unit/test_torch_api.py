@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -81,3 +82,30 @@ def test_the_error_code_is_read_from_the_exception_not_its_text() -> None:
     odd = AcceleratorError("x", 700)
     odd.error_code = "700"  # type: ignore[assignment]
     assert api.error_code(odd) is None
+
+
+@pytest.mark.parametrize(("grad", "inference"), [(True, False), (False, False), (False, True)])
+def test_the_capture_thread_enters_the_caller_s_device_and_autograd_modes(
+    grad: bool, inference: bool
+) -> None:
+    """torch keeps the current device, grad mode and inference mode per thread (real torch
+    here, on the CPU; the device module is a stand-in)."""
+    torch = pytest.importorskip("torch")
+    devices: list[int] = []
+    api = object.__new__(TorchDeviceAPI)
+    api.torch = torch
+    api.m = SimpleNamespace(current_device=lambda: 1, set_device=devices.append)
+    with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+        enter = api.thread_context()
+    seen: list[tuple[bool, bool]] = []
+
+    def run() -> None:
+        with enter():
+            seen.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        seen.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == [(grad, inference), (True, False)]  # and a thread's own defaults after
+    assert devices == [1]

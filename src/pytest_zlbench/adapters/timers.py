@@ -7,9 +7,11 @@ be tested on a CPU against a faithful fake, and driven on a card by :mod:`.torch
 from __future__ import annotations
 
 import math
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -65,6 +67,8 @@ class DeviceAPI(Protocol):
     def empty_cache(self) -> None: ...
     def error_code(self, exc: BaseException) -> int | None: ...
     def make_flush(self) -> Callable[[], Any]: ...
+    # the calling thread's device and autograd modes, to be entered on another thread
+    def thread_context(self) -> Callable[[], AbstractContextManager[None]]: ...
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -111,6 +115,62 @@ def _reason(exc: BaseException) -> str:
     if len(chain) == 1:
         return _line(exc)
     return f"{_line(exc)} <- {_line(chain[-1])}"  # the first error says what the op did
+
+
+class CaptureThread:
+    """The thread every graph capture runs on; the caller waits for it.
+
+    torch keeps one cuBLAS/cuSOLVER handle per (thread, device). A capture that aborts inside a
+    library call can leave that thread's handle broken: on an H200, after ``linalg_eigvals``'s
+    capture failed in cuSOLVER, every eager call *of that thread* failed, while a fresh thread's
+    calls worked (``benchmarks/gpu/capture_probe.py``). Capturing here keeps the main thread's
+    handles, which the direct fallback and every later eager call use, out of any capture.
+
+    A thread whose own eager call fails after an aborted capture is parked, never ended: an
+    ended thread hands its handles back to torch's pool, and the next thread would get the
+    broken one.
+    """
+
+    _current: CaptureThread | None = None
+    parked: list[CaptureThread] = []  # noqa: RUF012 - the process's broken threads, kept alive
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name="zlbench-capture", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def get(cls) -> CaptureThread:
+        if cls._current is None:
+            cls._current = cls()
+        return cls._current
+
+    @classmethod
+    def park_current(cls) -> None:
+        if cls._current is not None:
+            cls.parked.append(cls._current)
+            cls._current = None
+
+    def _loop(self) -> None:
+        while True:
+            job, box, done = self._jobs.get()
+            try:
+                box.append((True, job()))
+            except BaseException as exc:  # handed to the waiting caller
+                box.append((False, exc))
+            finally:
+                done.set()
+            job = box = done = None  # nothing of a finished job (a flush buffer) outlives it
+
+    def run(self, job: Callable[[], Any]) -> Any:
+        box: list[tuple[bool, Any]] = []
+        done = threading.Event()
+        self._jobs.put((job, box, done))
+        done.wait()
+        ok, value = box[0]
+        if ok:
+            return value
+        raise value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,6 +255,24 @@ class DirectTimer:
         return Measurement(s.p50, s, "direct", settings=self.describe())
 
 
+class NoCaptureTimer:
+    """The direct timer for an operator whose capture kills the process
+    (``ops/no_capture.yaml``): every row says ``timer=direct`` with the listed reason."""
+
+    name = "direct"
+
+    def __init__(self, direct: Timer, reason: str) -> None:
+        self.direct = direct
+        self.reason = reason
+
+    def describe(self) -> str:
+        return self.direct.describe()
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        m = self.direct.measure(fn)
+        return Measurement(m.ms, m.spread, "direct", fallback=self.reason, settings=m.settings)
+
+
 # ---------------------------------------------------------------------------------------------
 # Graph
 
@@ -205,7 +283,8 @@ class GraphTimer:
 
     * ``calls`` is chosen from an eager estimate so that one replay lasts about ``budget_ms``.
     * ``cold=True`` captures an L2 flush before every call and subtracts a flush-only graph.
-    * Captures run under a throwaway RNG state (restored even when capture aborts).
+    * Captures run under a throwaway RNG state (restored even when capture aborts), on the
+      :class:`CaptureThread`, so that an aborted capture cannot break the caller's library handles.
     * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason.
     * Graphs are released and the caching allocator emptied after every measurement.
     """
@@ -317,6 +396,50 @@ class GraphTimer:
                 "operator with --zl-timer=direct"
             ) from eager
 
+    def _on_capture_thread(self, job: Callable[[], None]) -> None:
+        enter = self.api.thread_context()  # this thread's device and autograd modes
+
+        def run() -> None:
+            with enter():
+                job()
+
+        CaptureThread.get().run(run)
+
+    def _capture_all(
+        self,
+        fn: Callable[[], Any],
+        flush: Callable[[], Any] | None,
+        both: Callable[[], None],
+        calls: int,
+        graphs: list[Any],
+    ) -> None:
+        """On the capture thread: one plain call first (this thread's library handles are made
+        outside the capture), then the graphs, appended to ``graphs`` as they are made."""
+        api = self.api
+        fn()
+        api.synchronize()
+        try:
+            if flush is None:
+                graphs.append(self._capture(fn, calls))
+            else:
+                graphs.append(self._capture(flush, calls))
+                graphs.append(self._capture(both, calls))
+        except Exception as exc:
+            if api.is_capturing():  # only this thread can see its stream still capturing
+                raise FatalDeviceError("stream is still capturing after a failed capture") from exc
+            if not _fatal(api, exc) and not self._still_runs(fn):
+                CaptureThread.park_current()
+            raise
+
+    def _still_runs(self, fn: Callable[[], Any]) -> bool:
+        """After an aborted capture, on its thread: does a plain call of the op still work?"""
+        try:
+            fn()
+            self.api.synchronize()
+        except Exception:
+            return False
+        return True
+
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         api = self.api
         flush = api.make_flush() if self.cold else None
@@ -341,17 +464,12 @@ class GraphTimer:
         graphs: list[Any] = []
         try:
             try:
+                self._on_capture_thread(lambda: self._capture_all(fn, flush, both, calls, graphs))
                 if flush is None:
-                    graph = self._capture(fn, calls)
-                    graphs.append(graph)
-                    samples = self._time_replays(graph, calls)
+                    samples = self._time_replays(graphs[0], calls)
                 else:
-                    g_flush = self._capture(flush, calls)
-                    graphs.append(g_flush)
-                    g_both = self._capture(both, calls)
-                    graphs.append(g_both)
-                    flush_t = self._time_replays(g_flush, calls)
-                    both_t = self._time_replays(g_both, calls)
+                    flush_t = self._time_replays(graphs[0], calls)
+                    both_t = self._time_replays(graphs[1], calls)
                     samples = [max(b - f, 0.0) for b, f in zip(both_t, flush_t, strict=True)]
             except FatalDeviceError:
                 raise

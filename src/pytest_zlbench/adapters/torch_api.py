@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from ..core.backends import Backend
@@ -96,6 +97,22 @@ class TorchDeviceAPI:
     def make_flush(self) -> Callable[[], Any]:
         buf = self.torch.empty(FLUSH_BYTES, dtype=self.torch.int8, device=self.device)
         return buf.zero_
+
+    def thread_context(self) -> Callable[[], AbstractContextManager[None]]:
+        """The calling thread's device, grad mode and inference mode, which torch keeps per
+        thread, for the capture thread to enter around each capture."""
+        torch = self.torch
+        device = self.m.current_device()
+        grad = torch.is_grad_enabled()
+        inference = torch.is_inference_mode_enabled()
+
+        @contextmanager
+        def enter() -> Iterator[None]:
+            self.m.set_device(device)
+            with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+                yield
+
+        return enter
 
     def memory_allocated(self) -> int:
         return int(self.m.memory_allocated())
