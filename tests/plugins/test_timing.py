@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 
@@ -280,6 +281,93 @@ def test_flaggems_fallback_rows_are_marked(gems_suite: pytest.Pytester) -> None:
             f"BENCHMARK_DIRECT_NO_CUDAGRAPH op=abs dtype=float32 shape={shape} "
             "reason=RuntimeError: sync" in log
         )
+
+
+ABORTING_CAPTURE_CONFTEST = """
+
+import contextlib
+import os
+import time
+
+import pytest_zlbench.plugins.timing as _timing
+from pytest_zlbench.adapters.timers import CpuTimer, GraphTimer
+
+
+class _Event:
+    def record(self):
+        self.t = time.perf_counter()
+
+
+class _AbortingDevice:
+    # a device API whose capture kills the process, as MAGMA's assertion does on an H200
+    def synchronize(self): pass
+    def event(self): return _Event()
+    def elapsed_ms(self, start, end): return (end.t - start.t) * 1000
+    def new_graph(self): return object()
+    def capture(self, graph): os.abort()
+    def replay(self, graph): pass
+    def release(self, graph): pass
+    def isolate_rng(self): return None
+    def restore_rng(self, token): pass
+    def is_capturing(self): return False
+    def empty_cache(self): pass
+    def error_code(self, exc): return None
+    def make_flush(self): return lambda: None
+    def thread_context(self): return contextlib.nullcontext
+
+
+_timing.build_timer = lambda *args, **kwargs: GraphTimer(_AbortingDevice(), CpuTimer())
+"""
+
+NO_CAPTURE_TESTS = """
+import pytest
+
+from .{base} import Benchmark
+from .test_ops import busy
+
+
+@pytest.mark.cholesky_solve
+def test_cholesky_solve():
+    Benchmark("cholesky_solve", busy, lambda n: busy(n // 2), [200, 400]).run()
+"""
+
+
+def test_an_operator_in_the_no_capture_list_is_timed_directly(
+    gems_suite: pytest.Pytester,
+) -> None:
+    """``ops/no_capture.yaml``: an operator whose capture kills the process (MAGMA's assertion
+    in torch's batched cholesky_solve on an H200) is timed directly under the graph timer, each
+    row giving the listed reason; an unlisted operator's capture is attempted, and here kills
+    the process, which is what the list prevents."""
+    from pytest_zlbench.core.compat import no_capture
+
+    reason = no_capture("cholesky_solve")
+    assert reason is not None
+    assert "MAGMA" in reason
+    conftest = gems_suite.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + ABORTING_CAPTURE_CONFTEST)
+    base = "base" if (gems_suite.path / "benchmark" / "base.py").exists() else "performance_utils"
+    (gems_suite.path / "benchmark" / "test_solve.py").write_text(NO_CAPTURE_TESTS.format(base=base))
+    out = gems_suite.path / "run"
+    result = gems_suite.runpytest_subprocess(
+        "--zl-backend=cpu", f"--zl-out={out}", "benchmark/test_solve.py", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+    rows = read_jsonl(out / "rows.jsonl")
+    assert [(r["shape"], r["timer"], r["fallback"]) for r in rows] == [
+        (shape, "direct", f"ops/no_capture.yaml: {reason}") for shape in ("[200]", "[400]")
+    ]
+    assert "BENCHMARK_DIRECT_NO_CUDAGRAPH op=cholesky_solve" in (out / "run.log").read_text()
+    # the same session's timer on an unlisted operator: the capture runs, and aborts
+    result = gems_suite.runpytest_subprocess(
+        "--zl-backend=cpu",
+        f"--zl-out={gems_suite.path / 'run2'}",
+        "benchmark/test_ops.py",
+        "-p",
+        "no:cacheprovider",
+    )
+    assert result.ret == -signal.SIGABRT
+    assert not (gems_suite.path / "run2" / "rows.jsonl").exists()
 
 
 def test_flaggems_adapter_is_inert_without_options(gems_suite: pytest.Pytester) -> None:

@@ -343,3 +343,65 @@ def test_packaged_dismiss_list() -> None:
     assert compat.dismissed("fft") is None
     rows = inventory.parse_tsv((compat.OPS_DIR / "inventory.tsv").read_text())
     assert set(table) <= {r.op_id for r in rows}
+
+
+# --------------------------------------------------------------------------------------------
+# no-capture list
+
+NO_CAPTURE = """
+schema: 1
+no_capture:
+  cholesky_solve:
+    reason: "MAGMA asserts under capture (SIGABRT)"
+    date: 2026-11-30
+    card: NVIDIA H200
+    note: batched cases only
+"""
+N = "schema: 1\nno_capture:\n  cholesky_solve:\n"
+
+
+def test_load_no_capture(tmp_path: Path) -> None:
+    assert compat.load_no_capture(NO_CAPTURE) == {
+        "cholesky_solve": "MAGMA asserts under capture (SIGABRT)"
+    }
+    assert compat.load_no_capture("") == {}
+    assert compat.load_no_capture("schema: 1\nno_capture: {}\n") == {}
+    path = tmp_path / "no_capture.yaml"
+    path.write_text(NO_CAPTURE)
+    assert compat.no_capture("cholesky_solve", path) == "MAGMA asserts under capture (SIGABRT)"
+    assert compat.no_capture("abs", path) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("schema: 1\ndismissed: {}\n", "unknown key 'dismissed'"),
+        ("schema: 1\nno_capture: [mm]\n", "must map operator ids"),
+        (N + "    reason: x\n    date: 2026-11-30\n", "'card' must be"),
+        (N + "    reason: x\n    card: H200\n", "'date' must be YYYY-MM-DD"),
+        # a no-capture entry applies everywhere: a capture that aborts is the library's
+        (
+            N + "    reason: x\n    date: 2026-11-30\n    card: H200\n    while_missing: [x]\n",
+            "unknown key",
+        ),
+    ],
+)
+def test_malformed_no_capture_is_a_one_line_error(text: str, needle: str) -> None:
+    with pytest.raises(ValueError) as excinfo:
+        compat.load_no_capture(text, "no_capture.yaml")
+    assert needle in str(excinfo.value)
+    assert str(excinfo.value).startswith("no_capture.yaml")
+    assert "\n" not in str(excinfo.value)
+
+
+def test_packaged_no_capture_list() -> None:
+    """Seen on the H200 (2026-11-30, benchmarks/gpu/chol_probe.py): torch's batched
+    cholesky_solve aborts in MAGMA under capture. Both op ids are in the inventory; nothing
+    is both timed directly and dismissed."""
+    table = compat.load_no_capture(compat.NO_CAPTURE_PATH.read_text())
+    assert set(table) == {"cholesky_solve", "cholesky_solve_out"}
+    assert all("MAGMA" in reason and "\n" not in reason for reason in table.values())
+    rows = inventory.parse_tsv((compat.OPS_DIR / "inventory.tsv").read_text())
+    assert set(table) <= {r.op_id for r in rows}
+    dismissed = compat.load_dismiss(compat.DISMISS_PATH.read_text(), present=lambda m: False)
+    assert not set(table) & set(dismissed)

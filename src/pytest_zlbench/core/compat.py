@@ -1,4 +1,5 @@
-"""Per-backend skip overrides (SPEC §9) and the dismiss list (SPEC §10): parse and match.
+"""Per-backend skip overrides (SPEC §9), the dismiss list (SPEC §10) and the no-capture list:
+parse and match.
 
 ``ops/compat/<backend>.yaml`` lists *overrides*, each pinned to one test file (relative to the
 suite's benchmark directory) and one exact skip reason, and *keep* entries naming guards left in
@@ -24,6 +25,7 @@ from .shapes import load_yaml
 OPS_DIR = Path(__file__).resolve().parent.parent / "ops"
 COMPAT_DIR = OPS_DIR / "compat"
 DISMISS_PATH = OPS_DIR / "dismiss.yaml"
+NO_CAPTURE_PATH = OPS_DIR / "no_capture.yaml"
 
 SCHEMA = 1
 SOURCES: tuple[str, ...] = ("reasoned", "probed")
@@ -31,6 +33,8 @@ _ENTRY_KEYS = ("file", "reason", "why", "source")
 _TOP_KEYS = ("schema", "backend", "flaggems", "overrides", "keep")
 _DISMISS_TOP_KEYS = ("schema", "dismissed")
 _DISMISS_KEYS = ("reason", "date", "card", "note", "while_missing")
+_NO_CAPTURE_TOP_KEYS = ("schema", "no_capture")
+_NO_CAPTURE_KEYS = ("reason", "date", "card", "note")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -242,34 +246,32 @@ def importable(module: str) -> bool:
         return False
 
 
-def load_dismiss(
-    text: str, source: str = "dismiss.yaml", present: Callable[[str], bool] = importable
-) -> dict[str, str]:
-    """Operator → the exact skip or error text that got it dismissed. Each entry also carries
-    the ``date`` (YYYY-MM-DD) it was verified and the ``card`` it was seen on. An entry with
-    ``while_missing`` (top-level module names: a package the lent machine lacked, such as
-    ``vllm``) applies only while one of those modules is missing (``present(name)`` false), so
-    a machine that has them screens the operator. A one-line ``ValueError`` on malformed data."""
+def _dated_entries(
+    text: str, source: str, top: str, top_keys: tuple[str, ...], keys: tuple[str, ...]
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The entries of a list keyed by operator id under ``top``, each a mapping with a
+    ``reason``, the ``date`` (YYYY-MM-DD) it was verified and the ``card`` it was seen on:
+    operator id -> (reason, entry). A one-line ``ValueError`` on malformed data."""
     data = load_yaml(text, source)
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ValueError(f"{source}: expected a mapping with 'schema' and 'dismissed'")
-    _known_keys(data, _DISMISS_TOP_KEYS, source)
+        raise ValueError(f"{source}: expected a mapping with 'schema' and '{top}'")
+    _known_keys(data, top_keys, source)
     _schema(data, source)
-    entries = data.get("dismissed")
+    entries = data.get(top)
     if entries is None:
         entries = {}
     if not isinstance(entries, dict):
-        raise ValueError(f"{source}: 'dismissed' must map operator ids to entries")
-    out: dict[str, str] = {}
+        raise ValueError(f"{source}: '{top}' must map operator ids to entries")
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
     for op, raw in entries.items():
         where = f"{source}: {op}"
         if not isinstance(op, str) or not op.strip():
             raise ValueError(f"{source}: operator id {op!r} must be a non-empty string")
         if not isinstance(raw, dict):
             raise ValueError(f"{where}: expected a mapping with reason, date, card")
-        _known_keys(raw, _DISMISS_KEYS, where)
+        _known_keys(raw, keys, where)
         reason = _text(raw.get("reason"), where, "reason")
         date = raw.get("date")
         if isinstance(date, _dt.date):
@@ -277,6 +279,22 @@ def load_dismiss(
         if not isinstance(date, str) or not _DATE.match(date):
             raise ValueError(f"{where}: 'date' must be YYYY-MM-DD")
         _text(raw.get("card"), where, "card")
+        out[op] = (reason, raw)
+    return out
+
+
+def load_dismiss(
+    text: str, source: str = "dismiss.yaml", present: Callable[[str], bool] = importable
+) -> dict[str, str]:
+    """Operator -> the exact skip or error text that got it dismissed (with its date and card).
+    An entry with ``while_missing`` (top-level module names: a package the lent machine lacked,
+    such as ``vllm``) applies only while one of those modules is missing (``present(name)``
+    false), so a machine that has them screens the operator. A one-line ``ValueError`` on
+    malformed data."""
+    out: dict[str, str] = {}
+    for op, (reason, raw) in _dated_entries(
+        text, source, "dismissed", _DISMISS_TOP_KEYS, _DISMISS_KEYS
+    ).items():
         if "while_missing" not in raw:
             out[op] = reason
             continue
@@ -287,7 +305,8 @@ def load_dismiss(
             or not all(isinstance(m, str) and _MODULE.fullmatch(m) for m in modules)
         ):
             raise ValueError(
-                f"{where}: 'while_missing' must be a list of top-level module names, e.g. [vllm]"
+                f"{source}: {op}: 'while_missing' must be a list of top-level module names, "
+                "e.g. [vllm]"
             )
         missing = [m for m in modules if not present(m)]
         if missing:
@@ -295,13 +314,29 @@ def load_dismiss(
     return out
 
 
-@functools.lru_cache(maxsize=4)
-def _dismiss_table(path: str) -> dict[str, str]:
+def load_no_capture(text: str, source: str = "no_capture.yaml") -> dict[str, str]:
+    """Operator -> why its graph capture kills the process (an abort inside a library, which
+    no fallback can catch), with the date and card it was seen on. The graph timer times these
+    operators directly. A one-line ``ValueError`` on malformed data."""
+    entries = _dated_entries(text, source, "no_capture", _NO_CAPTURE_TOP_KEYS, _NO_CAPTURE_KEYS)
+    return {op: reason for op, (reason, _) in entries.items()}
+
+
+def _read(path: str) -> str:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
-    return load_dismiss(text, path)
+
+
+@functools.lru_cache(maxsize=4)
+def _dismiss_table(path: str) -> dict[str, str]:
+    return load_dismiss(_read(path), path)
+
+
+@functools.lru_cache(maxsize=4)
+def _no_capture_table(path: str) -> dict[str, str]:
+    return load_no_capture(_read(path), path)
 
 
 def dismissed(op: str, path: str | Path | None = None) -> str | None:
@@ -309,3 +344,10 @@ def dismissed(op: str, path: str | Path | None = None) -> str | None:
     asks before screening ``op``. ``path`` defaults to the packaged ``ops/dismiss.yaml``; the
     file is read once per path (a malformed file raises a one-line ``ValueError``)."""
     return _dismiss_table(str(DISMISS_PATH if path is None else path)).get(op)
+
+
+def no_capture(op: str, path: str | Path | None = None) -> str | None:
+    """Why capturing ``op`` kills the process, or ``None``: what the graph timer asks before
+    each test. ``path`` defaults to the packaged ``ops/no_capture.yaml`` (read when asked, so a
+    conftest can point ``NO_CAPTURE_PATH`` elsewhere); read once per path."""
+    return _no_capture_table(str(NO_CAPTURE_PATH if path is None else path)).get(op)

@@ -140,6 +140,25 @@ def active_timer(config: pytest.Config) -> Timer:
     return timer
 
 
+def timer_for(config: pytest.Config, item: pytest.Item) -> Timer:
+    """The session's timer for one test: under the graph timer, an operator listed in
+    ``ops/no_capture.yaml`` (its capture kills the process, which no fallback can catch) gets
+    the direct timer, each row giving the listed reason."""
+    timer = active_timer(config)
+    direct = getattr(timer, "direct", None)
+    if timer.name != "graph" or direct is None:
+        return timer
+    from .._ab import op_id  # the operator id the A/B screen and the ops/ lists use
+    from ..core.compat import no_capture
+
+    reason = no_capture(op_id(item))
+    if reason is None:
+        return timer
+    from ..adapters.timers import NoCaptureTimer
+
+    return NoCaptureTimer(direct, f"ops/no_capture.yaml: {reason}")
+
+
 class TimingSession:
     """Registered only when the session measures: installs the FlagGems adapter and collects
     each test's rows into ``item.stash[item_rows_key]``."""
@@ -162,6 +181,8 @@ class TimingSession:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         if self.adapter is None:
             self._install()
+        if self.adapter:
+            self.adapter.timer = timer_for(self.config, item)
         rows = item.stash.setdefault(item_rows_key, [])
         self.current = rows
         try:
@@ -270,7 +291,7 @@ class Bench:
 def zl_bench(request: pytest.FixtureRequest) -> Bench:
     """Time a callable with the session's timer; returns the recorded :class:`Row`."""
     config = request.config
-    return Bench(request.node, lambda: active_timer(config))
+    return Bench(request.node, lambda: timer_for(config, request.node))
 
 
 @pytest.hookimpl
