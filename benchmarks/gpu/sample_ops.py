@@ -4,7 +4,10 @@
         prints the function-level node ids to run, one per line
 
     python benchmarks/gpu/sample_ops.py report INVENTORY.tsv --runs DIR... --junit XML...
-        per sampled operator: rows in any DIR/rows.jsonl, else dismissed (ops/dismiss.yaml, its
+            [--logs FUNCTION=LOG...]
+        per sampled operator: rows in any DIR/rows.jsonl, else rows FlagGems printed in the
+        LOG of a run that ended before writing rows.jsonl (verdict "rows-in-log"; FUNCTION is
+        the test function's node id, LOG its pytest output), else dismissed (ops/dismiss.yaml, its
         while_missing entries judged on this machine), else "no-benchmark" for a passing test
         that instantiates no Benchmark class, else the exact skip or failure text from the JUnit
         files (a later file's outcome for a test function replaces an earlier one's: a second
@@ -31,6 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from pytest_zlbench.core.compat import DISMISS_PATH, load_dismiss
+from pytest_zlbench.core.flaggems import parse_stdout
 from pytest_zlbench.core.inventory import InventoryRow, parse_tsv
 
 Unit = tuple[str, str]  # (benchmark class, op id)
@@ -111,6 +115,14 @@ def report(argv: argparse.Namespace) -> int:
             r = json.loads(line)
             if r.get("status") == "ok" and (r.get("latency") or 0) > 0:
                 ok_by_fn[function_id(r.get("node", ""))] += 1
+    in_log: dict[str, int] = defaultdict(int)
+    for spec in argv.logs:
+        fn, sep, log = spec.partition("=")
+        if not sep or "::" not in fn:
+            raise SystemExit(f"--logs {spec!r}: expected FUNCTION=LOG, FUNCTION a node id")
+        for r in parse_stdout(Path(log).read_text(errors="replace"), log):
+            if r.status == "ok" and (r.latency or 0) > 0:
+                in_log[function_id(fn)] += 1
     outcomes: dict[str, list[tuple[str, str]]] = {}
     for xml in argv.junit:
         if Path(xml).is_file():
@@ -124,8 +136,12 @@ def report(argv: argparse.Namespace) -> int:
         fns = units[(cls, op)]
         n = sum(ok_by_fn.get(fn, 0) for fn in fns)
         seen = [o for fn in fns for o in outcomes.get(fn, [])]
+        logged = sum(in_log.get(fn, 0) for fn in fns)
         if n > 0:
             verdict, detail = "rows", ""
+        elif logged > 0:
+            verdict, detail = "rows-in-log", "the run ended before writing rows.jsonl"
+            n = logged
         elif op in dismissed:
             verdict, detail = "dismissed", dismissed[op]
         elif not seen:
@@ -152,7 +168,10 @@ def report(argv: argparse.Namespace) -> int:
     op_tally: dict[str, int] = defaultdict(int)
     open_ops: list[str] = []
     for op, seen_verdicts in sorted(by_op.items()):
-        best = next((v for v in ("rows", "dismissed", "no-benchmark") if v in seen_verdicts), "")
+        best = next(
+            (v for v in ("rows", "rows-in-log", "dismissed", "no-benchmark") if v in seen_verdicts),
+            "",
+        )
         op_tally[best or "other"] += 1
         if not best:
             open_ops.append(f"{op} ({'/'.join(sorted(seen_verdicts))})")
@@ -172,6 +191,7 @@ def main(args: list[str]) -> int:
     b.add_argument("inventory")
     b.add_argument("--runs", nargs="+", required=True)
     b.add_argument("--junit", nargs="+", required=True)
+    b.add_argument("--logs", nargs="*", default=[])
     c = sub.add_parser("failed")
     c.add_argument("inventory")
     c.add_argument("junit")
