@@ -27,6 +27,7 @@ through torch:
 from __future__ import annotations
 
 import gc
+import signal
 import threading
 import time
 import weakref
@@ -651,6 +652,30 @@ def test_an_aborted_capture_breaks_only_the_capture_thread_s_library_handle() ->
     lib.geev()
     # the next operator is captured on a fresh thread
     assert timer.measure(kernel_op(device, 0.5)).timer == "graph"
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs SIGALRM")
+def test_an_interrupted_caller_waits_for_the_capture_to_end() -> None:
+    """Ctrl-C (or pytest-timeout's signal) while the capture thread works: the caller's cleanup
+    (releasing graphs, emptying the allocator) must not run under a capture in progress."""
+    finished: list[bool] = []
+
+    def capture() -> None:
+        time.sleep(0.3)
+        finished.append(True)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            CaptureThread().run(capture)
+        assert finished == [True]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def test_a_library_first_used_on_the_capture_thread_is_captured() -> None:

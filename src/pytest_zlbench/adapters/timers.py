@@ -166,7 +166,13 @@ class CaptureThread:
         box: list[tuple[bool, Any]] = []
         done = threading.Event()
         self._jobs.put((job, box, done))
-        done.wait()
+        try:
+            done.wait()
+        except BaseException:
+            # Ctrl-C or a test timeout while the capture runs: let it end before the caller
+            # releases graphs and empties the allocator under it (a second one stops waiting)
+            done.wait()
+            raise
         ok, value = box[0]
         if ok:
             return value
