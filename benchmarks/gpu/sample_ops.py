@@ -115,14 +115,19 @@ def report(argv: argparse.Namespace) -> int:
             r = json.loads(line)
             if r.get("status") == "ok" and (r.get("latency") or 0) > 0:
                 ok_by_fn[function_id(r.get("node", ""))] += 1
-    in_log: dict[str, int] = defaultdict(int)
+    in_log: dict[str, list[str]] = defaultdict(list)  # function id -> op of each ok row
     for spec in argv.logs:
         fn, sep, log = spec.partition("=")
         if not sep or "::" not in fn:
             raise SystemExit(f"--logs {spec!r}: expected FUNCTION=LOG, FUNCTION a node id")
-        for r in parse_stdout(Path(log).read_text(errors="replace"), log):
+        try:
+            logged_rows = parse_stdout(Path(log).read_text(errors="replace"), log)
+        except (OSError, ValueError) as exc:  # a table cut off mid-row by the kill, say
+            print(f"# --logs {log}: not read ({str(exc).splitlines()[0]})", file=sys.stderr)
+            continue
+        for r in logged_rows:
             if r.status == "ok" and (r.latency or 0) > 0:
-                in_log[function_id(fn)] += 1
+                in_log[function_id(fn)].append(r.op)
     outcomes: dict[str, list[tuple[str, str]]] = {}
     for xml in argv.junit:
         if Path(xml).is_file():
@@ -136,7 +141,7 @@ def report(argv: argparse.Namespace) -> int:
         fns = units[(cls, op)]
         n = sum(ok_by_fn.get(fn, 0) for fn in fns)
         seen = [o for fn in fns for o in outcomes.get(fn, [])]
-        logged = sum(in_log.get(fn, 0) for fn in fns)
+        logged = sum(1 for fn in fns for row_op in in_log.get(fn, []) if row_op == op)
         if n > 0:
             verdict, detail = "rows", ""
         elif logged > 0:

@@ -358,7 +358,8 @@ def test_an_operator_in_the_no_capture_list_is_timed_directly(
         (shape, "direct", f"ops/no_capture.yaml: {reason}") for shape in ("[200]", "[400]")
     ]
     assert "BENCHMARK_DIRECT_NO_CUDAGRAPH op=cholesky_solve" in (out / "run.log").read_text()
-    # the same session's timer on an unlisted operator: the capture runs, and aborts
+    # a second run with the same conftest's timer, on an unlisted operator: its capture runs,
+    # and aborts the process
     result = gems_suite.runpytest_subprocess(
         "--zl-backend=cpu",
         f"--zl-out={gems_suite.path / 'run2'}",
@@ -368,6 +369,48 @@ def test_an_operator_in_the_no_capture_list_is_timed_directly(
     )
     assert result.ret == -signal.SIGABRT
     assert not (gems_suite.path / "run2" / "rows.jsonl").exists()
+
+
+NEW_TEST_TESTS = """
+import pytest
+from pytest_zlbench.adapters.timers import Measurement
+from pytest_zlbench.core.records import Spread
+import pytest_zlbench.plugins.timing as timing
+
+
+class Counting:
+    name = "graph"
+    new_tests = 0
+
+    def describe(self):
+        return "graph(stand-in)"
+
+    def measure(self, fn):
+        fn()
+        return Measurement(0.5, Spread(0.5, 0.5, 0.5, 5), "graph")
+
+    def new_test(self):
+        Counting.new_tests += 1
+
+
+timing.build_timer = lambda *args, **kwargs: Counting()
+
+
+@pytest.mark.parametrize("k", range(3))
+def test_op(zl_bench, k):
+    zl_bench(lambda: None, op="abs")
+    # the timer is built by the first measurement; every later test starts a new one
+    assert Counting.new_tests == k
+"""
+
+
+def test_each_test_tells_the_timer_it_begins(zl_pytester: pytest.Pytester) -> None:
+    """A capture thread broken by one test's shapes makes that test's later shapes direct; the
+    next test is captured again: the timing session calls the timer's ``new_test`` before each
+    test, once the timer exists (it is never built just for that)."""
+    zl_pytester.makepyfile(test_nt=NEW_TEST_TESTS)
+    result = zl_pytester.runpytest("--zl-backend=cpu", f"--zl-out={zl_pytester.path / 'run'}")
+    result.assert_outcomes(passed=3)
 
 
 def test_flaggems_adapter_is_inert_without_options(gems_suite: pytest.Pytester) -> None:

@@ -350,33 +350,77 @@ class CountingDirect:
         return self.inner.measure(fn)
 
 
+class _Lease:
+    """A thread's hold on a handle: when the thread ends, the handle goes back to the pool."""
+
+    def __init__(self, pool: list[dict[str, bool]], handle: dict[str, bool]) -> None:
+        self.pool = pool
+        self.handle = handle
+
+    def __del__(self) -> None:
+        self.pool.append(self.handle)
+
+
 class Library:
-    """A library with one handle per thread, as torch keeps cuSOLVER's and cuBLAS's. On an H200
+    """A library with one handle per thread from a pool, as torch keeps cuSOLVER's and
+    cuBLAS's (``DeviceThreadHandlePool``: a thread reserves a handle at its first call, and an
+    ended thread's handle goes back to the pool for the next new thread). On an H200
     (``benchmarks/gpu/capture_probe.py``): ``linalg_eigvals``'s capture failed inside cuSOLVER,
     after which every eager call *of that thread* failed with CUSOLVER_STATUS_INTERNAL_ERROR,
     while a fresh thread's calls worked, and a capture on a side thread left the main thread's
-    calls working. A handle is made at a thread's first call, which allocates device memory:
-    not allowed while capturing."""
+    calls working. Making a handle allocates device memory: not allowed while capturing."""
 
     def __init__(self, device: FakeDevice) -> None:
         self.device = device
         self.local = threading.local()
-        self.made: list[str] = []  # the threads that made a handle
+        self.pool: list[dict[str, bool]] = []
+        self.made: list[str] = []  # the threads that made a new handle
 
-    def geev(self) -> None:
-        device = self.device
-        handle = getattr(self.local, "handle", None)
-        if handle is None:
-            if device.is_capturing():
-                device.synchronize()  # cudaMalloc while capturing: fails, invalidates
-            handle = self.local.handle = {"broken": False}
-            self.made.append(threading.current_thread().name)
+    def handle(self) -> dict[str, bool]:
+        lease = getattr(self.local, "lease", None)
+        if lease is None:
+            if self.pool:
+                handle = self.pool.pop()
+            else:
+                if self.device.is_capturing():
+                    self.device.synchronize()  # cudaMalloc while capturing: fails, invalidates
+                handle = {"broken": False}
+                self.made.append(threading.current_thread().name)
+            lease = self.local.lease = _Lease(self.pool, handle)
+        handle = lease.handle
         if handle["broken"]:
             raise RuntimeError("cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling geev")
-        device.launch(Kernel("geev", 0.25))
-        if device.is_capturing():
+        return handle
+
+    def geev(self) -> None:
+        """Reads its info back to the host: a capture breaks the capturing thread's handle."""
+        handle = self.handle()
+        self.device.launch(Kernel("geev", 0.25))
+        if self.device.is_capturing():
             handle["broken"] = True
-            device.synchronize()  # the hybrid solver reads its info back: invalidates
+            self.device.synchronize()
+
+    def potrs(self) -> None:
+        """Capturable."""
+        self.handle()
+        self.device.launch(Kernel("potrs", 0.25))
+
+
+def on_thread(fn: Callable[[], Any]) -> BaseException | None:
+    """Run ``fn`` on a new thread that then ends; what it raised."""
+    box: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as exc:
+            box.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    gc.collect()
+    return box[0] if box else None
 
 
 def make_timer(device: FakeDevice, **kwargs: Any) -> tuple[GraphTimer, CountingDirect]:
@@ -629,29 +673,107 @@ def test_the_fake_generator_is_poisoned_by_an_invalidated_capture() -> None:
         device.random()
 
 
+def test_the_fake_pool_hands_an_ended_thread_s_broken_handle_on() -> None:
+    """Why a broken capture thread is parked rather than ended: an ended thread's handle goes
+    back to torch's pool, and the next new thread gets it, broken."""
+    device = FakeDevice()
+    lib = Library(device)
+
+    def break_it() -> None:
+        lib.geev()
+        with pytest.raises(AcceleratorError), device.capture(device.new_graph()):
+            lib.geev()
+
+    assert on_thread(break_it) is None
+    assert lib.pool == [{"broken": True}]
+    assert "INTERNAL_ERROR" in str(on_thread(lib.geev))
+
+
 def test_an_aborted_capture_breaks_only_the_capture_thread_s_library_handle() -> None:
     """The H200's ``linalg_eigvals``: its capture breaks the capturing thread's cuSOLVER handle.
-    The capture ran on the capture thread, so the direct fallback (on the caller's thread)
-    times it, and the next shape does too; each broken capture thread is parked."""
+    The capture ran on the capture thread, which is parked (its broken handle never reaches the
+    pool), so the direct fallback on the caller's thread times it; the test's next shape is
+    timed directly without capturing, so one operator parks one thread, not one per shape."""
     device = FakeDevice()
     lib = Library(device)
     timer, direct = make_timer(device)
     parked = len(CaptureThread.parked)
-    for _ in range(2):
-        m = timer.measure(lib.geev)
-        assert m.timer == "direct"
-        assert m.fallback is not None
-        assert "operation not permitted when stream is capturing" in m.fallback
-        assert not device.is_capturing()
-        assert device.live_graphs == []
+    first = timer.measure(lib.geev)
+    assert first.timer == "direct"
+    assert first.fallback is not None
+    assert "operation not permitted when stream is capturing" in first.fallback
+    graphs = len(device.graphs)
+    second = timer.measure(lib.geev)
+    assert second.timer == "direct"
+    assert second.fallback is not None
+    assert second.fallback.startswith("NotCaptured: an earlier shape's capture broke its thread")
+    assert len(device.graphs) == graphs  # no capture attempted
     assert direct.calls == 2
-    assert len(CaptureThread.parked) == parked + 2
-    # the caller's handle was never in a capture; each capture thread made its own handle with
-    # a plain call before capturing
-    assert lib.made == ["MainThread", "zlbench-capture", "zlbench-capture"]
+    assert len(CaptureThread.parked) == parked + 1
+    assert not device.is_capturing()
+    assert device.live_graphs == []
+    # the caller's handle was never in a capture; the capture thread made its own with a plain
+    # call before capturing; no broken handle went back to the pool
+    assert lib.made == ["MainThread", "zlbench-capture"]
+    assert lib.pool == []
     lib.geev()
-    # the next operator is captured on a fresh thread
+    # the next test is captured again, on a fresh thread
+    timer.new_test()
     assert timer.measure(kernel_op(device, 0.5)).timer == "graph"
+    assert timer.measure(lib.potrs).timer == "graph"
+
+
+def test_a_capture_thread_broken_earlier_is_replaced_before_capturing() -> None:
+    """A thread whose plain call fails before capturing (an earlier op broke its handle though
+    that op still ran there) is parked, and the shape is captured on a fresh thread."""
+    device = FakeDevice()
+    lib = Library(device)
+    timer, _ = make_timer(device)
+    thread = CaptureThread.get()
+
+    def break_handle() -> None:
+        lib.handle()["broken"] = True
+
+    thread.run(break_handle)
+    m = timer.measure(lib.potrs)
+    assert m.timer == "graph"
+    assert thread in CaptureThread.parked
+    assert CaptureThread.get() is not thread
+
+
+def test_the_op_failing_fatally_on_the_capture_thread_is_fatal() -> None:
+    """After an aborted capture the capture thread calls the op once more; a fatal error there
+    (here reported once, not sticky) fails the test instead of reading as a capture failure."""
+    device = FakeDevice(sticky_errors=False)
+    timer, direct = make_timer(device)
+    aborted = []
+
+    def op() -> None:
+        device.launch(Kernel("k", 0.25))
+        if device.is_capturing():
+            aborted.append(True)
+            device.synchronize()
+        elif aborted and threading.current_thread().name == "zlbench-capture":
+            device.launch(Kernel("oob", 0.25, fault=ILLEGAL_ADDRESS))
+            device.synchronize()
+
+    with pytest.raises(FatalDeviceError):
+        timer.measure(op)
+    assert direct.calls == 0
+
+
+def test_a_failed_capture_frees_its_memory_without_the_garbage_collector() -> None:
+    """Nothing of a failed cold capture (the 256 MB flush buffer, the graph) may wait for a
+    garbage collection: no reference cycle through the re-raised exception."""
+    device = FakeDevice()
+    timer, _ = make_timer(device, cold=True)
+    gc.collect()
+    gc.disable()
+    try:
+        assert timer.measure(host_sync_op(device, 0.25)).timer == "direct"
+        assert device.allocated == 0
+    finally:
+        gc.enable()
 
 
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs SIGALRM")
@@ -676,6 +798,33 @@ def test_an_interrupted_caller_waits_for_the_capture_to_end() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs SIGALRM")
+def test_an_interrupted_caller_waits_a_grace_period_at_most(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A capture that outlasts the grace period does not hold the interrupt back: the caller
+    raises, and the still busy thread is parked (never handed another job)."""
+    monkeypatch.setattr(CaptureThread, "GRACE_S", 0.05)
+    release = threading.Event()
+    thread = CaptureThread()
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.02)
+    try:
+        started = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            thread.run(release.wait)
+        assert time.perf_counter() - started < 5
+        assert thread in CaptureThread.parked
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        release.set()
 
 
 def test_a_library_first_used_on_the_capture_thread_is_captured() -> None:
@@ -735,6 +884,7 @@ def test_an_operator_broken_process_wide_by_the_aborted_capture_fails_with_the_c
 
     with pytest.raises(BrokenByCaptureError) as excinfo:
         timer.measure(geev)
+    timer.new_test()
     text = str(excinfo.value)
     assert "\n" not in text
     assert "fails after it was aborted" in text

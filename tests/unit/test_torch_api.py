@@ -109,3 +109,35 @@ def test_the_capture_thread_enters_the_caller_s_device_and_autograd_modes(
     thread.join()
     assert seen == [(grad, inference), (True, False)]  # and a thread's own defaults after
     assert devices == [1]
+
+
+def test_the_capture_thread_enters_the_caller_s_default_device_and_autocast() -> None:
+    """``torch.set_default_device`` and autocast are per thread too: a capture on a thread
+    without them would record other work than the eager calls ran (real torch, on the CPU)."""
+    torch = pytest.importorskip("torch")
+    api = object.__new__(TorchDeviceAPI)
+    api.torch = torch
+    api.device = "cpu"  # the backend's device type, for autocast
+    api.m = SimpleNamespace(current_device=lambda: 0, set_device=lambda index: None)
+    with torch.device("meta"), torch.autocast("cpu", dtype=torch.bfloat16):
+        enter = api.thread_context()
+    seen: list[tuple[str, bool, Any]] = []
+
+    def look() -> None:
+        seen.append(
+            (
+                torch.empty(1).device.type,
+                torch.is_autocast_enabled("cpu"),
+                torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None,
+            )
+        )
+
+    def run() -> None:
+        look()
+        with enter():
+            look()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == [("cpu", False, None), ("meta", True, torch.bfloat16)]

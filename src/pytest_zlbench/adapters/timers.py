@@ -28,6 +28,10 @@ class FatalDeviceError(RuntimeError):
     """The device context is unusable (illegal address, device-side assert): fail loudly."""
 
 
+class NotCaptured(RuntimeError):
+    """Not captured: an earlier shape of this test broke its capture thread."""
+
+
 class BrokenByCaptureError(RuntimeError):
     """The operator ran eagerly before a graph capture and fails eagerly after it was aborted:
     the capture left some library state broken (an H200 showed it with cuSOLVER's geev in
@@ -126,12 +130,14 @@ class CaptureThread:
     calls worked (``benchmarks/gpu/capture_probe.py``). Capturing here keeps the main thread's
     handles, which the direct fallback and every later eager call use, out of any capture.
 
-    A thread whose own eager call fails after an aborted capture is parked, never ended: an
-    ended thread hands its handles back to torch's pool, and the next thread would get the
-    broken one.
+    A broken thread is parked, never ended: an ended thread hands its handles back to torch's
+    pool, and the next thread would get the broken one.
     """
 
+    #: how long an interrupted caller (Ctrl-C, a test timeout) waits for the capture to end
+    GRACE_S = 30.0
     _current: CaptureThread | None = None
+    _lock = threading.Lock()
     parked: list[CaptureThread] = []  # noqa: RUF012 - the process's broken threads, kept alive
 
     def __init__(self) -> None:
@@ -141,15 +147,19 @@ class CaptureThread:
 
     @classmethod
     def get(cls) -> CaptureThread:
-        if cls._current is None:
-            cls._current = cls()
-        return cls._current
+        with cls._lock:
+            if cls._current is None:
+                cls._current = cls()
+            return cls._current
 
     @classmethod
-    def park_current(cls) -> None:
-        if cls._current is not None:
-            cls.parked.append(cls._current)
-            cls._current = None
+    def park(cls, thread: CaptureThread) -> None:
+        """Never hand ``thread`` another job; keep it (and its library handles) alive."""
+        with cls._lock:
+            if cls._current is thread:
+                cls._current = None
+            if thread not in cls.parked:
+                cls.parked.append(thread)
 
     def _loop(self) -> None:
         while True:
@@ -165,18 +175,28 @@ class CaptureThread:
     def run(self, job: Callable[[], Any]) -> Any:
         box: list[tuple[bool, Any]] = []
         done = threading.Event()
-        self._jobs.put((job, box, done))
+        submitted = False
         try:
+            self._jobs.put((job, box, done))
+            submitted = True
             done.wait()
-        except BaseException:
+        except BaseException as interrupt:
             # Ctrl-C or a test timeout while the capture runs: let it end before the caller
-            # releases graphs and empties the allocator under it (a second one stops waiting)
-            done.wait()
+            # releases graphs and empties the allocator under it, for GRACE_S at most (then the
+            # thread, still busy, is parked); an error the job raised stays in the chain
+            if submitted and not done.wait(self.GRACE_S):
+                CaptureThread.park(self)
+            elif box and not box[0][0] and interrupt.__context__ is None:
+                interrupt.__context__ = box[0][1]
             raise
         ok, value = box[0]
-        if ok:
-            return value
-        raise value
+        try:
+            if ok:
+                return value
+            raise value
+        finally:
+            value = None  # no cycle: exception -> traceback -> this frame -> exception
+            box.clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,6 +334,9 @@ class GraphTimer:
         self.warmup_calls = warmup_calls
         self.max_calls = max_calls
         self.cold = cold
+        # set when a capture broke its thread: the test's later shapes are timed directly, so
+        # that one operator parks at most two threads (new_test clears it)
+        self._broke_thread: str | None = None
 
     def describe(self) -> str:
         return (
@@ -388,28 +411,57 @@ class GraphTimer:
         if self.api.is_capturing():
             raise FatalDeviceError("stream is still capturing after a failed capture")
 
-    def _raise_if_broken(self, fn: Callable[[], Any], reason: str) -> None:
-        """The direct fallback failed. If a plain call now fails too, where the warm-up calls
-        before the capture ran, the aborted capture broke the operator for this process."""
+    def _plain_call_error(self, fn: Callable[[], Any]) -> Exception | None:
+        """A plain call of the op, synchronised: the error it raised, or ``None``; a fatal one
+        raises :class:`FatalDeviceError`."""
         try:
             fn()
             self.api.synchronize()
-        except Exception as eager:
-            _raise_if_fatal(self.api, eager)
+        except Exception as exc:
+            _raise_if_fatal(self.api, exc)
+            return exc
+        return None
+
+    def _raise_if_broken(self, fn: Callable[[], Any], reason: str) -> None:
+        """The direct fallback failed. If a plain call now fails too, where the warm-up calls
+        before the capture ran, the aborted capture broke the operator for this process."""
+        eager = self._plain_call_error(fn)
+        if eager is not None:
             raise BrokenByCaptureError(
                 f"ran before the graph capture but fails after it was aborted ({reason}): "
                 f"{_line(eager)}; the capture left a library's state broken, so time this "
                 "operator with --zl-timer=direct"
             ) from eager
 
-    def _on_capture_thread(self, job: Callable[[], None]) -> None:
-        enter = self.api.thread_context()  # this thread's device and autograd modes
+    def new_test(self) -> None:
+        """A new test begins: its shapes are captured again, whatever broke a capture thread
+        in the previous test."""
+        self._broke_thread = None
 
-        def run() -> None:
-            with enter():
-                job()
+    def _on_capture_thread(self, job: Callable[[list[str]], None]) -> None:
+        """Run ``job`` on the capture thread, inside this thread's device and autograd state.
+        ``job`` reports in its list: ``"before"`` when the plain call before capturing failed
+        (the thread was broken earlier: parked, and ``job`` runs once more on a fresh thread),
+        ``"after"`` when the op fails on that thread after its capture aborted (parked)."""
+        enter = self.api.thread_context()
+        for attempt in (1, 2):
+            thread = CaptureThread.get()
+            flags: list[str] = []
 
-        CaptureThread.get().run(run)
+            def run(flags: list[str] = flags) -> None:
+                with enter():
+                    job(flags)
+
+            try:
+                thread.run(run)
+                return
+            except Exception as exc:
+                if flags:
+                    CaptureThread.park(thread)
+                    self._broke_thread = _reason(exc)
+                if flags == ["before"] and attempt == 1:
+                    continue
+                raise
 
     def _capture_all(
         self,
@@ -418,12 +470,15 @@ class GraphTimer:
         both: Callable[[], None],
         calls: int,
         graphs: list[Any],
+        flags: list[str],
     ) -> None:
         """On the capture thread: one plain call first (this thread's library handles are made
         outside the capture), then the graphs, appended to ``graphs`` as they are made."""
         api = self.api
-        fn()
-        api.synchronize()
+        before = self._plain_call_error(fn)
+        if before is not None:
+            flags.append("before")
+            raise before
         try:
             if flush is None:
                 graphs.append(self._capture(fn, calls))
@@ -432,19 +487,11 @@ class GraphTimer:
                 graphs.append(self._capture(both, calls))
         except Exception as exc:
             if api.is_capturing():  # only this thread can see its stream still capturing
+                flags.append("after")
                 raise FatalDeviceError("stream is still capturing after a failed capture") from exc
-            if not _fatal(api, exc) and not self._still_runs(fn):
-                CaptureThread.park_current()
+            if not _fatal(api, exc) and self._plain_call_error(fn) is not None:
+                flags.append("after")
             raise
-
-    def _still_runs(self, fn: Callable[[], Any]) -> bool:
-        """After an aborted capture, on its thread: does a plain call of the op still work?"""
-        try:
-            fn()
-            self.api.synchronize()
-        except Exception:
-            return False
-        return True
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         api = self.api
@@ -470,7 +517,13 @@ class GraphTimer:
         graphs: list[Any] = []
         try:
             try:
-                self._on_capture_thread(lambda: self._capture_all(fn, flush, both, calls, graphs))
+                if self._broke_thread is not None:
+                    raise NotCaptured(
+                        f"an earlier shape's capture broke its thread ({self._broke_thread})"
+                    )
+                self._on_capture_thread(
+                    lambda flags: self._capture_all(fn, flush, both, calls, graphs, flags)
+                )
                 if flush is None:
                     samples = self._time_replays(graphs[0], calls)
                 else:

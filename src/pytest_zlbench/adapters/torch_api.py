@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 
 from ..core.backends import Backend
@@ -99,17 +99,32 @@ class TorchDeviceAPI:
         return buf.zero_
 
     def thread_context(self) -> Callable[[], AbstractContextManager[None]]:
-        """The calling thread's device, grad mode and inference mode, which torch keeps per
-        thread, for the capture thread to enter around each capture."""
+        """What torch keeps per thread, read on the calling thread, for the capture thread to
+        enter around each capture: the current device, grad mode, inference mode, the default
+        device (``torch.set_default_device``) and autocast on this backend's device type."""
         torch = self.torch
         device = self.m.current_device()
         grad = torch.is_grad_enabled()
         inference = torch.is_inference_mode_enabled()
+        get_default = getattr(torch, "get_default_device", None)  # torch >= 2.3
+        default = get_default() if get_default is not None else None
+        autocast_dtype = None
+        try:  # torch >= 2.4 takes the device type
+            if torch.is_autocast_enabled(self.device):
+                autocast_dtype = torch.get_autocast_dtype(self.device)
+        except (TypeError, AttributeError, RuntimeError):
+            pass
 
         @contextmanager
         def enter() -> Iterator[None]:
             self.m.set_device(device)
-            with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+            with ExitStack() as stack:
+                stack.enter_context(torch.inference_mode(inference))
+                stack.enter_context(torch.set_grad_enabled(grad))
+                if default is not None and str(default) != "cpu":
+                    stack.enter_context(torch.device(default))
+                if autocast_dtype is not None:
+                    stack.enter_context(torch.autocast(self.device, dtype=autocast_dtype))
                 yield
 
         return enter

@@ -181,6 +181,10 @@ class TimingSession:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         if self.adapter is None:
             self._install()
+        built = self.config.stash[timing_settings_key].timer  # never built just for this
+        new_test = getattr(built, "new_test", None)
+        if new_test is not None:
+            new_test()  # shapes are captured again, whatever broke a capture in the last test
         if self.adapter:
             self.adapter.timer = timer_for(self.config, item)
         rows = item.stash.setdefault(item_rows_key, [])
