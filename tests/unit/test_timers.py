@@ -776,6 +776,23 @@ def test_a_failed_capture_frees_its_memory_without_the_garbage_collector() -> No
         gc.enable()
 
 
+@contextmanager
+def interrupted_after(seconds: float) -> Iterator[None]:
+    """A KeyboardInterrupt raised in this (the main) thread after ``seconds``, as Ctrl-C or
+    pytest-timeout's signal method would."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs SIGALRM")
 def test_an_interrupted_caller_waits_for_the_capture_to_end() -> None:
     """Ctrl-C (or pytest-timeout's signal) while the capture thread works: the caller's cleanup
@@ -786,18 +803,9 @@ def test_an_interrupted_caller_waits_for_the_capture_to_end() -> None:
         time.sleep(0.3)
         finished.append(True)
 
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.05)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            CaptureThread().run(capture)
-        assert finished == [True]
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+    with interrupted_after(0.05), pytest.raises(KeyboardInterrupt):
+        CaptureThread().run(capture)
+    assert finished == [True]
 
 
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs SIGALRM")
@@ -810,20 +818,13 @@ def test_an_interrupted_caller_waits_a_grace_period_at_most(
     release = threading.Event()
     thread = CaptureThread()
 
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.02)
     try:
         started = time.perf_counter()
-        with pytest.raises(KeyboardInterrupt):
+        with interrupted_after(0.02), pytest.raises(KeyboardInterrupt):
             thread.run(release.wait)
         assert time.perf_counter() - started < 5
         assert thread in CaptureThread.parked
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
         release.set()
 
 
