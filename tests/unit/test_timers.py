@@ -741,27 +741,6 @@ def test_a_capture_thread_broken_earlier_is_replaced_before_capturing() -> None:
     assert CaptureThread.get() is not thread
 
 
-def test_the_op_failing_fatally_on_the_capture_thread_is_fatal() -> None:
-    """After an aborted capture the capture thread calls the op once more; a fatal error there
-    (here reported once, not sticky) fails the test instead of reading as a capture failure."""
-    device = FakeDevice(sticky_errors=False)
-    timer, direct = make_timer(device)
-    aborted = []
-
-    def op() -> None:
-        device.launch(Kernel("k", 0.25))
-        if device.is_capturing():
-            aborted.append(True)
-            device.synchronize()
-        elif aborted and threading.current_thread().name == "zlbench-capture":
-            device.launch(Kernel("oob", 0.25, fault=ILLEGAL_ADDRESS))
-            device.synchronize()
-
-    with pytest.raises(FatalDeviceError):
-        timer.measure(op)
-    assert direct.calls == 0
-
-
 def test_a_failed_capture_frees_its_memory_without_the_garbage_collector() -> None:
     """Nothing of a failed cold capture (the 256 MB flush buffer, the graph) may wait for a
     garbage collection: no reference cycle through the re-raised exception."""
@@ -913,22 +892,32 @@ def test_a_direct_failure_after_the_capture_is_not_blamed_on_it_when_the_op_stil
     assert device.live_graphs == []
 
 
-def test_a_fatal_error_in_the_fallback_is_fatal() -> None:
-    device = FakeDevice()
-    timer, _ = make_timer(device)
-    captured = []
+@pytest.mark.parametrize(
+    ("where", "sticky"),
+    [("zlbench-capture", False), ("MainThread", True)],
+    ids=["capture-thread-check", "fallback"],
+)
+def test_a_fatal_error_after_an_aborted_capture_is_fatal(where: str, sticky: bool) -> None:
+    """After an aborted capture the op runs again: once on the capture thread (does it still
+    run there?), then in the direct fallback on the caller's thread. A fatal error in either
+    (on the capture thread, reported once: not sticky) fails the test instead of reading as a
+    capture failure."""
+    device = FakeDevice(sticky_errors=sticky)
+    timer, direct = make_timer(device)
+    aborted = []
 
     def op() -> None:
         device.launch(Kernel("k", 0.25))
         if device.is_capturing():
-            captured.append(True)
+            aborted.append(True)
             device.synchronize()
-        elif captured:
+        elif aborted and threading.current_thread().name == where:
             device.launch(Kernel("oob", 0.25, fault=ILLEGAL_ADDRESS))
             device.synchronize()
 
     with pytest.raises(FatalDeviceError):
         timer.measure(op)
+    assert direct.calls == (where == "MainThread")
 
 
 def test_fallback_reason_is_printable_with_the_mark() -> None:
