@@ -18,8 +18,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_o
   .whl/pytest_timeout-*.whl .whl/sqlalchemy-*.whl .whl/greenlet-*.whl 2>/dev/null || exit 1
 SMOKE=/tmp/site/pytest_zlbench/ops/shapes/smoke.yaml
 cd .fg
-left() { echo $(( 480 - ($(date +%s) - START) )); }
-lim() { local l; l=$(left); [ "$l" -ge 15 ] || return 1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+LIMIT=480
 COMMON="--level core -p no:cacheprovider -q -rfEs"
 NOISE="benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_sum.py::test_sum
   benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm"

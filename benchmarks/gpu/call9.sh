@@ -19,10 +19,7 @@ source benchmarks/gpu/lib.sh
 zl_setup 9
 SMOKE=/tmp/site/pytest_zlbench/ops/shapes/smoke.yaml
 cd .fg
-left() { echo $(( 540 - ($(date +%s) - START) )); }
-# lim N: N seconds, or what is left of the call if that is less; nothing (and the step is
-# skipped) when under 15 s are left
-lim() { local l; l=$(left); [ "$l" -ge 15 ] || return 1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+LIMIT=540
 COMMON="--level core --shape_file=$SMOKE -p no:cacheprovider -q -rfEs --zl-graph-replays=3 --zl-graph-budget-ms=2"
 SOLVERS="benchmark/test_linalg_eigvals.py::test_linalg_eigvals benchmark/test_cholesky_solve.py::test_cholesky_solve
   benchmark/test_cholesky_solve.py::test_cholesky_solve_out"

@@ -4,6 +4,9 @@
 #                installed; sets W, REPO, SEED (the committed LibTuner seed) and START
 #   zl_both F G  runs the shell functions F and G at once (F's output in $W/F.log) and waits
 #                for both
+#   left         seconds left of the script's LIMIT (set LIMIT after zl_setup)
+#   lim N        N seconds, or what is left if that is less; nothing and status 1 (skip the
+#                step) when under 15 s are left
 
 zl_setup() {
   W=/tmp/w$1; CALL=call$1; REPO=$PWD; SEED=$REPO/benchmarks/gpu/seed/h200_v5.3.4
@@ -21,3 +24,7 @@ zl_both() {
   local second=$!
   wait "$first" "$second"  # never a bare wait: it also waits for the log's tee, forever
 }
+
+left() { echo $(( LIMIT - ($(date +%s) - START) )); }
+
+lim() { local l; l=$(left); [ "$l" -ge 15 ] || return 1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }

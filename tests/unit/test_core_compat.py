@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -266,10 +267,14 @@ D = "schema: 1\ndismissed:\n  fft:\n"
     ],
 )
 def test_malformed_dismiss_is_a_one_line_error(text: str, needle: str) -> None:
+    assert_one_line_error(compat.load_dismiss, text, "dismiss.yaml", needle)
+
+
+def assert_one_line_error(load: Any, text: str, source: str, needle: str) -> None:
     with pytest.raises(ValueError) as excinfo:
-        compat.load_dismiss(text, "dismiss.yaml")
+        load(text, source)
     assert needle in str(excinfo.value)
-    assert str(excinfo.value).startswith("dismiss.yaml")
+    assert str(excinfo.value).startswith(source)
     assert "\n" not in str(excinfo.value)
 
 
@@ -389,11 +394,7 @@ def test_load_no_capture(tmp_path: Path) -> None:
     ],
 )
 def test_malformed_no_capture_is_a_one_line_error(text: str, needle: str) -> None:
-    with pytest.raises(ValueError) as excinfo:
-        compat.load_no_capture(text, "no_capture.yaml")
-    assert needle in str(excinfo.value)
-    assert str(excinfo.value).startswith("no_capture.yaml")
-    assert "\n" not in str(excinfo.value)
+    assert_one_line_error(compat.load_no_capture, text, "no_capture.yaml", needle)
 
 
 def test_packaged_no_capture_list() -> None:
