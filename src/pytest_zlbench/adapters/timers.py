@@ -458,6 +458,7 @@ class GraphTimer:
             except Exception as exc:
                 if flags:
                     CaptureThread.park(thread)
+                if "after" in flags:  # this op broke it: its later shapes are timed directly
                     self._broke_thread = _reason(exc)
                 if flags == ["before"] and attempt == 1:
                     continue
