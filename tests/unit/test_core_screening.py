@@ -21,6 +21,7 @@ from pytest_zlbench.core.screening import (
     NO_TRITON,
     VERDICTS,
     Key,
+    Pairing,
     RoundInput,
     ScreenLine,
     aggregate,
@@ -584,6 +585,11 @@ def test_no_usable_row_is_lost(rows_a: list[Row], rows_b: list[Row]) -> None:
     assert pairing.keys_total == len(ref_a.keys() | ref_b.keys())
 
 
+def counts(pairing: Pairing) -> tuple[int, int, int, int]:
+    """A pairing's key counts: all keys, unusable, one side only (A, B)."""
+    return (pairing.keys_total, pairing.unusable, pairing.only_a, pairing.only_b)
+
+
 @given(ROWS, ROWS)
 def test_swapping_the_sides_pairs_the_same_rows(rows_a: list[Row], rows_b: list[Row]) -> None:
     ab = pair_rows(rows_a, rows_b)
@@ -591,12 +597,8 @@ def test_swapping_the_sides_pairs_the_same_rows(rows_a: list[Row], rows_b: list[
     assert {(p.key, id(p.a), id(p.b)) for p in ab.pairs} == {
         (p.key, id(p.b), id(p.a)) for p in ba.pairs
     }
-    assert (ab.keys_total, ab.unusable, ab.only_a, ab.only_b) == (
-        ba.keys_total,
-        ba.unusable,
-        ba.only_b,
-        ba.only_a,
-    )
+    total, unusable, only_a, only_b = counts(ba)
+    assert counts(ab) == (total, unusable, only_b, only_a)
     # every row is in exactly one of: a pair, a key of one side only, an unusable key
     assert len(ab.pairs) + ab.unusable + ab.only_a + ab.only_b == ab.keys_total
     for p, q in zip(
@@ -629,12 +631,7 @@ def test_the_set_of_pairs_does_not_depend_on_row_order(data: st.DataObject) -> N
     assert {(p.key, id(p.a), id(p.b)) for p in before.pairs} == {
         (p.key, id(p.a), id(p.b)) for p in after.pairs
     }
-    assert (before.keys_total, before.only_a, before.only_b, before.unusable) == (
-        after.keys_total,
-        after.only_a,
-        after.only_b,
-        after.unusable,
-    )
+    assert counts(before) == counts(after)
 
 
 def test_render_screen_caliber_line_skips_operators_without_one() -> None:
