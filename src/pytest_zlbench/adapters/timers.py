@@ -71,7 +71,8 @@ class DeviceAPI(Protocol):
     def empty_cache(self) -> None: ...
     def error_code(self, exc: BaseException) -> int | None: ...
     def make_flush(self) -> Callable[[], Any]: ...
-    # the calling thread's device and autograd modes, to be entered on another thread
+    # what torch keeps per thread (device, autograd modes, ...), read on the calling thread,
+    # to be entered on the capture thread
     def thread_context(self) -> Callable[[], AbstractContextManager[None]]: ...
 
 
@@ -335,7 +336,7 @@ class GraphTimer:
         self.max_calls = max_calls
         self.cold = cold
         # set when a capture broke its thread: the test's later shapes are timed directly, so
-        # that one operator parks at most two threads (new_test clears it)
+        # that one operator parks one thread, not one per shape (new_test clears it)
         self._broke_thread: str | None = None
 
     def describe(self) -> str:
@@ -439,7 +440,7 @@ class GraphTimer:
         self._broke_thread = None
 
     def _on_capture_thread(self, job: Callable[[list[str]], None]) -> None:
-        """Run ``job`` on the capture thread, inside this thread's device and autograd state.
+        """Run ``job`` on the capture thread, inside this thread's per-thread torch state.
         ``job`` reports in its list: ``"before"`` when the plain call before capturing failed
         (the thread was broken earlier: parked, and ``job`` runs once more on a fresh thread),
         ``"after"`` when the op fails on that thread after its capture aborted (parked)."""
