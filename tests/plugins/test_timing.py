@@ -380,7 +380,7 @@ import pytest_zlbench.plugins.timing as timing
 
 class Counting:
     name = "graph"
-    new_tests = 0
+    tests = []
 
     def describe(self):
         return "graph(stand-in)"
@@ -389,8 +389,9 @@ class Counting:
         fn()
         return Measurement(0.5, Spread(0.5, 0.5, 0.5, 5), "graph")
 
-    def new_test(self):
-        Counting.new_tests += 1
+    def begin_test(self, test, direct_reason=None):
+        if not Counting.tests or Counting.tests[-1] != test:
+            Counting.tests.append(test)
 
 
 timing.build_timer = lambda *args, **kwargs: Counting()
@@ -398,16 +399,19 @@ timing.build_timer = lambda *args, **kwargs: Counting()
 
 @pytest.mark.parametrize("k", range(3))
 def test_op(zl_bench, k):
+    assert len(Counting.tests) == k  # never built, nor told, before a measurement
     zl_bench(lambda: None, op="abs")
-    # the timer is built by the first measurement; every later test starts a new one
-    assert Counting.new_tests == k
+    zl_bench(lambda: None, op="abs")
+    # each test is begun once, whatever the number of its measurements
+    assert Counting.tests[-1].endswith(f"test_op[{k}]")
+    assert len(Counting.tests) == k + 1
 """
 
 
 def test_each_test_tells_the_timer_it_begins(zl_pytester: pytest.Pytester) -> None:
     """A capture thread broken by one test's shapes makes that test's later shapes direct; the
-    next test is captured again: the timing session calls the timer's ``new_test`` before each
-    test, once the timer exists (it is never built just for that)."""
+    next test is captured again: the timer is told which test it measures (``begin_test``) at
+    each measurement, and it is never built just for that."""
     zl_pytester.makepyfile(test_nt=NEW_TEST_TESTS)
     result = zl_pytester.runpytest("--zl-backend=cpu", f"--zl-out={zl_pytester.path / 'run'}")
     result.assert_outcomes(passed=3)

@@ -718,9 +718,26 @@ def test_an_aborted_capture_breaks_only_the_capture_thread_s_library_handle() ->
     assert lib.pool == []
     lib.geev()
     # the next test is captured again, on a fresh thread
-    timer.new_test()
+    timer.begin_test("the next test")
     assert timer.measure(kernel_op(device, 0.5)).timer == "graph"
     assert timer.measure(lib.potrs).timer == "graph"
+
+
+def test_a_test_begun_with_a_reason_is_timed_directly_without_a_capture() -> None:
+    """``ops/no_capture.yaml``: a test whose capture would kill the process is timed directly,
+    every shape, with the listed reason; beginning the same test again changes nothing; the
+    next test is captured."""
+    device = FakeDevice()
+    timer, direct = make_timer(device)
+    timer.begin_test("test_cholesky_solve", "ops/no_capture.yaml: MAGMA aborts")
+    for _ in range(2):
+        timer.begin_test("test_cholesky_solve")
+        m = timer.measure(kernel_op(device, 0.5))
+        assert (m.timer, m.fallback) == ("direct", "ops/no_capture.yaml: MAGMA aborts")
+    assert device.graphs == []
+    assert direct.calls == 2
+    timer.begin_test("test_abs")
+    assert timer.measure(kernel_op(device, 0.5)).timer == "graph"
 
 
 def test_a_capture_thread_broken_earlier_is_replaced_before_capturing() -> None:
@@ -865,7 +882,7 @@ def test_an_operator_broken_process_wide_by_the_aborted_capture_fails_with_the_c
 
     with pytest.raises(BrokenByCaptureError) as excinfo:
         timer.measure(geev)
-    timer.new_test()
+    timer.begin_test("the next test")
     text = str(excinfo.value)
     assert "\n" not in text
     assert "fails after it was aborted" in text

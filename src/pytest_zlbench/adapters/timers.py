@@ -28,10 +28,6 @@ class FatalDeviceError(RuntimeError):
     """The device context is unusable (illegal address, device-side assert): fail loudly."""
 
 
-class NotCaptured(RuntimeError):
-    """Not captured: an earlier shape of this test broke its capture thread."""
-
-
 class BrokenByCaptureError(RuntimeError):
     """The operator ran eagerly before a graph capture and fails eagerly after it was aborted:
     the capture left some library state broken (an H200 showed it with cuSOLVER's geev in
@@ -282,24 +278,6 @@ class DirectTimer:
         return Measurement(s.p50, s, "direct", settings=self.describe())
 
 
-class NoCaptureTimer:
-    """The direct timer for an operator whose capture kills the process
-    (``ops/no_capture.yaml``): every row says ``timer=direct`` with the listed reason."""
-
-    name = "direct"
-
-    def __init__(self, direct: Timer, reason: str) -> None:
-        self.direct = direct
-        self.reason = reason
-
-    def describe(self) -> str:
-        return self.direct.describe()
-
-    def measure(self, fn: Callable[[], Any]) -> Measurement:
-        m = self.direct.measure(fn)
-        return Measurement(m.ms, m.spread, "direct", fallback=self.reason, settings=m.settings)
-
-
 # ---------------------------------------------------------------------------------------------
 # Graph
 
@@ -335,9 +313,11 @@ class GraphTimer:
         self.warmup_calls = warmup_calls
         self.max_calls = max_calls
         self.cold = cold
-        # set when a capture broke its thread: the test's later shapes are timed directly, so
-        # that one operator parks one thread, not one per shape (new_test clears it)
-        self._broke_thread: str | None = None
+        # the test being measured, and why its shapes are timed directly without a capture
+        # attempt, if they are (begin_test sets both; a capture that broke its thread sets the
+        # reason, so that one operator parks one thread, not one per shape)
+        self._test: str | None = None
+        self._direct_reason: str | None = None
 
     def describe(self) -> str:
         return (
@@ -434,10 +414,13 @@ class GraphTimer:
                 "operator with --zl-timer=direct"
             ) from eager
 
-    def new_test(self) -> None:
-        """A new test begins: its shapes are captured again, whatever broke a capture thread
-        in the previous test."""
-        self._broke_thread = None
+    def begin_test(self, test: str, direct_reason: str | None = None) -> None:
+        """``test`` is being measured (a no-op while it stays the same): its shapes are
+        captured, whatever broke a capture thread in the previous test, unless
+        ``direct_reason`` says why they must be timed directly (``ops/no_capture.yaml``)."""
+        if test != self._test:
+            self._test = test
+            self._direct_reason = direct_reason
 
     def _on_capture_thread(self, job: Callable[[list[str]], None]) -> None:
         """Run ``job`` on the capture thread, inside this thread's per-thread torch state.
@@ -460,7 +443,9 @@ class GraphTimer:
                 if flags:
                     CaptureThread.park(thread)
                 if "after" in flags:  # this op broke it: its later shapes are timed directly
-                    self._broke_thread = _reason(exc)
+                    self._direct_reason = (
+                        f"NotCaptured: an earlier shape's capture broke its thread ({_reason(exc)})"
+                    )
                 if flags == ["before"] and attempt == 1:
                     continue
                 raise
@@ -496,6 +481,11 @@ class GraphTimer:
             raise
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
+        if self._direct_reason is not None:
+            m = self.direct.measure(fn)
+            return Measurement(
+                m.ms, m.spread, "direct", fallback=self._direct_reason, settings=m.settings
+            )
         api = self.api
         flush = api.make_flush() if self.cold else None
 
@@ -519,10 +509,6 @@ class GraphTimer:
         graphs: list[Any] = []
         try:
             try:
-                if self._broke_thread is not None:
-                    raise NotCaptured(
-                        f"an earlier shape's capture broke its thread ({self._broke_thread})"
-                    )
                 self._on_capture_thread(
                     lambda flags: self._capture_all(fn, flush, both, calls, graphs, flags)
                 )

@@ -141,22 +141,20 @@ def active_timer(config: pytest.Config) -> Timer:
 
 
 def timer_for(config: pytest.Config, item: pytest.Item) -> Timer:
-    """The session's timer for one test: under the graph timer, an operator listed in
-    ``ops/no_capture.yaml`` (its capture kills the process, which no fallback can catch) gets
-    the direct timer, each row giving the listed reason."""
+    """The session's timer, told which test it measures: a graph timer captures each test's
+    shapes afresh, except for an operator listed in ``ops/no_capture.yaml`` (its capture kills
+    the process, which no fallback can catch), whose rows are timed directly with the listed
+    reason."""
     timer = active_timer(config)
-    direct = getattr(timer, "direct", None)
-    if timer.name != "graph" or direct is None:
+    begin_test = getattr(timer, "begin_test", None)
+    if begin_test is None:
         return timer
     from .._ab import op_id  # the operator id the A/B screen and the ops/ lists use
     from ..core.compat import no_capture
 
     reason = no_capture(op_id(item))
-    if reason is None:
-        return timer
-    from ..adapters.timers import NoCaptureTimer
-
-    return NoCaptureTimer(direct, f"ops/no_capture.yaml: {reason}")
+    begin_test(item.nodeid, f"ops/no_capture.yaml: {reason}" if reason else None)
+    return timer
 
 
 class TimingSession:
@@ -181,12 +179,8 @@ class TimingSession:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         if self.adapter is None:
             self._install()
-        built = self.config.stash[timing_settings_key].timer  # never built just for this
-        new_test = getattr(built, "new_test", None)
-        if new_test is not None:
-            new_test()  # shapes are captured again, whatever broke a capture in the last test
         if self.adapter:
-            self.adapter.timer = timer_for(self.config, item)
+            timer_for(self.config, item)  # the adapter's timer learns which test it measures
         rows = item.stash.setdefault(item_rows_key, [])
         self.current = rows
         try:
