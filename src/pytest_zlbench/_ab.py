@@ -24,13 +24,11 @@ from typing import Any
 import pytest
 
 from . import _common
-from ._common import ab_controller_key
+from ._common import ab_controller_key, op_id
 from .core import records, screening
 from .core.caliber import PREFIX as CALIBER_PREFIX
 from .core.caliber import check as caliber_check
 from .core.caliber import unreadable
-from .core.inventory import BUILTIN_MARKS as FLAGGEMS_BUILTIN_MARKS
-from .core.inventory import module_op_id
 from .core.parsing import (
     Switch,
     parse_bool,
@@ -42,8 +40,6 @@ from .core.parsing import (
 from .core.records import RecordError, RunIdentity
 from .core.rundir import IdentityError, Side, load_side
 
-#: marks that are never an operator id: FlagGems' BUILTIN_MARKS, plus ours and xdist's
-BUILTIN_MARKS = frozenset({*FLAGGEMS_BUILTIN_MARKS, "xdist_group", "zl_op"})
 #: options that never pass through to a child (with whether they take a value): ours, xdist's
 #: (a child is one process), the cache's (children run with -p no:cacheprovider) and those
 #: naming one file or directory that concurrent children would share
@@ -437,17 +433,6 @@ def _replay_root(config: pytest.Config) -> Path | None:
     if not (path / "flaggems_cache").is_dir():
         raise pytest.UsageError(f"--zl-replay-from {path}: holds no flaggems_cache/ to replay")
     return path
-
-
-def op_id(item: pytest.Item) -> str:
-    """FlagGems' operator id: the first custom mark; otherwise the module's name."""
-    for mark in item.iter_markers():
-        if mark.name == "zl_op" and mark.args:
-            return str(mark.args[0])
-    for mark in item.iter_markers():
-        if mark.name not in BUILTIN_MARKS:
-            return mark.name
-    return module_op_id(item.path.name)
 
 
 def _abs_nodeid(item: pytest.Item) -> str:

@@ -183,3 +183,21 @@ class IdentitySpec:
 
         .. versionadded:: 0.1
         """
+
+
+# --------------------------------------------------------------------------------------------
+# Operator ids
+
+
+def op_id(item: pytest.Item) -> str:
+    """FlagGems' operator id of a test, the one the A/B screen, the inventory and the ``ops/``
+    lists use: a ``zl_op`` mark's argument, else the first custom mark (not FlagGems', ours or
+    xdist's), else the module's name."""
+    from .core.inventory import BUILTIN_MARKS, module_op_id, op_id_of
+
+    for mark in item.iter_markers("zl_op"):
+        if mark.args:
+            return str(mark.args[0])
+    names = (mark.name for mark in item.iter_markers())
+    ignore = {*BUILTIN_MARKS, "xdist_group", "zl_op"}
+    return op_id_of(names, module_op_id(item.path.name), ignore)

@@ -243,7 +243,7 @@ class CompatSession:
             ) from None
 
     def _inventory_row(self, item: pytest.Item) -> InventoryRow:
-        from ._ab import op_id  # the same operator id the A/B screen and dismiss.yaml use
+        from ._common import op_id
         from .core.inventory import InventoryRow
 
         bench = self.bench_dir(item.path)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -184,11 +184,13 @@ def _module_marks(tree: ast.Module) -> tuple[list[Mark], dict[str, tuple[Mark, .
     return module, named
 
 
-def op_id_of(marks_in_order: Iterable[Mark], default: str) -> str:
-    """The first mark that is not one of FlagGems' ``BUILTIN_MARKS``, else ``default``."""
-    for mark in marks_in_order:
-        if mark.name not in BUILTIN_MARKS:
-            return mark.name
+def op_id_of(
+    names_in_order: Iterable[str], default: str, ignore: Collection[str] = BUILTIN_MARKS
+) -> str:
+    """The first mark name not in ``ignore`` (FlagGems' ``BUILTIN_MARKS``), else ``default``."""
+    for name in names_in_order:
+        if name not in ignore:
+            return name
     return default
 
 
@@ -397,7 +399,7 @@ def scan_module(source: str, file: str, known: Iterable[str] = ()) -> ModuleScan
             FunctionInfo(
                 file=file,
                 name=prefix + fn.name,
-                op_id=op_id_of(marks, ""),
+                op_id=op_id_of((m.name for m in marks), ""),
                 benchmark_class=cls_name,
                 op_name=_op_name_of(call),
                 guards=tuple(m.reason for m in marks if m.reason is not None),

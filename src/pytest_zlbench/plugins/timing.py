@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .. import _common
-from .._common import item_rows_key, timing_settings_key
+from .._common import item_rows_key, op_id, timing_settings_key
 
 if TYPE_CHECKING:  # the rest is imported where used: an inactive plugin imports little
     from ..adapters.timers import Measurement, Timer
@@ -149,7 +149,6 @@ def timer_for(config: pytest.Config, item: pytest.Item) -> Timer:
     begin_test = getattr(timer, "begin_test", None)
     if begin_test is None:
         return timer
-    from .._ab import op_id  # the operator id the A/B screen and the ops/ lists use
     from ..core.compat import no_capture
 
     reason = no_capture(op_id(item))
