@@ -14,6 +14,7 @@ import pytest
 
 from pytest_zlbench.core.flaggems import (
     detect_layout,
+    fallback_line,
     format_table,
     parse_record_log,
     parse_stdout,
@@ -326,6 +327,16 @@ def test_fallback_marker_marks_the_matching_row():
         ("graph", None),
         ("direct", "not permitted when capturing"),
     ]
+
+
+def test_the_fallback_line_we_print_is_the_one_the_parser_reads() -> None:
+    """``fallback_line`` (printed by the FlagGems adapter and the ``zl_bench`` fixture) and the
+    parser of ``--zl-compare`` agree, reason text included."""
+    shape = "[torch.Size([8, 8]), torch.Size([8, 8])]"
+    marked = Row("mm", "float16", shape, None, fallback="RuntimeError: a = b (x)")
+    assert fallback_line(marked) + "\n" == fallback(shape, reason="RuntimeError: a = b (x)")
+    rows = parse_stdout("ZLBENCH_TIMER graph\n" + mm_table() + fallback_line(marked) + "\n")
+    assert (rows[2].timer, rows[2].fallback) == ("direct", "RuntimeError: a = b (x)")
 
 
 def test_fallback_markers_after_several_dtype_tables_and_repeated_shapes():

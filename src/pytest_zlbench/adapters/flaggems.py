@@ -11,8 +11,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..core.flaggems import fallback_line
 from ..core.records import Row
-from .timers import FALLBACK_MARK, Measurement, Timer
+from .timers import Measurement, Timer
 
 LAYOUTS = (
     ("current", "base", "consts"),
@@ -129,8 +130,6 @@ class FlagGemsAdapter:
                 error=str(error) if error else None,
             )
             if row.fallback:
-                self.echo(
-                    f"{FALLBACK_MARK} op={op} dtype={dtype} shape={shape} reason={row.fallback}"
-                )
+                self.echo(fallback_line(row))
             self.sink(row)
         self._samples.clear()

@@ -15,10 +15,11 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..core.flaggems import FALLBACK_MARKER
 from ..core.records import Spread
 from ..core.stats import spread
 
-FALLBACK_MARK = "BENCHMARK_DIRECT_NO_CUDAGRAPH"
+FALLBACK_MARK = FALLBACK_MARKER  # the text output marks a row timed directly with it
 
 #: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
 FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})

@@ -31,6 +31,7 @@ __all__ = [
     "FALLBACK_MARKER",
     "TIMER_MARKER",
     "detect_layout",
+    "fallback_line",
     "format_table",
     "parse_record_log",
     "parse_stdout",
@@ -42,6 +43,15 @@ TIMER_MARKER = "ZLBENCH_TIMER"
 #: ... and ``BENCHMARK_DIRECT_NO_CUDAGRAPH op=<op> dtype=<dtype> shape=<shape> reason=<text>`` for
 #: each shape whose graph capture failed and that was timed directly instead.
 FALLBACK_MARKER = "BENCHMARK_DIRECT_NO_CUDAGRAPH"
+
+
+def fallback_line(row: Row) -> str:
+    """The marker line of a row timed directly (``row.fallback`` says why), as the parser here
+    reads it back."""
+    return (
+        f"{FALLBACK_MARKER} op={row.op} dtype={row.dtype} shape={row.shape} reason={row.fallback}"
+    )
+
 
 Layout = Literal["current", "legacy"]
 

@@ -276,9 +276,9 @@ class Bench:
             node=self._item.nodeid,
         )
         if row.fallback:  # the same marker line the FlagGems adapter prints (SPEC §6)
-            from ..adapters.timers import FALLBACK_MARK
+            from ..core.flaggems import fallback_line
 
-            print(f"{FALLBACK_MARK} op={row.op} dtype={dtype} shape={shape} reason={row.fallback}")
+            print(fallback_line(row))
         self.rows.append(row)
         self._item.stash.setdefault(item_rows_key, []).append(row)
         return row
