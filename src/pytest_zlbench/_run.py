@@ -115,7 +115,6 @@ def start_run(early_config: pytest.Config, out: Any) -> None:
             "TRITON_STORE_BINARY_ONLY is set: Triton would keep no TTGIR to fingerprint; unset it"
         )
     recorder = RunRecorder(early_config, run_dir, replay, seeded, seed)
-    recorder.pins = replay_pins(replay)
     early_config.stash[run_recorder_key] = recorder
 
 
@@ -142,6 +141,8 @@ class WorkerRows:
         self.config = config
         self.card: str | None = None
         self.pinning: bool | None = None  # whether triton.autotune is wrapped in this process
+        # core.autotune.Pins of --zl-replay-from, read once (a malformed file: a usage error)
+        self.replayed: Any = replay_pins(_common.raw(config, "zl_replay_from"))
 
     def _pin(self) -> None:
         """Wrap plain triton.autotune once the suite has imported Triton (SPEC §8)."""
@@ -149,9 +150,7 @@ class WorkerRows:
             return
         from .adapters import triton_autotune
 
-        self.pinning = triton_autotune.install(
-            replay_pins(_common.raw(self.config, "zl_replay_from"))
-        )
+        self.pinning = triton_autotune.install(self.replayed)
 
     @pytest.hookimpl
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -235,7 +234,8 @@ class RunRecorder(WorkerRows):
         self.tee: _Tee | None = None
         self.errors: list[str] = []
         self.tuned: list[str] = []
-        self.pins: Any = {}  # core.autotune.Pins: the replayed choices, then the ones recorded
+        # core.autotune.Pins: the replayed choices, then the ones recorded (a copy: merged into)
+        self.pins: Any = {kernel: dict(keys) for kernel, keys in self.replayed.items()}
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
