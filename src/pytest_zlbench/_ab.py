@@ -28,7 +28,7 @@ from ._common import ab_controller_key, op_id
 from .core import records, screening
 from .core.caliber import PREFIX as CALIBER_PREFIX
 from .core.caliber import check as caliber_check
-from .core.caliber import unreadable
+from .core.caliber import is_fatal, refusing, unreadable
 from .core.parsing import (
     Switch,
     parse_bool,
@@ -179,12 +179,10 @@ def run_compare(config: pytest.Config) -> int | None:
     return _compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
 
 
-def _caliber_line(tw: Any, text: str, fatal: bool = True) -> None:
-    tw.line(text, red=fatal, yellow=not fatal)
-
-
-def _fatal(line: str) -> bool:
-    return line.startswith(CALIBER_PREFIX)
+def _caliber_line(tw: Any, text: str) -> None:
+    """A caliber line in red (a refusal) or yellow (a warning); ``tw`` is a terminal writer or
+    pytest's terminal reporter."""
+    tw.line(text, red=is_fatal(text), yellow=not is_fatal(text))
 
 
 def _refuse(tw: Any) -> int:
@@ -213,7 +211,7 @@ def _compare_two(path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any) -
     a, b = sides
     problems = caliber_check(a.identity, b.identity, str(path_a), str(path_b))
     for problem in problems:
-        _caliber_line(tw, problem.line(), problem.fatal)
+        _caliber_line(tw, problem.line())
     if any(p.fatal for p in problems) and not allow:
         return _refuse(tw)
     notes = [f"caliber mismatch allowed: {p.field}" for p in problems if p.fatal]
@@ -268,8 +266,8 @@ def _reaggregate(root: Path, allow: bool, tw: Any) -> int:
         problems += found
         results.append((op_dir, result))
     for problem in problems:
-        _caliber_line(tw, problem, _fatal(problem))
-    if any(map(_fatal, problems)) and not allow:
+        _caliber_line(tw, problem)
+    if refusing(problems, allow):
         return _refuse(tw)
     for op_dir, result in results:
         _write_op_result(op_dir, result)
@@ -862,7 +860,7 @@ class AbController:
     def refused(self) -> bool:
         """SPEC §5 inside a screen: a caliber mismatch between the runs of an operator (its
         round already counts as failed) makes the screen's exit status 4, unless allowed."""
-        return any(map(_fatal, self.caliber)) and not self.settings.allow_caliber_mismatch
+        return refusing(self.caliber, self.settings.allow_caliber_mismatch)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -883,7 +881,7 @@ class AbController:
         path = self.settings.root / SCREEN_FILE
         terminalreporter.write_sep("=", "zlbench screen")
         for text in self.caliber:
-            terminalreporter.write_line(text, red=_fatal(text), yellow=not _fatal(text))
+            _caliber_line(terminalreporter, text)
         if self.refused():
             terminalreporter.write_line(
                 f"{CALIBER_PREFIX} those rounds count as failed and have no range; "

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_zlbench.core.caliber import PREFIX, CaliberProblem, check, unreadable
+from pytest_zlbench.core.caliber import (
+    PREFIX,
+    CaliberProblem,
+    check,
+    is_fatal,
+    refusing,
+    unreadable,
+)
 from pytest_zlbench.core.records import CALIBER_FIELDS, RunIdentity
 
 BASE = RunIdentity(
@@ -110,3 +117,14 @@ def test_unreadable_identity_is_fatal() -> None:
     assert problem == CaliberProblem("run_identity", "runs/a: run_identity.json: missing")
     assert problem.fatal
     assert problem.line() == f"{PREFIX} runs/a: run_identity.json: missing"
+
+
+def test_printed_lines_read_back_as_refusal_or_warning() -> None:
+    """The lines travel as text (xdist reports, screen notes): ``is_fatal`` reads each back as
+    ``line()`` wrote it, and ``refusing`` applies SPEC §5's rule to them."""
+    refusal = CaliberProblem("timer", "timer differs: A graph, B direct").line()
+    warning = CaliberProblem("tuner_cache", "shared tuner cache", fatal=False).line()
+    assert (is_fatal(refusal), is_fatal(warning)) == (True, False)
+    assert refusing([warning, refusal], allow=False)
+    assert not refusing([warning, refusal], allow=True)
+    assert not refusing([warning], allow=False)

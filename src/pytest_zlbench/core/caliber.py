@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .records import CALIBER_FIELDS, RunIdentity
@@ -19,6 +20,17 @@ class CaliberProblem:
 
     def line(self) -> str:
         return f"{PREFIX} {self.message}" if self.fatal else f"[caliber] warning: {self.message}"
+
+
+def is_fatal(line: str) -> bool:
+    """Whether a printed :meth:`CaliberProblem.line` is a refusal (not a warning): the lines
+    travel as text (xdist reports, screen notes), and this reads them back."""
+    return line.startswith(PREFIX)
+
+
+def refusing(lines: Iterable[str], allow: bool) -> bool:
+    """SPEC §5: any refusal among ``lines`` stops the comparison unless allowed."""
+    return not allow and any(map(is_fatal, lines))
 
 
 def check(
