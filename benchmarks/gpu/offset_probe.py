@@ -15,8 +15,11 @@ first three measurements of every process 0.95 us, the fourth and later 1.12 us)
     --size 64x512x512    a larger tensor (about 21 us: the rows >= 10 us that moved in call 11)
     --warm-graphs N      first measure ``neg`` on another tensor N times (printed as op neg):
                          does the step come with the number of graphs the process captured?
-    --reuse              capture one graph and time it REPEATS times: does the step come with
-                         elapsed work on one graph rather than with new captures?
+    --reuse              capture one graph first and time it again after every measurement
+                         (printed as op abs-held): is the step global, or the graph's own?
+    --keep               never release a graph: does the step come from recycled graphs?
+    --no-empty           never empty the caching allocator between measurements
+    --stream             replay and time on a new stream instead of the default one
     --max-calls N        calls per graph (the timer caps them at 2000): does the size matter?
     --sleep-ms MS        idle time between measurements: is it a power state?
     --seconds S          keep measuring for S seconds (REPEATS is then the least): drift in time?
@@ -46,6 +49,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--size", default="64x64")
     p.add_argument("--warm-graphs", type=int, default=0)
     p.add_argument("--reuse", action="store_true")
+    p.add_argument("--keep", action="store_true")
+    p.add_argument("--no-empty", action="store_true")
+    p.add_argument("--stream", action="store_true")
     p.add_argument("--max-calls", type=int, default=2000)
     p.add_argument("--sleep-ms", type=float, default=0.0)
     p.add_argument("--seconds", type=float, default=0.0)
@@ -74,6 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     def emit(**fields: object) -> None:
         print(json.dumps({**common, "t": round(time.monotonic() - T0, 3), **fields}), flush=True)
 
+    kept = []
+    if a.keep:
+        api.release = kept.append  # type: ignore[method-assign]
+    if a.no_empty:
+        api.empty_cache = lambda: None  # type: ignore[method-assign]
+    if a.stream:
+        torch.cuda.set_stream(torch.cuda.Stream())
     other = torch.randn(64, 64, dtype=torch.float16, device="cuda")
     other_out = torch.empty_like(other)
     for rep in range(a.warm_graphs):
@@ -82,33 +95,34 @@ def main(argv: list[str] | None = None) -> int:
     pads = []  # kept alive: each moving repeat's tensors land past the last ones
     x = torch.randn(*shape, dtype=torch.float16, device="cuda")
     y = torch.empty_like(x)
-    graph = calls = None
-    if a.reuse:  # one capture, timed REPEATS times (the timer's own steps, kept apart)
-        fn = lambda: torch.abs(x, out=y)  # noqa: E731
+    held = calls = None
+    if a.reuse:  # a graph kept for the whole process, made as the timer makes its graphs
+        hx, hy = torch.randn_like(x), torch.empty_like(x)
+        fn = lambda: torch.abs(hx, out=hy)  # noqa: E731
+        for _ in range(timer.warmup_calls):
+            fn()
         estimate = max(timer._eager_ms(fn, 3), 1e-5)
         calls = int(min(a.max_calls, max(1, timer.budget_ms // estimate)))
-        graph = timer._capture(fn, calls)
+        held = timer._capture(fn, calls)
     rep = 0
     while rep < a.repeats or time.monotonic() - T0 < a.seconds:
         if a.mode == "moving" and rep:
             pads.append(torch.empty((rep % 5 + 1) * 24 * 2**20, dtype=torch.uint8, device="cuda"))
             x = torch.randn(*shape, dtype=torch.float16, device="cuda")
             y = torch.empty_like(x)
-        if graph is not None:
-            samples = sorted(timer._time_replays(graph, calls))
-            lat, p20, p80 = samples[len(samples) // 2], samples[len(samples) // 5], samples[-6]
-        else:
-            m = timer.measure(lambda: torch.abs(x, out=y))  # noqa: B023 - measured before x moves
-            lat, p20, p80 = m.ms, m.spread.p20, m.spread.p80
+        m = timer.measure(lambda: torch.abs(x, out=y))  # noqa: B023 - measured before x moves
         emit(
             op="abs",
             rep=rep,
-            latency_us=lat * 1000,
-            p20_us=p20 * 1000,
-            p80_us=p80 * 1000,
+            latency_us=m.ms * 1000,
+            p20_us=m.spread.p20 * 1000,
+            p80_us=m.spread.p80 * 1000,
             x_addr_mib=x.data_ptr() / 2**20,
             y_addr_mib=y.data_ptr() / 2**20,
         )
+        if held is not None:
+            samples = sorted(timer._time_replays(held, calls))
+            emit(op="abs-held", rep=rep, latency_us=samples[len(samples) // 2] * 1000)
         rep += 1
         if a.sleep_ms:
             time.sleep(a.sleep_ms / 1000)

@@ -7,8 +7,9 @@ Per variant (the probe's ``--label``; its size and mode otherwise): how many pro
 median latency of measurements 1-3 and of 4 onward (each a median over processes of the
 process's median), their ratio (the step), the spread between processes after the step (range
 of their medians over their median, and the worst pair), and the median within-process
-standard deviation. Lines of ``--warm-graphs`` (op neg) are left out; a ``--seconds`` run also
-gets its drift: the median of its last tenth over that of its first tenth, after the step.
+standard deviation. Lines of ``--warm-graphs`` (op neg) are left out, those of ``--reuse``'s
+held graph (op abs-held) are a variant of their own; a ``--seconds`` run also gets its drift:
+the median of its last tenth over that of its first tenth, after the step.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ def load(paths: list[str]) -> dict[str, dict[int, list[dict]]]:
                     r = json.loads(line)
                 except ValueError:
                     continue
-                if not isinstance(r, dict) or r.get("op", "abs") != "abs" or "latency_us" not in r:
+                op = r.get("op", "abs") if isinstance(r, dict) else None
+                if op not in ("abs", "abs-held") or "latency_us" not in r:
                     continue
                 label = r.get("label") or f"{r.get('size', '64x64')} {r.get('mode', 'fixed')}"
+                label += " (held graph)" if op == "abs-held" else ""
                 by[label][r["pid"]].append(r)
     return by
 
