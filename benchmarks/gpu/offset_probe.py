@@ -23,6 +23,7 @@ first three measurements of every process 0.95 us, the fourth and later 1.12 us)
     --max-calls N        calls per graph (the timer caps them at 2000): does the size matter?
     --sleep-ms MS        idle time between measurements: is it a power state?
     --seconds S          keep measuring for S seconds (REPEATS is then the least): drift in time?
+    --primer N           the timer's primer graphs (call 14; default 0: the timer of calls 10-13)
     --label TEXT         copied into every line (the driver script's variant name)
 """
 
@@ -55,6 +56,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-calls", type=int, default=2000)
     p.add_argument("--sleep-ms", type=float, default=0.0)
     p.add_argument("--seconds", type=float, default=0.0)
+    p.add_argument("--primer", type=int, default=0)
     p.add_argument("--label", default="")
     return p.parse_args(argv)
 
@@ -66,7 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     do_bench = triton_do_bench()
     assert do_bench is not None
     timer = GraphTimer(
-        api, DirectTimer(do_bench), budget_ms=10.0, replays=30, max_calls=a.max_calls
+        api,
+        DirectTimer(do_bench),
+        budget_ms=10.0,
+        replays=30,
+        max_calls=a.max_calls,
+        primer=a.primer,
     )
     common = {
         "pid": os.getpid(),

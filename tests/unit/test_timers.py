@@ -21,7 +21,11 @@ through torch:
   to the capture thread; libraries with one handle per thread are :class:`Library`;
 * memory: each graph holds a private pool until released; freed memory stays reserved by the
   caching allocator until ``empty_cache``; the cold-cache flush buffer lives as long as its
-  flush callable.
+  flush callable;
+* the two states an H200 runs graphs in (calls 12-13, docs/PERFORMANCE.md), with
+  ``steady_extra``: the first three graphs a process makes replay at the kernels' cost, and from
+  the fourth graph on every replay (of old graphs too) costs ``steady_extra`` more per kernel,
+  until the device idles (``idle()``) and the count starts again.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import pytest
 
 from pytest_zlbench.adapters.timers import (
     FALLBACK_MARK,
+    PRIMER_GRAPHS,
     BrokenByCaptureError,
     CaptureThread,
     CpuTimer,
@@ -129,8 +134,14 @@ class GenState:
 class FakeDevice:
     """A faithful fake of :class:`pytest_zlbench.adapters.timers.DeviceAPI`."""
 
-    def __init__(self, flush_cost: float = 0.5, sticky_errors: bool = True) -> None:
+    FAST_GRAPHS = 3  # graphs made since the device idled that replay in the fast state
+
+    def __init__(
+        self, flush_cost: float = 0.5, sticky_errors: bool = True, steady_extra: float = 0.0
+    ) -> None:
         self.clock = 0.0
+        self.steady_extra = steady_extra
+        self.graphs_since_idle = 0
         self.flush_cost = flush_cost
         self.sticky_errors = sticky_errors
         self.capturing: FakeGraph | None = None
@@ -144,6 +155,7 @@ class FakeDevice:
         self.double_releases = 0
         self.allocated = 0
         self.reserved = 0
+        self.peak_allocated = 0
         self.empty_cache_calls = 0
         self.executed: list[str] = []
 
@@ -178,8 +190,12 @@ class FakeDevice:
     def rng_offset(self) -> int:
         return self.gen.offset
 
-    def _execute(self, kernel: Kernel) -> None:
-        self.clock += kernel.cost
+    def idle(self) -> None:
+        """A long enough idle gap: graphs replay in the fast state again."""
+        self.graphs_since_idle = 0
+
+    def _execute(self, kernel: Kernel, extra: float = 0.0) -> None:
+        self.clock += kernel.cost + extra
         self.executed.append(kernel.name)
         if kernel.fault is not None:
             self.error = kernel.fault  # reported asynchronously, at the next API call
@@ -236,6 +252,7 @@ class FakeDevice:
         graph.pool = GRAPH_POOL
         self.allocated += GRAPH_POOL
         self.reserved = max(self.reserved, self.allocated)
+        self.peak_allocated = max(self.peak_allocated, self.allocated)
         try:
             yield
         except BaseException:
@@ -254,13 +271,15 @@ class FakeDevice:
             raise AcceleratorError(CAPTURE_INVALIDATED)
         registered.capturing = False
         graph.captured = True
+        self.graphs_since_idle += 1
 
     def replay(self, graph: FakeGraph) -> None:
         self.check()
         if graph.released or not graph.captured:
             raise RuntimeError("replay of a graph that is not captured")
+        steady = self.graphs_since_idle > self.FAST_GRAPHS
         for kernel in graph.kernels:
-            self._execute(kernel)
+            self._execute(kernel, self.steady_extra if steady else 0.0)
 
     def release(self, graph: FakeGraph) -> None:
         if graph.released:
@@ -536,7 +555,8 @@ def test_calls_per_graph_follow_from_the_budget(
     device = FakeDevice()
     timer, _ = make_timer(device, budget_ms=budget, max_calls=max_calls)
     m = timer.measure(kernel_op(device, cost))
-    (graph,) = device.graphs
+    *primers, graph = device.graphs
+    assert [len(p.kernels) for p in primers] == [1] * PRIMER_GRAPHS
     assert len(graph.kernels) == expected
     assert m.ms == pytest.approx(cost, rel=1e-9)
 
@@ -545,9 +565,9 @@ def test_replays_execute_what_was_captured() -> None:
     device = FakeDevice()
     timer, _ = make_timer(device, budget_ms=1.0, replays=4, warmup_calls=2)
     timer.measure(kernel_op(device, 0.25, name="op"))
-    # 2 warmup + 3 eager estimate calls, 1 plain call on the capture thread; then (1 untimed + 4
-    # timed) replays of 4 calls each
-    assert device.executed.count("op") == 2 + 3 + 1 + 5 * 4
+    # 2 warmup + 3 eager estimate calls, 1 plain call on the capture thread, one replay of each
+    # one-call primer graph; then (1 untimed + 4 timed) replays of 4 calls each
+    assert device.executed.count("op") == 2 + 3 + 1 + PRIMER_GRAPHS + 5 * 4
 
 
 def test_cold_mode_subtracts_the_flush() -> None:
@@ -556,7 +576,8 @@ def test_cold_mode_subtracts_the_flush() -> None:
     m = timer.measure(kernel_op(device, 0.25))
     assert m.timer == "graph"
     assert m.ms == pytest.approx(0.25, rel=1e-9)
-    flush_graph, both_graph = device.graphs
+    *primers, flush_graph, both_graph = device.graphs
+    assert [[k.name for k in p.kernels] for p in primers] == [["k"]] * PRIMER_GRAPHS  # no flush
     # the budget covers flush + op: 8 ms // (0.75 + 0.25) ms = 8 calls per graph
     assert [k.name for k in flush_graph.kernels] == ["flush"] * 8
     assert [k.name for k in both_graph.kernels] == ["flush", "k"] * 8
@@ -584,11 +605,58 @@ def test_capture_runs_under_a_throwaway_rng_state() -> None:
     assert m.timer == "graph"
     # the warmup and estimate calls and the capture thread's plain call advanced the generator;
     # the capture did not, and it registered a copy of the state, not the process's own
-    (registered,) = device.rng_at_capture
-    assert registered is not device.gen
-    assert registered.offset == 7
+    assert len(device.rng_at_capture) == PRIMER_GRAPHS + 1
+    for registered in device.rng_at_capture:
+        assert registered is not device.gen
+        assert registered.offset == 7
     assert device.rng_offset == 7
     assert not device.gen.capturing
+
+
+# ---------------------------------------------------------------------------------------------
+# graph timer: the primer
+
+
+def test_the_fake_device_replays_in_two_states() -> None:
+    """Without a primer the fake shows the H200's step: the first three graphs of a process, and
+    the first three after an idle gap, read faster than the later ones."""
+    device = FakeDevice(steady_extra=0.05)
+    timer, _ = make_timer(device, primer=0, replays=3)
+    op = kernel_op(device, 0.25)
+    first = [timer.measure(op).ms for _ in range(5)]
+    device.idle()
+    after_idle = timer.measure(op).ms
+    assert first == pytest.approx([0.25, 0.25, 0.25, 0.30, 0.30], rel=1e-9)
+    assert after_idle == pytest.approx(0.25, rel=1e-9)
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_the_primer_times_every_measurement_in_the_steady_state(cold: bool) -> None:
+    device = FakeDevice(steady_extra=0.05)
+    timer, _ = make_timer(device, replays=3, cold=cold)
+    op = kernel_op(device, 0.25)
+    readings = []
+    for _ in range(3):
+        readings += [timer.measure(op).ms for _ in range(3)]
+        device.idle()
+    # cold: flush and op graph both replay in the steady state, so the difference is the op's
+    assert readings == pytest.approx([0.30] * 9, rel=1e-9)
+    assert device.live_graphs == []
+    # each primer is released before the next is made: at most the timed graphs' memory (and
+    # the flush buffer) is held
+    assert device.peak_allocated == (2 * GRAPH_POOL + FLUSH_BYTES if cold else GRAPH_POOL)
+    assert f"primer={PRIMER_GRAPHS}" in timer.describe()
+
+
+def test_a_capture_failing_in_the_primer_falls_back_and_releases_everything() -> None:
+    device = FakeDevice()
+    timer, direct = make_timer(device)
+    m = timer.measure(host_sync_op(device, 0.25))
+    assert m.timer == "direct"
+    assert direct.calls == 1
+    assert len(device.graphs) == 1  # the first primer capture failed; nothing else was tried
+    assert device.live_graphs == []
+    assert device.double_releases == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -624,7 +692,7 @@ def test_fallback_is_per_shape() -> None:
 
 def test_cold_capture_failure_releases_the_flush_graph() -> None:
     device = FakeDevice()
-    timer, _ = make_timer(device, cold=True)
+    timer, _ = make_timer(device, cold=True, primer=0)
     m = timer.measure(host_sync_op(device, 0.25))
     assert m.timer == "direct"
     assert len(device.graphs) == 2  # the flush graph was captured, the op's capture failed

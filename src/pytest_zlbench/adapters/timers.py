@@ -22,6 +22,7 @@ from ..core.stats import spread
 FALLBACK_MARK = FALLBACK_MARKER  # the text output marks a row timed directly with it
 
 #: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
+PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (GraphTimer)
 FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})
 
 
@@ -291,6 +292,13 @@ class GraphTimer:
     * ``cold=True`` captures an L2 flush before every call and subtracts a flush-only graph.
     * Captures run under a throwaway RNG state (restored even when capture aborts), on the
       :class:`CaptureThread`, so that an aborted capture cannot break the caller's library handles.
+    * ``primer`` one-call graphs of the op are captured, replayed once and released right
+      before the timed graph is captured. On an H200 the device runs every graph's kernels in
+      one of two states, about 0.18 us per kernel apart (64x64 abs: 0.92 / 1.10 us per call;
+      2 % at 17 us): the fast one for a process's first three graphs and again after idle
+      gaps, the steady one once a few graphs were made (docs/PERFORMANCE.md, calls 12-14).
+      Without the primer a row's latency depends on how many graphs came just before it and
+      how long the device idled; with it every row is timed in the steady state.
     * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason.
     * Graphs are released and the caching allocator emptied after every measurement.
     """
@@ -306,6 +314,7 @@ class GraphTimer:
         warmup_calls: int = 3,
         max_calls: int = 2000,
         cold: bool = False,
+        primer: int = PRIMER_GRAPHS,
     ) -> None:
         self.api = api
         self.direct = direct
@@ -314,6 +323,7 @@ class GraphTimer:
         self.warmup_calls = warmup_calls
         self.max_calls = max_calls
         self.cold = cold
+        self.primer = primer
         # the test being measured, and why its shapes are timed directly without a capture
         # attempt, if they are (begin_test sets both; a capture that broke its thread sets the
         # reason, so that one operator parks one thread, not one per shape)
@@ -323,7 +333,7 @@ class GraphTimer:
     def describe(self) -> str:
         return (
             f"graph:{'cold' if self.cold else 'warm'},budget={self.budget_ms:g}ms,"
-            f"replays={self.replays}"
+            f"replays={self.replays},primer={self.primer}"
         )
 
     @contextmanager
@@ -373,6 +383,18 @@ class GraphTimer:
             api.synchronize()
             out.append(api.elapsed_ms(start, end) / calls)
         return out
+
+    def _prime(self, fn: Callable[[], Any], graphs: list[Any]) -> None:
+        """Capture, replay and release ``primer`` one-call graphs of ``fn``, one at a time (at
+        most one primer's memory is held): the device is in its steady state when the timed
+        graph is made and replayed. ``graphs`` holds the primer while it lives."""
+        for _ in range(self.primer):
+            graph = self._capture(fn, 1)
+            graphs.append(graph)
+            self.api.replay(graph)
+            self.api.synchronize()
+            graphs.remove(graph)
+            self.api.release(graph)
 
     def _empty_cache(self) -> None:
         """``empty_cache`` reports a dead context too (it frees device memory); as fatal."""
@@ -461,13 +483,15 @@ class GraphTimer:
         flags: list[str],
     ) -> None:
         """On the capture thread: one plain call first (this thread's library handles are made
-        outside the capture), then the graphs, appended to ``graphs`` as they are made."""
+        outside the capture), then the primer graphs (each released before the next), then the
+        timed graphs, appended to ``graphs`` as they are made."""
         api = self.api
         before = self._plain_call_error(fn)
         if before is not None:
             flags.append("before")
             raise before
         try:
+            self._prime(fn, graphs)
             if flush is None:
                 graphs.append(self._capture(fn, calls))
             else:
