@@ -98,6 +98,8 @@ def _parse_settings(config: pytest.Config) -> TimingSettings:
 
 #: exit status of an xdist worker that left after losing its device context
 LOST_CONTEXT_EXIT = 70
+#: the user property of the report of a test after which its xdist worker leaves
+LEAVES_PROPERTY = "zlbench_worker_leaves"
 
 
 def build_timer(
@@ -169,6 +171,8 @@ class TimingSession:
         self.lost_in: str | None = None
         self.lost_what = ""
         self.lost_told = False
+        # on the xdist controller: tests whose worker left on purpose after reporting them
+        self.left_after: set[str] = set()
 
     def sink(self, row: Row) -> None:
         if self.current is not None:
@@ -190,6 +194,8 @@ class TimingSession:
             what = broken_process(exc) if self.lost_in is None else None
             if what is not None:
                 self.lost_in, self.lost_what = item.nodeid, what
+                if _common.is_worker(self.config):  # the controller learns it from the report
+                    item.user_properties.append((LEAVES_PROPERTY, what))
             raise
         finally:
             self.current = None
@@ -217,6 +223,30 @@ class TimingSession:
                 "restarts; the A/B screen runs each operator in its own processes)",
                 yellow=True,
             )
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if any(name == LEAVES_PROPERTY for name, _ in report.user_properties):
+            self.left_after.add(report.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """xdist blames the worker's exit on the test it last ran, whose failure was already
+        reported: that second report is reworded and not counted (``pytest_report_teststatus``),
+        so that one test fails once in the terminal's counts; the worker's replacement runs the
+        rest. (JUnit XML still lists it, as an error with these words.)"""
+        if crashitem in self.left_after:
+            report.longrepr = (
+                f"the xdist worker left on purpose after this test ({crashitem}) made its process "
+                "unable to measure; a fresh worker ran the tests after it"
+            )
+            report.zl_worker_left = True  # type: ignore[attr-defined]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        if getattr(report, "zl_worker_left", False):
+            return "", "", ""
+        return None
 
     def _install(self) -> None:
         from ..adapters.flaggems import FlagGemsAdapter, find_suite
