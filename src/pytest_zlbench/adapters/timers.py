@@ -467,7 +467,8 @@ class GraphTimer:
                     CaptureThread.park(thread)
                 if "after" in flags:  # this op broke it: its later shapes are timed directly
                     self._direct_reason = (
-                        f"NotCaptured: an earlier shape's capture broke its thread ({_reason(exc)})"
+                        "NotCaptured: an earlier capture in this test broke its thread "
+                        f"({_reason(exc)})"
                     )
                 if flags == ["before"] and attempt == 1:
                     continue
