@@ -23,6 +23,10 @@ FALLBACK_MARK = FALLBACK_MARKER  # the text output marks a row timed directly wi
 
 #: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
 PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (GraphTimer)
+# ... of an op whose eager estimate is below this: on an H200 the two device states differ by
+# about 0.18 us per kernel, and rows of 1 ms and more read the same with and without a primer
+# (call 14: median -0.07 %, all within 0.36 %), where 8 more calls of a 100 ms op cost 0.8 s
+PRIMER_BELOW_MS = 1.0
 FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})
 
 
@@ -292,13 +296,14 @@ class GraphTimer:
     * ``cold=True`` captures an L2 flush before every call and subtracts a flush-only graph.
     * Captures run under a throwaway RNG state (restored even when capture aborts), on the
       :class:`CaptureThread`, so that an aborted capture cannot break the caller's library handles.
-    * ``primer`` one-call graphs of the op are captured, replayed once and released right
-      before the timed graph is captured. On an H200 the device runs every graph's kernels in
-      one of two states, about 0.18 us per kernel apart (64x64 abs: 0.92 / 1.10 us per call;
-      2 % at 17 us): the fast one for a process's first three graphs and again after idle
-      gaps, the steady one once a few graphs were made (docs/PERFORMANCE.md, calls 12-14).
-      Without the primer a row's latency depends on how many graphs came just before it and
-      how long the device idled; with it every row is timed in the steady state.
+    * ``primer`` one-call graphs of the op (one whose call takes under ``PRIMER_BELOW_MS``) are
+      captured, replayed once and released right before the timed graph is captured. On an
+      H200 the device runs every graph's kernels in one of two states, about 0.18 us per
+      kernel apart (64x64 abs: 0.92 / 1.10 us per call; 2 % at 17 us): the fast one for a
+      process's first three graphs and again after idle gaps, the steady one once a few graphs
+      were made (docs/PERFORMANCE.md, calls 12-14). Without the primer a row's latency depends
+      on how many graphs came just before it and how long the device idled; with it every row
+      is timed in the steady state.
     * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason.
     * Graphs are released and the caching allocator emptied after every measurement.
     """
@@ -333,7 +338,7 @@ class GraphTimer:
     def describe(self) -> str:
         return (
             f"graph:{'cold' if self.cold else 'warm'},budget={self.budget_ms:g}ms,"
-            f"replays={self.replays},primer={self.primer}"
+            f"replays={self.replays},primer={self.primer}<{PRIMER_BELOW_MS:g}ms"
         )
 
     @contextmanager
@@ -384,11 +389,11 @@ class GraphTimer:
             out.append(api.elapsed_ms(start, end) / calls)
         return out
 
-    def _prime(self, fn: Callable[[], Any], graphs: list[Any]) -> None:
-        """Capture, replay and release ``primer`` one-call graphs of ``fn``, one at a time (at
+    def _prime(self, fn: Callable[[], Any], graphs: list[Any], count: int) -> None:
+        """Capture, replay and release ``count`` one-call graphs of ``fn``, one at a time (at
         most one primer's memory is held): the device is in its steady state when the timed
         graph is made and replayed. ``graphs`` holds the primer while it lives."""
-        for _ in range(self.primer):
+        for _ in range(count):
             graph = self._capture(fn, 1)
             graphs.append(graph)
             self.api.replay(graph)
@@ -480,19 +485,20 @@ class GraphTimer:
         flush: Callable[[], Any] | None,
         both: Callable[[], None],
         calls: int,
+        primers: int,
         graphs: list[Any],
         flags: list[str],
     ) -> None:
         """On the capture thread: one plain call first (this thread's library handles are made
-        outside the capture), then the primer graphs (each released before the next), then the
-        timed graphs, appended to ``graphs`` as they are made."""
+        outside the capture), then ``primers`` primer graphs (each released before the next),
+        then the timed graphs, appended to ``graphs`` as they are made."""
         api = self.api
         before = self._plain_call_error(fn)
         if before is not None:
             flags.append("before")
             raise before
         try:
-            self._prime(fn, graphs)
+            self._prime(fn, graphs, primers)
             if flush is None:
                 graphs.append(self._capture(fn, calls))
             else:
@@ -532,11 +538,12 @@ class GraphTimer:
             _raise_if_fatal(api, exc)
             raise
         calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
+        primers = self.primer if estimate < PRIMER_BELOW_MS else 0
         graphs: list[Any] = []
         try:
             try:
                 self._on_capture_thread(
-                    lambda flags: self._capture_all(fn, flush, both, calls, graphs, flags)
+                    lambda flags: self._capture_all(fn, flush, both, calls, primers, graphs, flags)
                 )
                 if flush is None:
                     samples = self._time_replays(graphs[0], calls)
