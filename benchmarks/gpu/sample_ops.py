@@ -5,8 +5,10 @@
 
     python benchmarks/gpu/sample_ops.py report INVENTORY.tsv --runs DIR... --junit XML...
             [--logs FUNCTION=LOG...]
-        per sampled operator: rows in any DIR/rows.jsonl, else rows FlagGems printed in the
-        LOG of a run that ended before writing rows.jsonl (verdict "rows-in-log"; FUNCTION is
+        per sampled operator: rows in any DIR/rows.jsonl, else rows in the partial-rows files of
+        a run killed before its end (DIR/rows.partial*.jsonl, verdict "rows-partial"), else rows
+        FlagGems printed in the LOG of a run that ended before writing rows.jsonl and before
+        partial rows existed (verdict "rows-in-log"; FUNCTION is
         the test function's node id, LOG its pytest output), else dismissed (ops/dismiss.yaml, its
         while_missing entries judged on this machine), else "no-benchmark" for a passing test
         that instantiates no Benchmark class, else the exact skip or failure text from the JUnit
@@ -107,14 +109,21 @@ def report(argv: argparse.Namespace) -> int:
     units = units_of(rows_inv)
     chosen = pick(units, argv.per_class, argv.min)
     ok_by_fn: dict[str, int] = defaultdict(int)
+    partial_by_fn: dict[str, int] = defaultdict(int)
     for run_dir in argv.runs:
         path = Path(run_dir) / "rows.jsonl"
-        if not path.is_file():
-            continue  # a pass cut short writes no rows
-        for line in path.open():
-            r = json.loads(line)
-            if r.get("status") == "ok" and (r.get("latency") or 0) > 0:
-                ok_by_fn[function_id(r.get("node", ""))] += 1
+        if path.is_file():
+            files, into = [path], ok_by_fn
+        else:  # a pass cut short writes no rows.jsonl; a killed one leaves its partial rows
+            files, into = sorted(Path(run_dir).glob("rows.partial*.jsonl")), partial_by_fn
+        for each in files:
+            for line in each.open(errors="replace"):
+                try:
+                    r = json.loads(line)
+                except ValueError:  # the last line, cut off by the kill
+                    continue
+                if r.get("status") == "ok" and (r.get("latency") or 0) > 0:
+                    into[function_id(r.get("node", ""))] += 1
     in_log: dict[str, list[str]] = defaultdict(list)  # function id -> op of each ok row
     for spec in argv.logs:
         fn, sep, log = spec.partition("=")
@@ -142,8 +151,12 @@ def report(argv: argparse.Namespace) -> int:
         n = sum(ok_by_fn.get(fn, 0) for fn in fns)
         seen = [o for fn in fns for o in outcomes.get(fn, [])]
         logged = sum(1 for fn in fns for row_op in in_log.get(fn, []) if row_op == op)
+        partial = sum(partial_by_fn.get(fn, 0) for fn in fns)
         if n > 0:
             verdict, detail = "rows", ""
+        elif partial > 0:
+            verdict, detail = "rows-partial", "the run was killed; rows in rows.partial*.jsonl"
+            n = partial
         elif logged > 0:
             verdict, detail = "rows-in-log", "the run ended before writing rows.jsonl"
             n = logged
@@ -174,7 +187,11 @@ def report(argv: argparse.Namespace) -> int:
     open_ops: list[str] = []
     for op, seen_verdicts in sorted(by_op.items()):
         best = next(
-            (v for v in ("rows", "rows-in-log", "dismissed", "no-benchmark") if v in seen_verdicts),
+            (
+                v
+                for v in ("rows", "rows-partial", "rows-in-log", "dismissed", "no-benchmark")
+                if v in seen_verdicts
+            ),
             "",
         )
         op_tally[best or "other"] += 1

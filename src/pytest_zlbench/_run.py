@@ -94,10 +94,16 @@ def start_run(early_config: pytest.Config, out: Any) -> None:
     from .core import records
 
     run_dir = Path(str(out)).resolve()
-    if (run_dir / records.IDENTITY_FILE).exists() or (run_dir / records.COMPLETE_FILE).exists():
+    if any((run_dir / name).exists() for name in (records.IDENTITY_FILE, records.COMPLETE_FILE)):
         raise pytest.UsageError(
             f"--zl-out {run_dir}: already holds a run; give a new directory (runs are never "
             "overwritten)"
+        )
+    partial = records.partial_files(run_dir)
+    if partial:
+        raise pytest.UsageError(
+            f"--zl-out {run_dir}: holds {partial[0].name}, the rows of a run killed before its "
+            "end; give a new directory (runs are never overwritten)"
         )
     _check_writable(run_dir)
     triton_cache = run_dir / "triton_cache"
@@ -143,6 +149,27 @@ class WorkerRows:
         self.pinning: bool | None = None  # whether triton.autotune is wrapped in this process
         # core.autotune.Pins of --zl-replay-from, read once (a malformed file: a usage error)
         self.replayed: Any = replay_pins(_common.raw(config, "zl_replay_from"))
+        self.partial: TextIO | None = None  # this process's rows.partial file, from a first row
+
+    def _card_of_process(self) -> str:
+        if self.card is None:
+            self.card = _card(self.config)
+        return self.card
+
+    def keep_partial(self, row: Row, nodeid: str) -> None:
+        """Append ``row``, as it is measured, to this process's ``rows.partial`` file and flush:
+        a run killed before its end (SIGKILL, a test timeout's ``os._exit``, mid-test) leaves the
+        rows measured until then there. The controller deletes the files once ``rows.jsonl``
+        is written; nothing reads them as a run."""
+        from .core import records
+
+        if self.partial is None:
+            run_dir = Path(str(_common.raw(self.config, "zl_out"))).resolve()
+            worker = _common.worker_id(self.config) if _common.is_worker(self.config) else None
+            self.partial = records.partial_file(run_dir, worker).open("a", encoding="utf-8")
+        row = dataclasses.replace(row, node=row.node or nodeid, card=self._card_of_process())
+        self.partial.write(records.rows_to_jsonl([row]))
+        self.partial.flush()
 
     def _pin(self) -> None:
         """Wrap plain triton.autotune once the suite has imported Triton (SPEC §8)."""
@@ -167,6 +194,9 @@ class WorkerRows:
 
             triton_autotune.uninstall()
             self.pinning = False
+        if self.partial is not None:
+            self.partial.close()
+            self.partial = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -182,9 +212,7 @@ class WorkerRows:
         if call.when == "call":
             rows = item.stash.get(item_rows_key, [])
             if rows:
-                if self.card is None:
-                    self.card = _card(self.config)
-                card = self.card
+                card = self._card_of_process()
                 setattr(
                     report,
                     ROWS_ATTR,
@@ -352,6 +380,8 @@ class RunRecorder(WorkerRows):
         from .core.autotune import tuned_keys
 
         records.write_atomic(run_dir / records.ROWS_FILE, records.rows_to_jsonl(self.rows))
+        for path in records.partial_files(run_dir):  # rows.jsonl holds them all now
+            path.unlink(missing_ok=True)
         lines = summary.summarize(self.rows)
         records.write_atomic(run_dir / records.SUMMARY_FILE, summary.write_tsv(lines))
         records.write_atomic(run_dir / records.LOG_FILE, self.log.getvalue())

@@ -7,6 +7,7 @@ and one table of every bad input. The screens run real child pytest processes on
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -33,7 +34,7 @@ from test_compare import ROWS_A, ROWS_B, imported, make_run
 
 from pytest_zlbench.core import records, screening
 from pytest_zlbench.core.records import Row, is_complete
-from zl_testing import assert_usage_error, error_lines
+from zl_testing import FAST_CPU_TIMER_CONFTEST, assert_usage_error, error_lines
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "flaggems"
 
@@ -334,6 +335,78 @@ def test_unusable_latencies_are_never_counted(zl_pytester: pytest.Pytester, late
 
 
 # --------------------------------------------------------------------------------------------
+# a run killed before its end
+
+
+KILLED_TESTS = """
+import os
+import signal
+
+
+def test_a_measured(zl_bench):
+    zl_bench(lambda: sum(range(50)), op="measured", dtype="float32", shape="[50]")
+
+
+def test_b_killed(zl_bench):
+    zl_bench(lambda: sum(range(50)), op="measured", dtype="float32", shape="[51]")
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the whole run: the controller, then the worker
+        os.kill(os.getppid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)  # as pytest-timeout's thread method or the OOM killer
+
+
+def test_c_never_run(zl_bench):
+    zl_bench(lambda: None, op="never")
+"""
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
+def test_a_killed_run_keeps_its_rows_apart_and_is_never_compared(
+    zl_pytester: pytest.Pytester, xdist: bool
+) -> None:
+    """Rows measured before a SIGKILL, the killed test's own too, survive in the measuring
+    process's partial-rows file; nothing reads them as a run: ``--zl-compare`` refuses the
+    directory and ``--zl-out`` will not reuse it."""
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_killed=KILLED_TESTS)
+    killed = zl_pytester.path / "killed"
+    result = zl_pytester.runpytest_subprocess(
+        "--zl-backend=cpu", f"--zl-out={killed}", "-p", "no:randomly", *(["-n", "1"] * xdist)
+    )
+    assert result.ret == -signal.SIGKILL
+    (partial_file,) = records.partial_files(killed)
+    assert partial_file.name == ("rows.partial.gw0.jsonl" if xdist else records.PARTIAL_ROWS_FILE)
+    partial = [Row.from_json(json.loads(line)) for line in partial_file.read_text().splitlines()]
+    assert [(r.op, r.shape) for r in partial] == [("measured", "[50]"), ("measured", "[51]")]
+    assert all(r.node.startswith("test_killed.py::test_") and r.card for r in partial)
+    for name in (records.ROWS_FILE, records.IDENTITY_FILE, records.COMPLETE_FILE):
+        assert not (killed / name).exists()
+
+    good = make_run(zl_pytester.path / "good")
+    result = zl_pytester.runpytest(
+        "--zl-compare", str(good), "--zl-compare", str(killed), f"--zl-out={zl_pytester.path}/cmp"
+    )
+    assert_usage_error(result, f"{records.PARTIAL_ROWS_FILE} holds 2 rows measured until then")
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+
+    result = zl_pytester.runpytest("--zl-backend=cpu", f"--zl-out={killed}", "-k", "never")
+    assert_usage_error(result, f"holds {partial_file.name}, the rows of a run killed")
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
+def test_a_finished_run_leaves_no_partial_rows(zl_pytester: pytest.Pytester, xdist: bool) -> None:
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_killed=KILLED_TESTS)
+    out = zl_pytester.path / "run"
+    result = zl_pytester.runpytest_subprocess(
+        "--zl-backend=cpu", f"--zl-out={out}", "-k", "measured or never", *(["-n", "1"] * xdist)
+    )
+    result.assert_outcomes(passed=2)
+    assert len(records.read_rows(out)) == 2
+    assert is_complete(out)
+    assert records.partial_files(out) == []
+
+
+# --------------------------------------------------------------------------------------------
 # bad input: one line, exit status 4, no traceback, no table
 
 
@@ -375,6 +448,14 @@ def _no_rows(path: Path) -> list[str]:
     a, b = _pair(path)
     for name in (records.ROWS_FILE, records.COMPLETE_FILE):
         (Path(b) / name).unlink()
+    return [a, b]
+
+
+def _killed(path: Path) -> list[str]:
+    a, b = _pair(path)
+    for name in (records.ROWS_FILE, records.COMPLETE_FILE, records.IDENTITY_FILE):
+        (Path(b) / name).unlink()
+    (Path(b) / records.PARTIAL_ROWS_FILE).write_text('{"op": "abs"}\n{"op": "ab')  # cut off
     return [a, b]
 
 
@@ -441,6 +522,7 @@ BAD_INPUT: list[tuple[str, Callable[[Path], list[str]], str, str]] = [
     ("log-garbage", _compare(_logs("\x00garbage\nnot a table\n")), "error", "no measurement rows"),
     ("compare-empty-dirs", _compare(_empty_dirs), "caliber", "run_identity.json: missing"),
     ("compare-no-rows", _compare(_no_rows), "error", "holds no rows.jsonl, run.log"),
+    ("compare-killed-run", _compare(_killed), "error", "killed before its end"),
     ("rows-garbage", _compare(_garbage_rows), "error", "rows.jsonl"),
     ("compare-empty-root", _compare(_empty_root), "error", "neither a run directory pair"),
     ("compare-missing-path", _compare(lambda p: [str(p / "nowhere")]), "error", "no such"),

@@ -37,6 +37,10 @@ SUMMARY_FILE = "summary.tsv"
 LOG_FILE = "run.log"
 IR_FILE = "ir.json"
 COMPLETE_FILE = ".complete"
+# each row as it is measured, appended by the measuring process (rows.partial.gwK.jsonl from an
+# xdist worker); removed once rows.jsonl is written, so they remain only when the run was killed
+# before its end (SIGKILL, a test timeout's os._exit): never read as a run
+PARTIAL_ROWS_FILE = "rows.partial.jsonl"
 
 
 class RecordError(ValueError):
@@ -254,6 +258,31 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[Row]:
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(f"{path}: unreadable ({exc})") from None
     return list(iter_rows_jsonl(text, source=str(path)))
+
+
+def partial_file(run_dir: str | os.PathLike[str], worker: str | None = None) -> Path:
+    """The partial-rows file of one measuring process (``worker``: an xdist worker's id)."""
+    name = PARTIAL_ROWS_FILE if worker is None else f"rows.partial.{worker}.jsonl"
+    return Path(run_dir) / name
+
+
+def partial_files(run_dir: str | os.PathLike[str]) -> list[Path]:
+    return sorted(Path(run_dir).glob("rows.partial*.jsonl"))
+
+
+def partial_rows(run_dir: str | os.PathLike[str]) -> int | None:
+    """How many rows the partial-rows files of a killed run hold (lines, a cut-off last one
+    too), or ``None`` when there are none."""
+    files = partial_files(run_dir)
+    if not files:
+        return None
+    count = 0
+    for path in files:
+        try:
+            count += sum(1 for line in path.read_bytes().splitlines() if line.strip())
+        except OSError:
+            continue
+    return count
 
 
 def is_complete(run_dir: str | os.PathLike[str]) -> bool:

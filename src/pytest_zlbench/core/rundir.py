@@ -55,6 +55,12 @@ def load_side(path: str | Path, *, allow_empty: bool = False) -> Side:
         raise RecordError(f"{root}: no such directory")
     if not root.is_dir():
         raise RecordError(f"{root}: not a directory")
+    partial = records.partial_rows(root)
+    if partial is not None and not records.is_complete(root):
+        raise RecordError(
+            f"{root}: a run that was killed before its end (its {records.PARTIAL_ROWS_FILE} "
+            f"holds {partial} rows measured until then); a partial run is never compared"
+        )
     try:
         identity = records.read_identity(root)
     except RecordError as exc:

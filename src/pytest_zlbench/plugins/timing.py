@@ -158,6 +158,16 @@ def timer_for(config: pytest.Config, item: pytest.Item) -> Timer:
     return timer
 
 
+def keep_row(config: pytest.Config, rows: list[Row], row: Row, nodeid: str) -> None:
+    """A measured row joins its test's ``rows``; in a recorded run it is also on disk at once
+    (the process's partial-rows file), so that a run killed mid-test keeps it."""
+    rows.append(row)
+    pm = config.pluginmanager
+    keeper = pm.get_plugin("zlbench-run-recorder") or pm.get_plugin("zlbench-worker-rows")
+    if keeper is not None:
+        keeper.keep_partial(row, nodeid)
+
+
 class TimingSession:
     """Registered only when the session measures: installs the FlagGems adapter and collects
     each test's rows into ``item.stash[item_rows_key]``."""
@@ -166,6 +176,7 @@ class TimingSession:
         self.config = config
         self.adapter: Any = None
         self.current: list[Row] | None = None
+        self.current_node = ""
         # the test that left this process unable to measure (a dead device context, a library
         # broken by an aborted capture), once one did, and what it broke
         self.lost_in: str | None = None
@@ -176,7 +187,7 @@ class TimingSession:
 
     def sink(self, row: Row) -> None:
         if self.current is not None:
-            self.current.append(row)
+            keep_row(self.config, self.current, row, self.current_node)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -186,6 +197,7 @@ class TimingSession:
             timer_for(self.config, item)  # the adapter's timer learns which test it measures
         rows = item.stash.setdefault(item_rows_key, [])
         self.current = rows
+        self.current_node = item.nodeid
         try:
             return (yield)
         except BaseException as exc:
@@ -310,7 +322,8 @@ class Bench:
 
             print(fallback_line(row))
         self.rows.append(row)
-        self._item.stash.setdefault(item_rows_key, []).append(row)
+        item = self._item
+        keep_row(item.config, item.stash.setdefault(item_rows_key, []), row, item.nodeid)
         return row
 
 
