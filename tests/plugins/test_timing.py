@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from pytest_zlbench._common import timing_settings_key
+from pytest_zlbench.plugins import timing
 from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error, read_jsonl
 
 ROW_CHECKS = (
@@ -465,17 +468,52 @@ def test_a_broken_process_restarts_the_xdist_worker(
         f"--junitxml={junit}",
         "-n",
         "1",
+        "--maxfail=2",
         "-p",
         "no:randomly",
         *NO_HYPOTHESIS,
     )
-    result.assert_outcomes(passed=4, failed=1)  # the worker's exit is not a second failure
+    # the worker's exit is not a second failure: not in the counts, not for --maxfail=2, not in
+    # JUnit XML
+    result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(["*replacing crashed worker*", "FAILED test_lost.py::test_a_lost*"])
     result.stdout.no_fnmatch_line("*crashed while running*")
-    # JUnit XML keeps xdist's second report, worded for what happened
-    assert "left on purpose after this test" in junit.read_text()
+    result.stdout.no_fnmatch_line("*stopping after*")
+    suite = junit.read_text()
+    assert 'failures="1"' in suite, suite
+    assert 'errors="0"' in suite, suite
     assert f"{what} in test_lost.py::test_a_lost" in (result.stdout.str() + result.stderr.str())
     assert {r["shape"] for r in read_jsonl(out / "rows.jsonl")} == {"0", "1", "2", "3"}
+
+
+def _report(nodeid: str, worker: str, outcome: str, props: list[tuple[str, object]]) -> Any:
+    report = pytest.TestReport(
+        nodeid, (nodeid, None, nodeid), {}, outcome, None, "call", user_properties=props
+    )
+    report.node = SimpleNamespace(gateway=SimpleNamespace(id=worker))  # type: ignore[attr-defined]
+    return report
+
+
+def test_only_the_leaving_worker_s_crash_report_of_that_test_is_folded() -> None:
+    """The same test id crashing on another worker (``--dist each``, a rerun plugin) is a real
+    crash and stays one; the fold is used once."""
+    session = timing.TimingSession(SimpleNamespace())  # type: ignore[arg-type]
+    leaving = [(timing.LEAVES_PROPERTY, "the device context was lost")]
+    session.pytest_runtest_logreport(_report("t.py::a", "gw0", "failed", leaving))
+
+    other = _report("t.py::a", "gw1", "failed", [])
+    session.pytest_handlecrashitem("t.py::a", other, None)
+    assert other.outcome == "failed"
+    assert session.pytest_report_teststatus(other) is None
+
+    folded = _report("t.py::a", "gw0", "failed", [])
+    session.pytest_handlecrashitem("t.py::a", folded, None)
+    assert folded.outcome == timing.LEFT_OUTCOME
+    assert session.pytest_report_teststatus(folded) == ("", "", "")
+
+    again = _report("t.py::a", "gw0", "failed", [])
+    session.pytest_handlecrashitem("t.py::a", again, None)
+    assert again.outcome == "failed"
 
 
 @pytest.mark.parametrize(("error", "what", "later"), BROKEN)

@@ -100,6 +100,9 @@ def _parse_settings(config: pytest.Config) -> TimingSettings:
 LOST_CONTEXT_EXIT = 70
 #: the user property of the report of a test after which its xdist worker leaves
 LEAVES_PROPERTY = "zlbench_worker_leaves"
+#: the outcome given to xdist's report of that deliberate exit: not a test result (counted by
+#: neither pytest's failures, ``--maxfail``, nor JUnit XML; like pytest-rerunfailures' "rerun")
+LEFT_OUTCOME = "zlbench-worker-left"
 
 
 def build_timer(
@@ -168,6 +171,11 @@ def keep_row(config: pytest.Config, rows: list[Row], row: Row, nodeid: str) -> N
         keeper.keep_partial(row, nodeid)
 
 
+def _gateway_of(report: pytest.TestReport) -> str:
+    """The xdist worker (gateway id) a report on the controller came from, or ``""``."""
+    return str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id", ""))
+
+
 class TimingSession:
     """Registered only when the session measures: installs the FlagGems adapter and collects
     each test's rows into ``item.stash[item_rows_key]``."""
@@ -182,8 +190,8 @@ class TimingSession:
         self.lost_in: str | None = None
         self.lost_what = ""
         self.lost_told = False
-        # on the xdist controller: tests whose worker left on purpose after reporting them
-        self.left_after: set[str] = set()
+        # on the xdist controller: (worker, test) after which that worker left on purpose
+        self.left_after: set[tuple[str, str]] = set()
 
     def sink(self, row: Row) -> None:
         if self.current is not None:
@@ -239,24 +247,26 @@ class TimingSession:
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if any(name == LEAVES_PROPERTY for name, _ in report.user_properties):
-            self.left_after.add(report.nodeid)
+            self.left_after.add((_gateway_of(report), report.nodeid))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         """xdist blames the worker's exit on the test it last ran, whose failure was already
-        reported: that second report is reworded and not counted (``pytest_report_teststatus``),
-        so that one test fails once in the terminal's counts; the worker's replacement runs the
-        rest. (JUnit XML still lists it, as an error with these words.)"""
-        if crashitem in self.left_after:
+        reported: that second report gets an outcome of its own and no terminal status, so that
+        one test fails once (in the counts, ``--maxfail`` and JUnit XML alike)."""
+        key = (_gateway_of(report), crashitem)
+        if key in self.left_after:
+            self.left_after.discard(key)
             report.longrepr = (
                 f"the xdist worker left on purpose after this test ({crashitem}) made its process "
-                "unable to measure; a fresh worker ran the tests after it"
+                "unable to measure; the tests after it run in a fresh worker unless xdist's "
+                "--max-worker-restart limit is reached"
             )
-            report.zl_worker_left = True  # type: ignore[attr-defined]
+            report.outcome = LEFT_OUTCOME  # type: ignore[assignment]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
-        if getattr(report, "zl_worker_left", False):
+        if report.outcome == LEFT_OUTCOME:
             return "", "", ""
         return None
 
