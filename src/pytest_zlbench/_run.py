@@ -149,7 +149,12 @@ class WorkerRows:
         self.pinning: bool | None = None  # whether triton.autotune is wrapped in this process
         # core.autotune.Pins of --zl-replay-from, read once (a malformed file: a usage error)
         self.replayed: Any = replay_pins(_common.raw(config, "zl_replay_from"))
-        self.partial: TextIO | None = None  # this process's rows.partial file, from a first row
+        # this process's partial-rows file: where (resolved now, before a test can chdir), the
+        # open file from a first row on, and whether writing it failed (then it is given up)
+        out = _common.raw(config, "zl_out")
+        self.partial_dir: Path | None = Path(str(out)).resolve() if out is not None else None
+        self.partial: TextIO | None = None
+        self.partial_failed = False
 
     def _card_of_process(self) -> str:
         if self.card is None:
@@ -159,17 +164,32 @@ class WorkerRows:
     def keep_partial(self, row: Row, nodeid: str) -> None:
         """Append ``row``, as it is measured, to this process's ``rows.partial`` file and flush:
         a run killed before its end (SIGKILL, a test timeout's ``os._exit``, mid-test) leaves the
-        rows measured until then there. The controller deletes the files once ``rows.jsonl``
-        is written; nothing reads them as a run."""
+        rows measured until then there. The controller deletes the files once the run is
+        complete; nothing reads them as a run. The file is a safety copy: if it cannot be
+        written, one line says so and the run goes on without it."""
         from .core import records
 
-        if self.partial is None:
-            run_dir = Path(str(_common.raw(self.config, "zl_out"))).resolve()
-            worker = _common.worker_id(self.config) if _common.is_worker(self.config) else None
-            self.partial = records.partial_file(run_dir, worker).open("a", encoding="utf-8")
-        row = dataclasses.replace(row, node=row.node or nodeid, card=self._card_of_process())
-        self.partial.write(records.rows_to_jsonl([row]))
-        self.partial.flush()
+        if self.partial_dir is None or self.partial_failed:
+            return
+        try:
+            if self.partial is None:
+                worker = _common.worker_id(self.config) if _common.is_worker(self.config) else None
+                path = records.partial_file(self.partial_dir, worker)
+                self.partial = path.open("a", encoding="utf-8")
+            row = dataclasses.replace(row, node=row.node or nodeid, card=self._card_of_process())
+            self.partial.write(records.rows_to_jsonl([row]))
+            self.partial.flush()
+        except OSError as exc:
+            self.partial_failed = True
+            sys.stderr.write(f"zlbench: partial rows not kept ({exc}); the run goes on\n")
+
+    def close_partial(self) -> None:
+        if self.partial is not None:
+            try:
+                self.partial.close()
+            except OSError:
+                pass
+            self.partial = None
 
     def _pin(self) -> None:
         """Wrap plain triton.autotune once the suite has imported Triton (SPEC §8)."""
@@ -194,9 +214,7 @@ class WorkerRows:
 
             triton_autotune.uninstall()
             self.pinning = False
-        if self.partial is not None:
-            self.partial.close()
-            self.partial = None
+        self.close_partial()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -380,8 +398,6 @@ class RunRecorder(WorkerRows):
         from .core.autotune import tuned_keys
 
         records.write_atomic(run_dir / records.ROWS_FILE, records.rows_to_jsonl(self.rows))
-        for path in records.partial_files(run_dir):  # rows.jsonl holds them all now
-            path.unlink(missing_ok=True)
         lines = summary.summarize(self.rows)
         records.write_atomic(run_dir / records.SUMMARY_FILE, summary.write_tsv(lines))
         records.write_atomic(run_dir / records.LOG_FILE, self.log.getvalue())
@@ -395,6 +411,11 @@ class RunRecorder(WorkerRows):
         complete = int(exitstatus) in (0, 1, 5) and not self.errors
         if complete:
             records.write_atomic(run_dir / records.COMPLETE_FILE, now() + "\n")
+            # rows.jsonl holds every row now; an interrupted run (Ctrl-C, rows the recorder
+            # refused) keeps its partial rows, which may hold more than rows.jsonl
+            self.close_partial()
+            for path in records.partial_files(run_dir):
+                path.unlink(missing_ok=True)
         self.complete = complete
 
     @pytest.hookimpl

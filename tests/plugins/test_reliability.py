@@ -347,7 +347,8 @@ def test_a_measured(zl_bench):
     zl_bench(lambda: sum(range(50)), op="measured", dtype="float32", shape="[50]")
 
 
-def test_b_killed(zl_bench):
+def test_b_killed(zl_bench, tmp_path):
+    os.chdir(tmp_path)  # the partial file stays where --zl-out (relative) pointed at the start
     zl_bench(lambda: sum(range(50)), op="measured", dtype="float32", shape="[51]")
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the whole run: the controller, then the worker
         os.kill(os.getppid(), signal.SIGKILL)
@@ -370,7 +371,7 @@ def test_a_killed_run_keeps_its_rows_apart_and_is_never_compared(
     zl_pytester.makepyfile(test_killed=KILLED_TESTS)
     killed = zl_pytester.path / "killed"
     result = zl_pytester.runpytest_subprocess(
-        "--zl-backend=cpu", f"--zl-out={killed}", "-p", "no:randomly", *(["-n", "1"] * xdist)
+        "--zl-backend=cpu", "--zl-out=killed", "-p", "no:randomly", *(["-n", "1"] * xdist)
     )
     assert result.ret == -signal.SIGKILL
     (partial_file,) = records.partial_files(killed)
@@ -385,11 +386,46 @@ def test_a_killed_run_keeps_its_rows_apart_and_is_never_compared(
     result = zl_pytester.runpytest(
         "--zl-compare", str(good), "--zl-compare", str(killed), f"--zl-out={zl_pytester.path}/cmp"
     )
-    assert_usage_error(result, f"{records.PARTIAL_ROWS_FILE} holds 2 rows measured until then")
+    assert_usage_error(result, f"({partial_file.name}: 2 rows measured until then)")
     assert "Traceback" not in "\n".join(result.outlines + result.errlines)
 
     result = zl_pytester.runpytest("--zl-backend=cpu", f"--zl-out={killed}", "-k", "never")
     assert_usage_error(result, f"holds {partial_file.name}, the rows of a run killed")
+
+
+INTERRUPTED_TESTS = """
+def test_a_measured(zl_bench):
+    zl_bench(lambda: sum(range(50)), op="measured", dtype="float32", shape="[50]")
+
+
+def test_b_interrupted(zl_bench):
+    zl_bench(lambda: sum(range(50)), op="measured", dtype="float32", shape="[51]")
+    raise KeyboardInterrupt
+"""
+
+
+def test_an_interrupted_run_keeps_the_rows_its_rows_jsonl_lacks(
+    zl_pytester: pytest.Pytester,
+) -> None:
+    """Ctrl-C mid-test: ``rows.jsonl`` holds the finished tests' rows, the run is incomplete, and
+    the partial rows (the interrupted test's too) are kept."""
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_interrupted=INTERRUPTED_TESTS)
+    out = zl_pytester.path / "run"
+    result = zl_pytester.runpytest_subprocess("--zl-backend=cpu", f"--zl-out={out}")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert [r.shape for r in records.read_rows(out)] == ["[50]"]
+    assert not is_complete(out)
+    partial = (out / records.PARTIAL_ROWS_FILE).read_text().splitlines()
+    assert [json.loads(line)["shape"] for line in partial] == ["[50]", "[51]"]
+    result = zl_pytester.runpytest(
+        "--zl-compare",
+        str(make_run(zl_pytester.path / "good")),
+        "--zl-compare",
+        str(out),
+        f"--zl-out={zl_pytester.path}/cmp",
+    )
+    assert_usage_error(result, "run is incomplete (no .complete marker)")
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])

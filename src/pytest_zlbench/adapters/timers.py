@@ -21,12 +21,13 @@ from ..core.stats import spread
 
 FALLBACK_MARK = FALLBACK_MARKER  # the text output marks a row timed directly with it
 
-#: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
 PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (GraphTimer)
-# ... of an op whose eager estimate is below this: on an H200 the two device states differ by
-# about 0.18 us per kernel, and rows of 1 ms and more read the same with and without a primer
-# (call 14: median -0.07 %, all within 0.36 %), where 8 more calls of a 100 ms op cost 0.8 s
+# ... of an op whose eager estimate (in cold mode: flush + op) is below this: on an H200 the
+# two device states differ by about 0.18 us per kernel, and rows of 1 ms and more read the same
+# with and without a primer (call 14: median -0.07 %, all within 0.36 %), where 8 more calls of
+# a 100 ms op cost 0.8 s
 PRIMER_BELOW_MS = 1.0
+#: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
 FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})
 
 

@@ -56,16 +56,17 @@ def load_side(path: str | Path, *, allow_empty: bool = False) -> Side:
     if not root.is_dir():
         raise RecordError(f"{root}: not a directory")
     partial = records.partial_rows(root)
-    if partial is not None and not records.is_complete(root):
+    rows_file = root / records.ROWS_FILE
+    if partial is not None and not rows_file.is_file() and not records.is_complete(root):
+        names = ", ".join(p.name for p in records.partial_files(root))
         raise RecordError(
-            f"{root}: a run that was killed before its end (its {records.PARTIAL_ROWS_FILE} "
-            f"holds {partial} rows measured until then); a partial run is never compared"
+            f"{root}: a run that was killed before its end ({names}: {partial} rows measured "
+            "until then); a partial run is never compared"
         )
     try:
         identity = records.read_identity(root)
     except RecordError as exc:
         raise IdentityError(str(exc)) from None
-    rows_file = root / records.ROWS_FILE
     if rows_file.is_file() or records.is_complete(root):
         if not records.is_complete(root):
             raise RecordError(f"{root}: run is incomplete (no .complete marker)")
