@@ -661,9 +661,10 @@ def test_an_op_of_a_millisecond_or_more_is_not_primed() -> None:
     assert timer.describe().endswith(f"primer={PRIMER_GRAPHS}<1ms")
 
 
-def test_a_capture_failing_in_the_primer_falls_back_and_releases_everything() -> None:
+@pytest.mark.parametrize("cold", [False, True])
+def test_a_capture_failing_in_the_primer_falls_back_and_releases_everything(cold: bool) -> None:
     device = FakeDevice()
-    timer, direct = make_timer(device)
+    timer, direct = make_timer(device, cold=cold)
     m = timer.measure(host_sync_op(device, 0.25))
     assert m.timer == "direct"
     assert direct.calls == 1
