@@ -156,10 +156,11 @@ class WorkerRows:
         self.partial: TextIO | None = None
         self.partial_failed = False
 
-    def _card_of_process(self) -> str:
+    def _stamped(self, row: Row, nodeid: str) -> Row:
+        """``row`` with its test node (unless it names one) and the card of this process."""
         if self.card is None:
             self.card = _card(self.config)
-        return self.card
+        return dataclasses.replace(row, node=row.node or nodeid, card=self.card)
 
     def keep_partial(self, row: Row, nodeid: str) -> None:
         """Append ``row``, as it is measured, to this process's ``rows.partial`` file and flush:
@@ -176,8 +177,7 @@ class WorkerRows:
                 worker = _common.worker_id(self.config) if _common.is_worker(self.config) else None
                 path = records.partial_file(self.partial_dir, worker)
                 self.partial = path.open("a", encoding="utf-8")
-            row = dataclasses.replace(row, node=row.node or nodeid, card=self._card_of_process())
-            self.partial.write(records.rows_to_jsonl([row]))
+            self.partial.write(records.rows_to_jsonl([self._stamped(row, nodeid)]))
             self.partial.flush()
         except OSError as exc:
             self.partial_failed = True
@@ -230,15 +230,7 @@ class WorkerRows:
         if call.when == "call":
             rows = item.stash.get(item_rows_key, [])
             if rows:
-                card = self._card_of_process()
-                setattr(
-                    report,
-                    ROWS_ATTR,
-                    [
-                        dataclasses.replace(r, node=r.node or item.nodeid, card=card).to_json()
-                        for r in rows
-                    ],
-                )
+                setattr(report, ROWS_ATTR, [self._stamped(r, item.nodeid).to_json() for r in rows])
         return report
 
 

@@ -38,8 +38,8 @@ LOG_FILE = "run.log"
 IR_FILE = "ir.json"
 COMPLETE_FILE = ".complete"
 # each row as it is measured, appended by the measuring process (rows.partial.gwK.jsonl from an
-# xdist worker); removed once rows.jsonl is written, so they remain only when the run was killed
-# before its end (SIGKILL, a test timeout's os._exit): never read as a run
+# xdist worker); removed once the run is complete, so they remain only when it was killed or
+# interrupted before its end (SIGKILL, a test timeout's os._exit, Ctrl-C): never read as a run
 PARTIAL_ROWS_FILE = "rows.partial.jsonl"
 
 
