@@ -141,3 +141,55 @@ def test_the_capture_thread_enters_the_caller_s_default_device_and_autocast() ->
     thread.start()
     thread.join()
     assert seen == [("cpu", False, None), ("meta", True, torch.bfloat16)]
+
+
+# ---------------------------------------------------------------------------------------------
+# input_copies: the graph timer's placements, on real torch tensors (``host="meta"`` makes the
+# CPU tensors of this machine stand for device tensors)
+
+
+def test_input_copies_make_the_op_on_new_memory_with_the_same_layout() -> None:
+    torch = pytest.importorskip("torch")
+    from pytest_zlbench.adapters.torch_api import input_copies
+
+    x = torch.randn(8, 6).t()  # a transposed view: strides (1, 6)
+    w = torch.randn(6, requires_grad=True)
+    parts = [torch.ones(2), torch.zeros(3)]
+    seen: list[tuple[Any, ...]] = []
+
+    def op(a: Any, ws: list[Any], scale: float, *, bias: Any) -> None:
+        seen.append((a, ws, scale, bias))
+
+    variants = input_copies(op, (x, parts, 2.0), {"bias": w}, host="meta")
+    assert variants is not None
+    variants()()
+    variants()()
+    (a1, ws1, s1, b1), (a2, _, _, _) = seen
+    for copy in (a1, a2):
+        assert copy.data_ptr() != x.data_ptr()
+        assert (copy.size(), copy.stride(), copy.dtype) == (x.size(), x.stride(), x.dtype)
+        assert torch.equal(copy, x)
+    assert a1.data_ptr() != a2.data_ptr()  # each variant has its own copies
+    assert isinstance(ws1, list)
+    assert [torch.equal(c, p) for c, p in zip(ws1, parts, strict=True)] == [True, True]
+    assert all(c.data_ptr() != p.data_ptr() for c, p in zip(ws1, parts, strict=True))
+    assert s1 == 2.0
+    assert b1.requires_grad
+    assert b1.is_leaf
+    assert torch.equal(b1.detach(), w.detach())
+
+
+def test_input_copies_leave_host_tensors_and_refuse_what_they_cannot_copy() -> None:
+    torch = pytest.importorskip("torch")
+    from pytest_zlbench.adapters import torch_api
+
+    x = torch.randn(4)
+    assert torch_api.input_copies(lambda a: a, (x,), {}) is None  # CPU tensors are the host's
+    assert torch_api.input_copies(lambda a: a, (3, "s"), {}, host="meta") is None
+    big = torch.empty(torch_api.COPY_AT_MOST_BYTES // 4 + 1, dtype=torch.float32)
+    assert torch_api.input_copies(lambda a: a, (big,), {}, host="meta") is None
+    expanded = torch.randn(1, 4).expand(3, 4)  # overlapping strides: no faithful copy
+    variants = torch_api.input_copies(lambda a: a, (expanded,), {}, host="meta")
+    assert variants is not None
+    with pytest.raises(RuntimeError):
+        variants()

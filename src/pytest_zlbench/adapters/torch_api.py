@@ -139,3 +139,56 @@ def triton_do_bench() -> Callable[..., Any] | None:
     except Exception:
         return None
     return do_bench  # type: ignore[no-any-return]
+
+
+#: the most device memory one set of input copies may take (the graph timer's placements): the
+#: rows that move with placement are the microsecond ones, whose inputs are small; an op with
+#: gigabytes of inputs runs for milliseconds and reads the same wherever they sit
+COPY_AT_MOST_BYTES = 256 << 20
+
+
+def _device_tensors(value: Any, torch: Any, host: str) -> list[Any]:
+    if isinstance(value, torch.Tensor):
+        return [] if value.device.type == host else [value]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _device_tensors(v, torch, host)]
+    return []
+
+
+def _copy(value: Any, torch: Any, host: str) -> Any:
+    """``value`` with each device tensor (also inside lists and tuples) replaced by a copy with
+    the same sizes, strides, dtype and contents in new memory."""
+    if isinstance(value, torch.Tensor):
+        if value.device.type == host:
+            return value
+        out = torch.empty_strided(
+            value.size(), value.stride(), dtype=value.dtype, device=value.device
+        )
+        with torch.no_grad():
+            out.copy_(value)  # raises for strides that overlap (expanded tensors)
+        return out.requires_grad_(value.requires_grad)
+    if isinstance(value, list | tuple):
+        copied = [_copy(v, torch, host) for v in value]
+        return copied if isinstance(value, list) else type(value)(copied)
+    return value
+
+
+def input_copies(
+    op: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], host: str = "cpu"
+) -> Callable[[], Callable[[], Any]] | None:
+    """A maker of ``op`` on new copies of its device tensor inputs (the graph timer's
+    ``variants``), or ``None`` when the op has none or they are larger than
+    ``COPY_AT_MOST_BYTES``. Tensors on ``host`` are passed as they are."""
+    import torch
+
+    tensors = _device_tensors(list(args) + list(kwargs.values()), torch, host)
+    size = sum(t.numel() * t.element_size() for t in tensors)
+    if not tensors or size > COPY_AT_MOST_BYTES:
+        return None
+
+    def variant() -> Callable[[], Any]:
+        a = _copy(args, torch, host)
+        k = {name: _copy(v, torch, host) for name, v in kwargs.items()}
+        return lambda: op(*a, **k)
+
+    return variant
