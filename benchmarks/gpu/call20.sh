@@ -9,7 +9,7 @@
 set -u
 source benchmarks/gpu/lib.sh
 zl_setup 20
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_before .whl/before/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_before .whl/before/*.whl .whl/sqlalchemy-*.whl .whl/greenlet-*.whl .whl/pytest_timeout-*.whl || exit 1
 LIMIT=420
 COMMON="--level core -p no:cacheprovider -q -rfEs --zl-replay-from=$SEED --zl-graph-replays=30 --zl-graph-budget-ms=10"
 NOISE="benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_sum.py::test_sum
