@@ -72,20 +72,16 @@ def test_timer_settings_in_the_stash(zl_pytester: pytest.Pytester) -> None:
 
 
 def test_graph_options_in_the_stash(zl_pytester: pytest.Pytester) -> None:
-    from pytest_zlbench.adapters.timers import PLACEMENTS
-
-    config = zl_pytester.parseconfigure(
-        "--zl-graph-replays=30", "--zl-graph-budget-ms=10", "--zl-graph-placements=1"
-    )
+    config = zl_pytester.parseconfigure("--zl-graph-replays=30", "--zl-graph-budget-ms=10")
     settings = config.stash[timing_settings_key]
-    assert (settings.replays, settings.budget_ms, settings.placements) == (30, 10.0, 1)
+    assert (settings.replays, settings.budget_ms) == (30, 10.0)
     settings = zl_pytester.parseconfigure().stash[timing_settings_key]
-    assert (settings.replays, settings.budget_ms, settings.placements) == (10, 20.0, PLACEMENTS)
+    assert (settings.replays, settings.budget_ms) == (10, 20.0)
 
 
-def test_bad_placements_is_a_one_line_usage_error(rows_suite: pytest.Pytester) -> None:
-    result = rows_suite.runpytest("--zl-backend=cpu", "--zl-graph-placements=0")
-    assert_usage_error(result, "--zl-graph-placements", "at least 1, got 0")
+def test_bad_replays_is_a_one_line_usage_error(rows_suite: pytest.Pytester) -> None:
+    result = rows_suite.runpytest("--zl-backend=cpu", "--zl-graph-replays=0")
+    assert_usage_error(result, "--zl-graph-replays", "at least 1, got 0")
 
 
 def test_bad_timer_is_a_one_line_usage_error(rows_suite: pytest.Pytester) -> None:

@@ -92,8 +92,7 @@ class FlagGemsAdapter:
         self, bench: Any, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> float:
         fn: Callable[[], Any] = lambda: op(*args, **kwargs)  # noqa: E731
-        backward = bool(getattr(bench, "is_backward", False))
-        if backward:
+        if getattr(bench, "is_backward", False):
             import torch
 
             out = fn()
@@ -103,13 +102,7 @@ class FlagGemsAdapter:
             def fn() -> Any:
                 return torch.autograd.grad((out,), xs, grad_outputs=(dout,), retain_graph=True)
 
-        if not backward and getattr(self.timer, "placements", 1) > 1:
-            # the graph timer spreads its replays over copies of the inputs in new memory
-            from .torch_api import input_copies
-
-            m = self.timer.measure(fn, input_copies(op, args, kwargs))  # type: ignore[call-arg]
-        else:
-            m = self.timer.measure(fn)
+        m = self.timer.measure(fn)
         self._samples[m.ms] = m
         return m.ms
 

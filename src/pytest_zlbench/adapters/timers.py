@@ -27,18 +27,6 @@ PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (
 # with and without a primer (call 14: median -0.07 %, all within 0.36 %), where 8 more calls of
 # a 100 ms op cost 0.8 s
 PRIMER_BELOW_MS = 1.0
-#: times each measurement is split across new copies of the op's inputs (GraphTimer; only where
-#: the caller can copy them: the FlagGems adapter). Call 18 (docs/PERFORMANCE.md): at 17 us new
-#: inputs for every measurement moved a row by 0.46 % (SD) where fixed ones read 0.10 %; the
-#: median over 5 copies read 0.27 %
-PLACEMENTS = 5
-#: a measurement whose samples spread wider than this, (p80 - p20) / p50, is given WIDEN_UP_TO
-#: times its replays: a compute-bound GEMM near peak spread 11-16 % on an H200 (calls 14-15),
-#: and the median of 30 such samples moved by 1.5 % (SD) between runs, as its sampling error
-#: predicts. Microsecond rows spread 1-4 %, but their run-to-run moves are 10-40 times their
-#: sampling error: more replays would not pin them, so they are not widened
-WIDE_SPREAD = 0.05
-WIDEN_UP_TO = 10
 #: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
 FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})
 
@@ -60,10 +48,6 @@ class Measurement:
     timer: str
     fallback: str | None = None
     settings: str = ""
-
-
-#: makes the op again on new copies of its inputs (device memory elsewhere), or raises
-Variants = Callable[[], Callable[[], Any]]
 
 
 class Timer(Protocol):
@@ -321,14 +305,6 @@ class GraphTimer:
       were made (docs/PERFORMANCE.md, calls 12-14). Without the primer a row's latency depends
       on how many graphs came just before it and how long the device idled; with it every row
       is timed in the steady state.
-    * ``placements``: given ``variants`` (a way to make the op again on new copies of its
-      inputs), the replays are split across ``placements`` captures, the op's own inputs and
-      ``placements - 1`` copies, each captured, timed and released in turn; the samples are
-      pooled. Where tensors sit in device memory moves a row by up to about 1 % on an H200
-      (call 18); the median over several places does not depend on one of them.
-    * When the first placement's samples spread wider than ``WIDE_SPREAD``, every placement gets
-      ``WIDEN_UP_TO`` times its replays: the median of a wide distribution needs more samples
-      to stay put.
     * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason.
     * Graphs are released and the caching allocator emptied after every measurement.
     """
@@ -345,7 +321,6 @@ class GraphTimer:
         max_calls: int = 2000,
         cold: bool = False,
         primer: int = PRIMER_GRAPHS,
-        placements: int = PLACEMENTS,
     ) -> None:
         self.api = api
         self.direct = direct
@@ -355,7 +330,6 @@ class GraphTimer:
         self.max_calls = max_calls
         self.cold = cold
         self.primer = primer
-        self.placements = placements
         # the test being measured, and why its shapes are timed directly without a capture
         # attempt, if they are (begin_test sets both; a capture that broke its thread sets the
         # reason, so that one operator parks one thread, not one per shape)
@@ -365,8 +339,7 @@ class GraphTimer:
     def describe(self) -> str:
         return (
             f"graph:{'cold' if self.cold else 'warm'},budget={self.budget_ms:g}ms,"
-            f"replays={self.replays},primer={self.primer}<{PRIMER_BELOW_MS:g}ms,"
-            f"placements={self.placements},widen>{WIDE_SPREAD:.0%}:x{WIDEN_UP_TO}"
+            f"replays={self.replays},primer={self.primer}<{PRIMER_BELOW_MS:g}ms"
         )
 
     @contextmanager
@@ -403,13 +376,12 @@ class GraphTimer:
             raise
         return graph
 
-    def _time_replays(self, graph: Any, calls: int, n: int, upload: bool = True) -> list[float]:
+    def _time_replays(self, graph: Any, calls: int) -> list[float]:
         api = self.api
-        if upload:  # the first replay of a graph uploads it; not timed
-            api.replay(graph)
-            api.synchronize()
+        api.replay(graph)  # first replay uploads the graph; not timed
+        api.synchronize()
         out = []
-        for _ in range(n):
+        for _ in range(self.replays):
             start, end = api.event(), api.event()
             start.record()
             api.replay(graph)
@@ -512,6 +484,7 @@ class GraphTimer:
         self,
         fn: Callable[[], Any],
         flush: Callable[[], Any] | None,
+        both: Callable[[], None],
         calls: int,
         primers: int,
         graphs: list[Any],
@@ -530,11 +503,6 @@ class GraphTimer:
             if flush is None:
                 graphs.append(self._capture(fn, calls))
             else:
-
-                def both() -> None:
-                    flush()
-                    fn()
-
                 graphs.append(self._capture(flush, calls))
                 graphs.append(self._capture(both, calls))
         except Exception as exc:
@@ -545,61 +513,7 @@ class GraphTimer:
                 flags.append("after")
             raise
 
-    def _placed(self, fn: Callable[[], Any], variants: Variants | None) -> list[Callable[[], Any]]:
-        """``fn`` and up to ``placements - 1`` copies of it on new inputs; fewer when a copy
-        cannot be made (memory, an input that cannot be copied as it is)."""
-        out = [fn]
-        if variants is None:
-            return out
-        for _ in range(self.placements - 1):
-            try:
-                out.append(variants())
-            except Exception as exc:
-                _raise_if_fatal(self.api, exc)
-                break
-        return out
-
-    def _sample(self, graphs: list[Any], calls: int, n: int, upload: bool = True) -> list[float]:
-        """``n`` timed replays of the captured graphs: per call, the op's graph (warm), or the
-        flush + op graph less the flush graph (cold)."""
-        if len(graphs) == 1:
-            return self._time_replays(graphs[0], calls, n, upload)
-        flush_t = self._time_replays(graphs[0], calls, n, upload)
-        both_t = self._time_replays(graphs[1], calls, n, upload)
-        return [max(b - f, 0.0) for b, f in zip(both_t, flush_t, strict=True)]
-
-    def _release(self, graphs: list[Any]) -> None:
-        for g in graphs:
-            self.api.release(g)
-        graphs.clear()
-
-    def _time_places(
-        self,
-        ops: list[Callable[[], Any]],
-        flush: Callable[[], Any] | None,
-        calls: int,
-        primers: int,
-        graphs: list[Any],
-    ) -> list[float]:
-        """Capture and time each of ``ops`` in turn (the primer before the first only), one
-        placement's graphs held at a time; the last one's stay in ``graphs``."""
-        each = max(1, math.ceil(self.replays / len(ops)))
-        samples: list[float] = []
-        for k, op in enumerate(ops):
-            self._release(graphs)
-
-            def job(flags: list[str], op: Callable[[], Any] = op, k: int = k) -> None:
-                self._capture_all(op, flush, calls, primers if k == 0 else 0, graphs, flags)
-
-            self._on_capture_thread(job)
-            got = self._sample(graphs, calls, each)
-            if k == 0 and _wide(got):  # every placement gets the wider count
-                each *= WIDEN_UP_TO
-                got += self._sample(graphs, calls, each - len(got), upload=False)
-            samples += got
-        return samples
-
-    def measure(self, fn: Callable[[], Any], variants: Variants | None = None) -> Measurement:
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
         if self._direct_reason is not None:
             m = self.direct.measure(fn)
             return Measurement(
@@ -627,19 +541,25 @@ class GraphTimer:
         calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
         primers = self.primer if estimate < PRIMER_BELOW_MS else 0
         graphs: list[Any] = []
-        samples: list[float] = []
-        ops: list[Callable[[], Any]] = []
         try:
             try:
-                ops = self._placed(fn, variants if self.placements > 1 else None)
-                samples = self._time_places(ops, flush, calls, primers, graphs)
+                self._on_capture_thread(
+                    lambda flags: self._capture_all(fn, flush, both, calls, primers, graphs, flags)
+                )
+                if flush is None:
+                    samples = self._time_replays(graphs[0], calls)
+                else:
+                    flush_t = self._time_replays(graphs[0], calls)
+                    both_t = self._time_replays(graphs[1], calls)
+                    samples = [max(b - f, 0.0) for b, f in zip(both_t, flush_t, strict=True)]
             except FatalDeviceError:
                 raise
             except Exception as exc:
                 self._recover(exc)
                 reason = _reason(exc)
-                self._release(graphs)
-                ops.clear()
+                for g in graphs:
+                    api.release(g)
+                graphs.clear()
                 self._empty_cache()
                 try:
                     m = self.direct.measure(fn)
@@ -649,13 +569,8 @@ class GraphTimer:
                     raise
                 return Measurement(m.ms, m.spread, "direct", fallback=reason, settings=m.settings)
         finally:
-            self._release(graphs)
-            ops.clear()  # the copies' memory goes back before the allocator is emptied
+            for g in graphs:
+                api.release(g)
             self._empty_cache()
         s = spread(samples)
         return Measurement(s.p50, s, "graph", settings=self.describe())
-
-
-def _wide(samples: list[float]) -> bool:
-    s = spread(samples)
-    return s.p50 > 0 and (s.p80 - s.p20) / s.p50 > WIDE_SPREAD

@@ -24,37 +24,21 @@ if TYPE_CHECKING:  # the rest is imported where used: an inactive plugin imports
 TIMER_HELP = "Timer: auto (graph where the backend supports it, else direct), graph, direct"
 REPLAYS_HELP = "Graph timer: timed replays per measurement (default 10)"
 BUDGET_HELP = "Graph timer: milliseconds of work captured in one graph (default 20)"
-PLACEMENTS_HELP = (
-    "Graph timer: split each FlagGems measurement across N copies of the op's inputs in new "
-    "memory (default 5; 1: the inputs as they are)"
-)
 COLD_HELP = "Flush L2 inside the graph before every call (cold cache); default warm"
 #: options whose presence means "this session measures": the adapter is installed only then
 MEASURING = ("zl_timer", "zl_out", "zl_backend", "zl_devices", "zl_cold_cache")
-TIMING_OPTIONS = (
-    "zl_timer",
-    "zl_cold_cache",
-    "zl_graph_replays",
-    "zl_graph_budget_ms",
-    "zl_graph_placements",
-)
+TIMING_OPTIONS = ("zl_timer", "zl_cold_cache", "zl_graph_replays", "zl_graph_budget_ms")
 
 
 class TimingSettings:
     # a plain class, not a dataclass: building a dataclass at import costs every pytest session
     def __init__(
-        self,
-        requested: str,
-        cold: bool,
-        replays: int = 10,
-        budget_ms: float = 20.0,
-        placements: int = 5,
+        self, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
     ) -> None:
         self.requested = requested  # auto | graph | direct
         self.cold = cold
         self.replays = replays
         self.budget_ms = budget_ms
-        self.placements = placements
         self.timer: Timer | None = None
         self.backend: Backend | None = None
 
@@ -75,7 +59,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     _common.add(parser, group, "--zl-cold-cache", COLD_HELP, action="store_true")
     _common.add(parser, group, "--zl-graph-replays", REPLAYS_HELP, metavar="N")
     _common.add(parser, group, "--zl-graph-budget-ms", BUDGET_HELP, metavar="MS")
-    _common.add(parser, group, "--zl-graph-placements", PLACEMENTS_HELP, metavar="N")
 
 
 @pytest.hookimpl
@@ -110,13 +93,7 @@ def _parse_settings(config: pytest.Config) -> TimingSettings:
         lambda v: parse_positive_float(v, "--zl-graph-budget-ms"),
         20.0,
     )
-    placements = _common.get(
-        config,
-        "zl_graph_placements",
-        lambda v: parse_positive_int(v, "--zl-graph-placements"),
-        5,
-    )
-    return TimingSettings(requested, cold, replays, budget, placements)
+    return TimingSettings(requested, cold, replays, budget)
 
 
 #: exit status of an xdist worker that left after losing its device context
@@ -129,12 +106,7 @@ LEFT_OUTCOME = "zlbench-worker-left"
 
 
 def build_timer(
-    backend: Backend,
-    requested: str,
-    cold: bool,
-    replays: int = 10,
-    budget_ms: float = 20.0,
-    placements: int = 5,
+    backend: Backend, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
 ) -> Timer:
     from ..adapters.timers import CpuTimer, DirectTimer, GraphTimer
 
@@ -152,12 +124,7 @@ def build_timer(
     if not use_graph:
         return direct
     return GraphTimer(
-        TorchDeviceAPI(backend),
-        direct,
-        budget_ms=budget_ms,
-        replays=replays,
-        cold=cold,
-        placements=placements,
+        TorchDeviceAPI(backend), direct, budget_ms=budget_ms, replays=replays, cold=cold
     )
 
 
@@ -173,7 +140,6 @@ def active_timer(config: pytest.Config) -> Timer:
             settings.cold,
             settings.replays,
             settings.budget_ms,
-            settings.placements,
         )
     timer: Timer = settings.timer
     return timer
