@@ -420,11 +420,16 @@ class RunRecorder(WorkerRows):
 
         text = (self.run_dir / records.SUMMARY_FILE).read_text(encoding="utf-8")
         lines = summary.parse_tsv(text, str(self.run_dir / records.SUMMARY_FILE))
+        complete = getattr(self, "complete", False)
+        # rows measured in tests that did not finish (Ctrl-C) are in the partial file only
+        kept = None if complete else records.partial_rows(self.run_dir)
         if lines:
             for line in summary.render(lines):
                 terminalreporter.write_line(line)
         else:
-            terminalreporter.write_line("no rows were measured")
+            terminalreporter.write_line(
+                "no finished test measured rows" if kept else "no rows were measured"
+            )
         if self.tuned:
             what = "replay had to tune" if self.replay else "tuned"
             terminalreporter.write_line(
@@ -435,7 +440,14 @@ class RunRecorder(WorkerRows):
             )
         for error in self.errors:
             terminalreporter.write_line(f"bad row: {error}", red=True)
-        state = "complete" if getattr(self, "complete", False) else "INCOMPLETE (no .complete)"
+        if kept:
+            names = ", ".join(p.name for p in records.partial_files(self.run_dir))
+            terminalreporter.write_line(
+                f"zlbench: {names} holds the {kept} row(s) measured until the run stopped, "
+                "those of the test it stopped in too (the table above has only finished tests')",
+                yellow=True,
+            )
+        state = "complete" if complete else "INCOMPLETE (no .complete)"
         terminalreporter.write_line(f"zlbench: run {state}: {self.run_dir}")
 
     @pytest.hookimpl

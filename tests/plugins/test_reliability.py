@@ -416,6 +416,22 @@ def test_an_interrupted_run_keeps_the_rows_its_rows_jsonl_lacks(
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert [r.shape for r in records.read_rows(out)] == ["[50]"]
     assert not is_complete(out)
+    # the summary says where the interrupted test's row went (an H200 run stopped in its first
+    # test printed "no rows were measured" while its partial file held 5 rows: call 22)
+    result.stdout.fnmatch_lines(
+        ["zlbench: rows.partial.jsonl holds the 2 row(s) measured until the run stopped, *"]
+    )
+    first = zl_pytester.path / "first"
+    stopped = zl_pytester.runpytest_subprocess(
+        "--zl-backend=cpu", f"--zl-out={first}", "-k", "b_interrupted"
+    )
+    stopped.stdout.fnmatch_lines(
+        [
+            "no finished test measured rows",
+            "zlbench: rows.partial.jsonl holds the 1 row(s) measured until the run stopped, *",
+            "zlbench: run INCOMPLETE (no .complete): *",
+        ]
+    )
     partial = (out / records.PARTIAL_ROWS_FILE).read_text().splitlines()
     assert [json.loads(line)["shape"] for line in partial] == ["[50]", "[51]"]
     result = zl_pytester.runpytest(
