@@ -27,16 +27,6 @@ PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (
 # with and without a primer (call 14: median -0.07 %, all within 0.36 %), where 8 more calls of
 # a 100 ms op cost 0.8 s
 PRIMER_BELOW_MS = 1.0
-#: a measurement whose samples spread wider than this, (p80 - p20) / p50, is timed again after
-#: SETTLE_MS of untimed replays, and only the second timing counts. On an H200 a tensor-core
-#: GEMM of 2048^3 or 4096^3 draws the card's 700 W: after a pause it runs 13-16 % faster for
-#: 40-80 ms, then at the power-capped clock, with a 10 % dip about 0.8 s in as the power
-#: average overshoots (call 22, docs/PERFORMANCE.md); a 300 ms measurement read whichever part
-#: of that curve the work before it left it in, 3-5 % apart between runs. Microsecond rows
-#: spread 1-4 % and their run-to-run moves are the card's launch-path drift, which a settle
-#: would not pin: they stay under the threshold
-WIDE_SPREAD = 0.05
-SETTLE_MS = 1000.0
 #: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
 FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})
 
@@ -315,9 +305,6 @@ class GraphTimer:
       were made (docs/PERFORMANCE.md, calls 12-14). Without the primer a row's latency depends
       on how many graphs came just before it and how long the device idled; with it every row
       is timed in the steady state.
-    * A measurement whose samples spread wider than ``WIDE_SPREAD`` is timed again after
-      ``SETTLE_MS`` of untimed replays (a power-capped GEMM's steady level), and only that
-      second timing counts.
     * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason.
     * Graphs are released and the caching allocator emptied after every measurement.
     """
@@ -352,8 +339,7 @@ class GraphTimer:
     def describe(self) -> str:
         return (
             f"graph:{'cold' if self.cold else 'warm'},budget={self.budget_ms:g}ms,"
-            f"replays={self.replays},primer={self.primer}<{PRIMER_BELOW_MS:g}ms,"
-            f"settle={SETTLE_MS:g}ms>{WIDE_SPREAD:.0%}"
+            f"replays={self.replays},primer={self.primer}<{PRIMER_BELOW_MS:g}ms"
         )
 
     @contextmanager
@@ -390,11 +376,10 @@ class GraphTimer:
             raise
         return graph
 
-    def _time_replays(self, graph: Any, calls: int, upload: bool = True) -> list[float]:
+    def _time_replays(self, graph: Any, calls: int) -> list[float]:
         api = self.api
-        if upload:  # the first replay of a graph uploads it; not timed
-            api.replay(graph)
-            api.synchronize()
+        api.replay(graph)  # first replay uploads the graph; not timed
+        api.synchronize()
         out = []
         for _ in range(self.replays):
             start, end = api.event(), api.event()
@@ -404,21 +389,6 @@ class GraphTimer:
             api.synchronize()
             out.append(api.elapsed_ms(start, end) / calls)
         return out
-
-    def _sample(self, graphs: list[Any], calls: int, upload: bool = True) -> list[float]:
-        """``replays`` timed replays, per call: of the op's graph (warm), or of the flush + op
-        graph less the flush graph (cold)."""
-        if len(graphs) == 1:
-            return self._time_replays(graphs[0], calls, upload)
-        flush_t = self._time_replays(graphs[0], calls, upload)
-        both_t = self._time_replays(graphs[1], calls, upload)
-        return [max(b - f, 0.0) for b, f in zip(both_t, flush_t, strict=True)]
-
-    def _settle(self, graphs: list[Any], replay_ms: float) -> None:
-        """Replay the timed graph (cold: flush + op) untimed for about ``SETTLE_MS``."""
-        for _ in range(max(1, math.ceil(SETTLE_MS / max(replay_ms, 1e-6)))):
-            self.api.replay(graphs[-1])
-        self.api.synchronize()
 
     def _prime(self, fn: Callable[[], Any], graphs: list[Any], count: int) -> None:
         """Capture, replay and release ``count`` one-call graphs of ``fn``, one at a time (at
@@ -576,10 +546,12 @@ class GraphTimer:
                 self._on_capture_thread(
                     lambda flags: self._capture_all(fn, flush, both, calls, primers, graphs, flags)
                 )
-                samples = self._sample(graphs, calls)
-                if _wide(samples):  # the op moved the card's power state under the timing
-                    self._settle(graphs, estimate * calls)
-                    samples = self._sample(graphs, calls, upload=False)
+                if flush is None:
+                    samples = self._time_replays(graphs[0], calls)
+                else:
+                    flush_t = self._time_replays(graphs[0], calls)
+                    both_t = self._time_replays(graphs[1], calls)
+                    samples = [max(b - f, 0.0) for b, f in zip(both_t, flush_t, strict=True)]
             except FatalDeviceError:
                 raise
             except Exception as exc:
@@ -602,8 +574,3 @@ class GraphTimer:
             self._empty_cache()
         s = spread(samples)
         return Measurement(s.p50, s, "graph", settings=self.describe())
-
-
-def _wide(samples: list[float]) -> bool:
-    s = spread(samples)
-    return s.p50 > 0 and (s.p80 - s.p20) / s.p50 > WIDE_SPREAD
