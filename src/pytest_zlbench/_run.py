@@ -430,6 +430,9 @@ class RunRecorder(WorkerRows):
             terminalreporter.write_line(
                 "no finished test measured rows" if kept else "no rows were measured"
             )
+        wide = summary.unsteady_line(summary.unsteady(self.rows))
+        if wide:
+            terminalreporter.write_line(wide, yellow=True)
         if self.tuned:
             what = "replay had to tune" if self.replay else "tuned"
             terminalreporter.write_line(

@@ -278,6 +278,51 @@ _timing.build_timer = lambda *args, **kwargs: _FallingBack()
 """
 
 
+UNSTEADY_CONFTEST = """
+import pytest_zlbench.plugins.timing as _timing
+from pytest_zlbench.adapters.timers import Measurement
+from pytest_zlbench.core.records import Spread
+
+
+class _Unsteady:
+    # a power-capped GEMM's samples: 14 % from p20 to p80 on the FlagGems side, 2 % for torch
+    name = "graph"
+
+    def __init__(self):
+        self.calls = 0
+
+    def describe(self):
+        return "graph(stand-in)"
+
+    def measure(self, fn):
+        fn()
+        self.calls += 1
+        wide = 0.14 if self.calls % 2 == 0 else 0.02
+        ms = 0.2 + self.calls / 1000  # the adapter pairs a measurement with its row by latency
+        return Measurement(ms, Spread(ms * (1 - wide / 2), ms, ms * (1 + wide / 2), 30), "graph")
+
+
+_timing.build_timer = lambda *args, **kwargs: _Unsteady()
+"""
+
+
+def test_the_run_summary_names_unsteady_measurements(gems_suite: pytest.Pytester) -> None:
+    """A measurement whose samples spread over 5 % gets one line under the summary table."""
+    conftest = gems_suite.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + UNSTEADY_CONFTEST)
+    result = gems_suite.runpytest(
+        "--zl-backend=cpu", f"--zl-out={gems_suite.path}/run", "benchmark"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "zlbench: 2 measurement(s) spread over 5% (p20-p80) within themselves, less certain "
+            "than their medians: abs float32 [[]200[]] 14%; abs float32 [[]400[]] 14%",
+            "zlbench: run complete: *",
+        ]
+    )
+
+
 def test_flaggems_fallback_rows_are_marked(gems_suite: pytest.Pytester) -> None:
     """Through the FlagGems adapter (both layouts): a shape whose capture failed is a row with
     ``timer=direct`` and its reason, and the run's text output carries the marker line."""

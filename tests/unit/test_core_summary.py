@@ -5,7 +5,7 @@ import math
 import pytest
 
 from pytest_zlbench.core import summary
-from pytest_zlbench.core.records import Row
+from pytest_zlbench.core.records import Row, Spread
 from pytest_zlbench.core.summary import HEADERS, SummaryLine
 
 
@@ -132,3 +132,56 @@ def test_timer_of_run(timers: list[str], requested: str, expected: str) -> None:
     rows = [row("a", "f", 1.0, timer=t) for t in timers]
     rows.append(row("a", "f", None, timer="direct", status="failed"))  # failed rows do not count
     assert summary.timer_of_run(rows, requested) == expected
+
+
+# --------------------------------------------------------------------------------------------
+# unsteady measurements
+
+
+def spread_of(rel: float) -> Spread:
+    return Spread(p20=1.0 - rel / 2, p50=1.0, p80=1.0 + rel / 2, n=30)
+
+
+def test_unsteady_names_the_wide_measurements_widest_first() -> None:
+    rows = [
+        Row(
+            "mm",
+            "bfloat16",
+            "[4096]",
+            0.2,
+            0.19,
+            spread=spread_of(0.14),
+            spread_base=spread_of(0.03),
+        ),
+        Row("abs", "float16", "[64]", 0.001, 0.001, spread=spread_of(0.04)),
+        Row(
+            "mm",
+            "float16",
+            "[2048]",
+            0.03,
+            0.02,
+            spread=spread_of(0.02),
+            spread_base=spread_of(0.06),
+        ),
+        Row("bad", "float16", "[1]", None, status="failed", spread=spread_of(0.5)),
+        Row("log", "float16", "[1]", 0.5),  # a row parsed from a log has no spread
+    ]
+    found = summary.unsteady(rows)
+    assert [(u.row.op, u.row.dtype, u.baseline) for u in found] == [
+        ("mm", "bfloat16", False),
+        ("mm", "float16", True),
+    ]
+    assert found[0].spread == pytest.approx(0.14)
+    line = summary.unsteady_line(found)
+    assert line == (
+        "zlbench: 2 measurement(s) spread over 5% (p20-p80) within themselves, less certain "
+        "than their medians: mm bfloat16 [4096] 14%; mm float16 [2048] (baseline) 6%"
+    )
+
+
+def test_unsteady_line_lists_a_few_and_counts_the_rest() -> None:
+    rows = [Row("op", "f", f"[{i}]", 1.0, spread=spread_of(0.1 + i / 100)) for i in range(6)]
+    line = summary.unsteady_line(summary.unsteady(rows), shown=2)
+    assert line is not None
+    assert line.endswith("op f [5] 15%; op f [4] 14%; 4 more")
+    assert summary.unsteady_line([]) is None

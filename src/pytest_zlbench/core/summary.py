@@ -88,6 +88,51 @@ def render(lines: Sequence[SummaryLine]) -> list[str]:
     return table(headers, (line.cells() for line in lines))
 
 
+#: a measurement whose samples spread more than this within itself, (p80 - p20) / p50, is less
+#: certain than its median suggests. On an H200 microsecond rows spread 1-4 %; tensor-core GEMMs
+#: held at the card's power cap 5-17 %, and their medians moved 3-5 % between runs
+#: (docs/PERFORMANCE.md, calls 14-23)
+UNSTEADY_SPREAD = 0.05
+
+
+@dataclass(frozen=True)
+class Unsteady:
+    row: Row
+    baseline: bool  # the baseline side's measurement, else the candidate's
+    spread: float  # (p80 - p20) / p50
+
+
+def unsteady(rows: Iterable[Row]) -> list[Unsteady]:
+    """The measurements of usable rows that spread more than ``UNSTEADY_SPREAD``, widest
+    first."""
+    out = []
+    for row in rows:
+        if not row.usable:
+            continue
+        for baseline, sp in ((False, row.spread), (True, row.spread_base)):
+            if sp is not None and sp.p50 > 0:
+                rel = (sp.p80 - sp.p20) / sp.p50
+                if rel > UNSTEADY_SPREAD:
+                    out.append(Unsteady(row, baseline, rel))
+    return sorted(out, key=lambda u: -u.spread)
+
+
+def unsteady_line(found: Sequence[Unsteady], shown: int = 4) -> str | None:
+    """One line naming the widest of ``found``, or ``None`` when there are none."""
+    if not found:
+        return None
+    names = "; ".join(
+        f"{u.row.op} {u.row.dtype} {u.row.shape}{' (baseline)' if u.baseline else ''} "
+        f"{u.spread:.0%}"
+        for u in found[:shown]
+    )
+    more = f"; {len(found) - shown} more" if len(found) > shown else ""
+    return (
+        f"zlbench: {len(found)} measurement(s) spread over {UNSTEADY_SPREAD:.0%} (p20-p80) within "
+        f"themselves, less certain than their medians: {names}{more}"
+    )
+
+
 def timer_of_run(rows: Iterable[Row], requested: str) -> str:
     """The run identity's ``timer``: the requested one, or ``mixed`` when some rows fell back."""
     used = {r.timer for r in rows if r.usable}
