@@ -421,14 +421,15 @@ class RunRecorder(WorkerRows):
         text = (self.run_dir / records.SUMMARY_FILE).read_text(encoding="utf-8")
         lines = summary.parse_tsv(text, str(self.run_dir / records.SUMMARY_FILE))
         complete = getattr(self, "complete", False)
-        # rows measured in tests that did not finish (Ctrl-C) are in the partial file only
+        # an incomplete run keeps its partial rows: a test that did not finish (Ctrl-C) has its
+        # rows there only, and so has a row the recorder refused
         kept = None if complete else records.partial_rows(self.run_dir)
         if lines:
             for line in summary.render(lines):
                 terminalreporter.write_line(line)
         else:
             terminalreporter.write_line(
-                "no finished test measured rows" if kept else "no rows were measured"
+                "no rows in rows.jsonl" if kept else "no rows were measured"
             )
         wide = summary.unsteady_line(summary.unsteady(self.rows))
         if wide:
@@ -445,9 +446,14 @@ class RunRecorder(WorkerRows):
             terminalreporter.write_line(f"bad row: {error}", red=True)
         if kept:
             names = ", ".join(p.name for p in records.partial_files(self.run_dir))
+            extra = kept - len(self.rows)
+            why = "a test that did not finish" + (", or refused" if self.errors else "")
             terminalreporter.write_line(
-                f"zlbench: {names} holds the {kept} row(s) measured until the run stopped, "
-                "those of the test it stopped in too (the table above has only finished tests')",
+                f"zlbench: {names} holds {kept} row(s) measured, {extra} of them not in "
+                f"rows.jsonl or the table above ({why})"
+                if extra > 0
+                else f"zlbench: {names} holds the {kept} row(s) measured, kept because the run "
+                "is incomplete",
                 yellow=True,
             )
         state = "complete" if complete else "INCOMPLETE (no .complete)"

@@ -419,7 +419,10 @@ def test_an_interrupted_run_keeps_the_rows_its_rows_jsonl_lacks(
     # the summary says where the interrupted test's row went (an H200 run stopped in its first
     # test printed "no rows were measured" while its partial file held 5 rows: call 22)
     result.stdout.fnmatch_lines(
-        ["zlbench: rows.partial.jsonl holds the 2 row(s) measured until the run stopped, *"]
+        [
+            "zlbench: rows.partial.jsonl holds 2 row(s) measured, 1 of them not in rows.jsonl or "
+            "the table above (a test that did not finish)"
+        ]
     )
     first = zl_pytester.path / "first"
     stopped = zl_pytester.runpytest_subprocess(
@@ -427,8 +430,9 @@ def test_an_interrupted_run_keeps_the_rows_its_rows_jsonl_lacks(
     )
     stopped.stdout.fnmatch_lines(
         [
-            "no finished test measured rows",
-            "zlbench: rows.partial.jsonl holds the 1 row(s) measured until the run stopped, *",
+            "no rows in rows.jsonl",
+            "zlbench: rows.partial.jsonl holds 1 row(s) measured, 1 of them not in rows.jsonl or "
+            "the table above (a test that did not finish)",
             "zlbench: run INCOMPLETE (no .complete): *",
         ]
     )
@@ -444,6 +448,49 @@ def test_an_interrupted_run_keeps_the_rows_its_rows_jsonl_lacks(
     assert_usage_error(result, "run is incomplete (no .complete marker)")
 
 
+BETWEEN_TESTS = """
+import pytest
+
+
+@pytest.fixture
+def stop_after():
+    yield
+    raise KeyboardInterrupt  # Ctrl-C after the test's call was reported
+
+
+def test_a_measured(zl_bench, stop_after):
+    zl_bench(lambda: sum(range(50)), op="measured", dtype="float32", shape="[50]")
+
+
+def test_b_never(zl_bench):
+    zl_bench(lambda: sum(range(50)), op="measured", dtype="float32", shape="[51]")
+"""
+
+
+def test_a_run_stopped_between_tests_says_its_partial_rows_are_in_rows_jsonl_too(
+    zl_pytester: pytest.Pytester,
+) -> None:
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_between=BETWEEN_TESTS)
+    out = zl_pytester.path / "run"
+    result = zl_pytester.runpytest_subprocess("--zl-backend=cpu", f"--zl-out={out}")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert [r.shape for r in records.read_rows(out)] == ["[50]"]
+    result.stdout.fnmatch_lines(
+        [
+            "zlbench: rows.partial.jsonl holds the 1 row(s) measured, kept because the run is "
+            "incomplete",
+            "zlbench: run INCOMPLETE (no .complete): *",
+        ]
+    )
+
+
+def test_a_run_that_measured_nothing_says_so(zl_pytester: pytest.Pytester) -> None:
+    zl_pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = zl_pytester.runpytest("--zl-backend=cpu", f"--zl-out={zl_pytester.path}/run")
+    result.stdout.fnmatch_lines(["no rows were measured", "zlbench: run complete: *"])
+
+
 @pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
 def test_a_finished_run_leaves_no_partial_rows(zl_pytester: pytest.Pytester, xdist: bool) -> None:
     zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
@@ -456,6 +503,7 @@ def test_a_finished_run_leaves_no_partial_rows(zl_pytester: pytest.Pytester, xdi
     assert len(records.read_rows(out)) == 2
     assert is_complete(out)
     assert records.partial_files(out) == []
+    assert "rows.partial" not in result.stdout.str()  # the summary has nothing to say of them
 
 
 # --------------------------------------------------------------------------------------------

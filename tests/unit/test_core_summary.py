@@ -142,29 +142,25 @@ def spread_of(rel: float) -> Spread:
     return Spread(p20=1.0 - rel / 2, p50=1.0, p80=1.0 + rel / 2, n=30)
 
 
+def graph_row(op: str, dtype: str, shape: str, latency: float | None, **kw: object) -> Row:
+    return Row(op, dtype, shape, latency, timer="graph", **kw)  # type: ignore[arg-type]
+
+
 def test_unsteady_names_the_wide_measurements_widest_first() -> None:
     rows = [
-        Row(
-            "mm",
-            "bfloat16",
-            "[4096]",
-            0.2,
-            0.19,
-            spread=spread_of(0.14),
-            spread_base=spread_of(0.03),
+        graph_row(
+            "mm", "bfloat16", "[4096]", 0.2, spread=spread_of(0.14), spread_base=spread_of(0.03)
         ),
-        Row("abs", "float16", "[64]", 0.001, 0.001, spread=spread_of(0.04)),
-        Row(
-            "mm",
-            "float16",
-            "[2048]",
-            0.03,
-            0.02,
-            spread=spread_of(0.02),
-            spread_base=spread_of(0.06),
+        graph_row("abs", "float16", "[64]", 0.001, spread=spread_of(0.04)),
+        graph_row(
+            "mm", "float16", "[2048]", 0.03, spread=spread_of(0.02), spread_base=spread_of(0.06)
         ),
-        Row("bad", "float16", "[1]", None, status="failed", spread=spread_of(0.5)),
-        Row("log", "float16", "[1]", 0.5),  # a row parsed from a log has no spread
+        graph_row("bad", "float16", "[1]", None, status="failed", spread=spread_of(0.5)),
+        graph_row("log", "float16", "[1]", 0.5),  # a row parsed from a log has no spread
+        graph_row("edge", "float16", "[1]", 0.5, spread=spread_of(0.05)),  # not over 5 %
+        graph_row("zero", "float16", "[1]", 0.5, spread=Spread(0.0, 0.0, 0.1, 30)),
+        # direct and CPU timings spread wider as a rule: not named
+        Row("direct", "float16", "[1]", 0.5, timer="direct", spread=spread_of(0.3)),
     ]
     found = summary.unsteady(rows)
     assert [(u.row.op, u.row.dtype, u.baseline) for u in found] == [
@@ -180,8 +176,10 @@ def test_unsteady_names_the_wide_measurements_widest_first() -> None:
 
 
 def test_unsteady_line_lists_a_few_and_counts_the_rest() -> None:
-    rows = [Row("op", "f", f"[{i}]", 1.0, spread=spread_of(0.1 + i / 100)) for i in range(6)]
-    line = summary.unsteady_line(summary.unsteady(rows), shown=2)
+    rows = [graph_row("op", "f", f"[{i}]", 1.0, spread=spread_of(0.1 + i / 100)) for i in range(6)]
+    found = summary.unsteady(rows)
+    line = summary.unsteady_line(found, shown=2)
     assert line is not None
     assert line.endswith("op f [5] 15%; op f [4] 14%; 4 more")
+    assert str(summary.unsteady_line(found)).endswith("op f [2] 12%; 2 more")  # 4 by default
     assert summary.unsteady_line([]) is None

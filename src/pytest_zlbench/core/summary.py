@@ -88,10 +88,11 @@ def render(lines: Sequence[SummaryLine]) -> list[str]:
     return table(headers, (line.cells() for line in lines))
 
 
-#: a measurement whose samples spread more than this within itself, (p80 - p20) / p50, is less
-#: certain than its median suggests. On an H200 microsecond rows spread 1-4 %; tensor-core GEMMs
-#: held at the card's power cap 5-17 %, and their medians moved 3-5 % between runs
-#: (docs/PERFORMANCE.md, calls 14-23)
+#: a graph-timed measurement whose samples spread more than this within itself, (p80 - p20) /
+#: p50, is less certain than its median suggests. On an H200 microsecond rows spread 1-4 %;
+#: tensor-core GEMMs held at the card's power cap 5-17 %, and their medians moved 3-5 % between
+#: runs (docs/PERFORMANCE.md, calls 14-24). Direct and CPU timings spread wider as a rule and
+#: are not named
 UNSTEADY_SPREAD = 0.05
 
 
@@ -103,17 +104,15 @@ class Unsteady:
 
 
 def unsteady(rows: Iterable[Row]) -> list[Unsteady]:
-    """The measurements of usable rows that spread more than ``UNSTEADY_SPREAD``, widest
-    first."""
+    """The measurements of usable graph-timed rows that spread more than ``UNSTEADY_SPREAD``,
+    widest first (a zero median is not a measurement to judge)."""
     out = []
     for row in rows:
-        if not row.usable:
+        if not row.usable or row.timer != "graph":
             continue
         for baseline, sp in ((False, row.spread), (True, row.spread_base)):
-            if sp is not None and sp.p50 > 0:
-                rel = (sp.p80 - sp.p20) / sp.p50
-                if rel > UNSTEADY_SPREAD:
-                    out.append(Unsteady(row, baseline, rel))
+            if sp is not None and sp.p50 > 0 and sp.rel > UNSTEADY_SPREAD:
+                out.append(Unsteady(row, baseline, sp.rel))
     return sorted(out, key=lambda u: -u.spread)
 
 
