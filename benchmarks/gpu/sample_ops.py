@@ -38,6 +38,7 @@ from pathlib import Path
 from pytest_zlbench.core.compat import DISMISS_PATH, load_dismiss
 from pytest_zlbench.core.flaggems import parse_stdout
 from pytest_zlbench.core.inventory import InventoryRow, parse_tsv
+from pytest_zlbench.core.records import partial_files
 
 Unit = tuple[str, str]  # (benchmark class, op id)
 
@@ -115,7 +116,7 @@ def report(argv: argparse.Namespace) -> int:
         if path.is_file():
             files, into = [path], ok_by_fn
         else:  # a pass cut short writes no rows.jsonl; a killed one leaves its partial rows
-            files, into = sorted(Path(run_dir).glob("rows.partial*.jsonl")), partial_by_fn
+            files, into = partial_files(run_dir), partial_by_fn
         for each in files:
             for line in each.open(errors="replace"):
                 try:

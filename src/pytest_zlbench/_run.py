@@ -445,14 +445,14 @@ class RunRecorder(WorkerRows):
         for error in self.errors:
             terminalreporter.write_line(f"bad row: {error}", red=True)
         if kept:
-            names = ", ".join(p.name for p in records.partial_files(self.run_dir))
-            extra = kept - len(self.rows)
+            names, count = kept
+            extra = count - len(self.rows)
             why = "a test that did not finish" + (", or refused" if self.errors else "")
             terminalreporter.write_line(
-                f"zlbench: {names} holds {kept} row(s) measured, {extra} of them not in "
+                f"zlbench: {names} holds {count} row(s) measured, {extra} of them not in "
                 f"rows.jsonl or the table above ({why})"
                 if extra > 0
-                else f"zlbench: {names} holds the {kept} row(s) measured, kept because the run "
+                else f"zlbench: {names} holds the {count} row(s) measured, kept because the run "
                 "is incomplete",
                 yellow=True,
             )

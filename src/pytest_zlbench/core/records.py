@@ -270,9 +270,10 @@ def partial_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     return sorted(Path(run_dir).glob("rows.partial*.jsonl"))
 
 
-def partial_rows(run_dir: str | os.PathLike[str]) -> int | None:
-    """How many rows the partial-rows files of a killed run hold (lines, a cut-off last one
-    too), or ``None`` when there are none."""
+def partial_rows(run_dir: str | os.PathLike[str]) -> tuple[str, int] | None:
+    """The partial-rows files of a killed or interrupted run, named for a message (``a, b``),
+    and how many rows they hold (lines, a cut-off last one too); ``None`` when there are
+    none."""
     files = partial_files(run_dir)
     if not files:
         return None
@@ -282,7 +283,7 @@ def partial_rows(run_dir: str | os.PathLike[str]) -> int | None:
             count += sum(1 for line in path.read_bytes().splitlines() if line.strip())
         except OSError:
             continue
-    return count
+    return ", ".join(p.name for p in files), count
 
 
 def is_complete(run_dir: str | os.PathLike[str]) -> bool:

@@ -58,9 +58,9 @@ def load_side(path: str | Path, *, allow_empty: bool = False) -> Side:
     partial = records.partial_rows(root)
     rows_file = root / records.ROWS_FILE
     if partial is not None and not rows_file.is_file() and not records.is_complete(root):
-        names = ", ".join(p.name for p in records.partial_files(root))
+        names, count = partial
         raise RecordError(
-            f"{root}: a run that was killed before its end ({names}: {partial} rows measured "
+            f"{root}: a run that was killed before its end ({names}: {count} rows measured "
             "until then); a partial run is never compared"
         )
     try:
