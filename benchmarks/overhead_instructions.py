@@ -7,6 +7,13 @@ the same generated suite as ``overhead.py`` (collection, then a full run) under 
 the zlbench plugins inactive and with all five blocked, and prints the ratio.
 
     python benchmarks/overhead_instructions.py [--tests 2000]
+
+``--per-module [MODULE ...]`` measures instead what registering one module as a pytest plugin
+costs: ``pytest --collect-only`` of a 20-test suite with the zlbench entry points blocked, then
+the same with ``-p MODULE`` added, for each MODULE given and for an empty reference module
+(``zl_empty_mod``, ``X = 1``); the difference is what that module's import and registration add.
+
+    python benchmarks/overhead_instructions.py --per-module [MODULE ...]
 """
 
 from __future__ import annotations
@@ -42,10 +49,42 @@ def instructions(cmd: list[str], cwd: Path, env: dict[str, str], out: Path) -> i
     return int(match.group(1))
 
 
+def per_module(modules: list[str]) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        suite = root / "suite"
+        suite.mkdir()
+        write_suite(suite, 20)
+        (root / "extra").mkdir()
+        (root / "extra" / "zl_empty_mod.py").write_text("X = 1\n")
+        env = dict(
+            os.environ,
+            PYTHONHASHSEED="0",
+            PYTHONPYCACHEPREFIX=str(root / "pycache"),
+            PYTHONPATH=str(root / "extra"),
+        )
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        base = [sys.executable, "-m", "pytest", *COMMON, "--collect-only", "-q", *DISABLE]
+
+        def count(cmd: list[str]) -> int:
+            subprocess.run(cmd, cwd=suite, env=env, capture_output=True)  # warm bytecode
+            return instructions(cmd, suite, env, Path(os.devnull))
+
+        blocked = count(base)
+        print(f"blocked: {blocked:,} instructions")
+        for module in ["zl_empty_mod", *modules]:
+            extra = count([*base, "-p", module]) - blocked
+            print(f"-p {module}: +{extra / 1e6:.1f} M", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=2000)
+    parser.add_argument("--per-module", nargs="*", metavar="MODULE")
     args = parser.parse_args(argv)
+    if args.per_module is not None:
+        return per_module(args.per_module)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         suite = root / "suite"

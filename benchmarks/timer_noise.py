@@ -6,6 +6,12 @@ FlagGems latency is summarised: median, worst, and how many rows were measured o
 then the same split at 10 us of latency (side A), where the graph timer's noise changes regime.
 
     python benchmarks/timer_noise.py LABEL=DIR1,DIR2 [LABEL=DIR1,DIR2 ...]
+
+With ``--ratio``, each pair is two runs of *different* settings (timer, backend, cache state),
+and the table gives the signed ratio DIR2/DIR1 of the FlagGems latency instead: median, lowest,
+highest, and the median of the rows under 10 us.
+
+    python benchmarks/timer_noise.py --ratio LABEL=DIR1,DIR2 [LABEL=DIR1,DIR2 ...]
 """
 
 from __future__ import annotations
@@ -44,7 +50,33 @@ def summarise(label: str, dir_a: str, dir_b: str) -> list[str]:
     ]
 
 
+def ratios(label: str, dir_a: str, dir_b: str) -> list[str]:
+    pairing = pair_rows(load_side(dir_a).rows, load_side(dir_b).rows)
+    pairs = [(p.a.latency, p.b.latency) for p in pairing.pairs if p.a.latency and p.b.latency]
+    every = [b / a for a, b in pairs]
+    small = [b / a for a, b in pairs if a < SPLIT_MS]
+    if not every:
+        return [label, f"0/{pairing.keys_total}", "", "", "", ""]
+    return [
+        label,
+        f"{len(every)}/{pairing.keys_total}",
+        f"×{median(every):.3g}",
+        f"×{min(every):.3g}",
+        f"×{max(every):.3g}",
+        f"{len(small)}: ×{median(small):.3g}" if small else "-",
+    ]
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--ratio"]:
+        header = ["pair", "rows paired", "median B/A", "lowest", "highest", "< 10 us: rows, median"]
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for spec in argv[1:]:
+            label, _, dirs = spec.partition("=")
+            dir_a, _, dir_b = dirs.partition(",")
+            print("| " + " | ".join(ratios(label, dir_a, dir_b)) + " |")
+        return 0
     header = [
         "timer",
         "rows paired",

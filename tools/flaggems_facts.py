@@ -6,9 +6,9 @@ Reads ``<checkout>/benchmark`` with ``ast`` (nothing is imported, no GPU needed)
   reads the shape file), the arities of every key of ``core_shapes.yaml``, every test's class
   and ``op_name``, and every file's skip-guard reasons. The unit tests check
   ``ops/shapes/smoke.yaml`` and ``ops/compat/*.yaml`` against it, so CI needs no checkout.
-* ``src/pytest_zlbench/ops/inventory_static.tsv``: one row per test function (op id, file,
+* ``ops/inventory_static.tsv``: one row per test function (op id, file,
   node id, Benchmark class, guards), conditions not evaluated.
-* the generated tail of ``src/pytest_zlbench/ops/shapes/smoke.yaml``: a key for every class the
+* the generated tail of ``ops/shapes/smoke.yaml``: a key for every class the
   suite instantiates, aliasing the entry that class reaches in ``core_shapes.yaml``.
 
 Usage (from the repository root)::
@@ -29,7 +29,7 @@ from typing import Any
 from pytest_zlbench.core import inventory, shapes
 
 ROOT = Path(__file__).resolve().parent.parent
-OPS = ROOT / "src" / "pytest_zlbench" / "ops"
+OPS = ROOT / "ops"
 SMOKE = OPS / "shapes" / "smoke.yaml"
 STATIC_TSV = OPS / "inventory_static.tsv"
 Facts = dict[str, Any]

@@ -1,4 +1,4 @@
-"""The curated assets (``src/pytest_zlbench/ops``) against FlagGems v5.3.4, and the pure code
+"""The curated assets (``ops/``) against FlagGems v5.3.4, and the pure code
 that reads a suite statically (``core.inventory``, ``core.shapes``).
 
 CI has no FlagGems checkout: the checks read ``tests/data/flaggems_v5.3.4_classes.json``, which
@@ -504,16 +504,16 @@ def test_collected_inventory() -> None:
 
 
 def test_ops_is_package_data() -> None:
-    """Every file under the package's ops/ matches a package-data pattern of pyproject.toml,
-    so a wheel carries it."""
+    """Every file under ops/ matches a package-data pattern of pyproject.toml for the package
+    setup.py maps ops/ to, so a wheel carries it."""
     tomllib = pytest.importorskip("tomllib")
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["pytest_zlbench"]
-    package = OPS.parent
+    patterns = config["tool"]["setuptools"]["package-data"]["pytest_zlbench.ops"]
+    assert '"pytest_zlbench.ops": "ops"' in (ROOT / "setup.py").read_text()
     files = [p for p in OPS.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert len(files) >= 5
     for path in files:
-        rel = path.relative_to(package)
+        rel = path.relative_to(OPS)
         assert any(rel.match(pattern) for pattern in patterns), rel
 
 

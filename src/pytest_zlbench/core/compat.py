@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .shapes import OPS_DIR as OPS_DIR  # the curated data; found in core/shapes.py
 from .shapes import load_yaml
 
-#: the package's curated data (``src/pytest_zlbench/ops``; see ``ops/README.md``)
-OPS_DIR = Path(__file__).resolve().parent.parent / "ops"
 COMPAT_DIR = OPS_DIR / "compat"
 DISMISS_PATH = OPS_DIR / "dismiss.yaml"
 NO_CAPTURE_PATH = OPS_DIR / "no_capture.yaml"

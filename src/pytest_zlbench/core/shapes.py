@@ -16,8 +16,20 @@ from typing import Any
 
 import yaml
 
-#: where the curated shape sets live (package data, see ``ops/README.md``)
-SHAPES_DIR = Path(__file__).resolve().parent.parent / "ops" / "shapes"
+
+def _ops_dir() -> Path:
+    """The curated data, ``ops/`` (see ``ops/README.md``): inside the installed package, where a
+    wheel puts the repository's top-level ``ops/``, else at the top of the checkout this module
+    was imported from (a plain checkout or an editable install)."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "ops"
+    return installed if installed.is_dir() else package.parent.parent / "ops"
+
+
+#: the curated data (``ops/`` at the top of the repository, ``pytest_zlbench/ops`` in a wheel)
+OPS_DIR = _ops_dir()
+#: where the curated shape sets live
+SHAPES_DIR = OPS_DIR / "shapes"
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """A stratified operator sample of a FlagGems inventory (issue 5, show 2), and its report.
 
-    python benchmarks/gpu/sample_ops.py pick INVENTORY.tsv [--per-class 3] [--min 100]
+    python benchmarks/sample_ops.py pick INVENTORY.tsv [--per-class 3] [--min 100]
         prints the function-level node ids to run, one per line
 
-    python benchmarks/gpu/sample_ops.py report INVENTORY.tsv --runs DIR... --junit XML...
+    python benchmarks/sample_ops.py report INVENTORY.tsv --runs DIR... --junit XML...
             [--logs FUNCTION=LOG...]
         per sampled operator: rows in any DIR/rows.jsonl, else rows in the partial-rows files of
         a run killed before its end (DIR/rows.partial*.jsonl, verdict "rows-partial"), else rows
@@ -15,7 +15,7 @@
         files (a later file's outcome for a test function replaces an earlier one's: a second
         pass re-runs failures); then the tally per unit and per operator, and per-class coverage
 
-    python benchmarks/gpu/sample_ops.py failed INVENTORY.tsv XML
+    python benchmarks/sample_ops.py failed INVENTORY.tsv XML
         the function ids of the sample that failed or errored in XML, one per line
 
 The unit of the sample is (Benchmark class, op id): each class contributes up to ``per-class``

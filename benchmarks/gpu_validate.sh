@@ -1,0 +1,334 @@
+#!/usr/bin/env bash
+# GPU validation of pytest-zlbench against FlagGems' own benchmark suite: reproduces the tables of
+# docs/VALIDATION.md and docs/PERFORMANCE.md and the caliber table of the README.
+#
+# Run it from a FlagGems checkout (one whose pytest.ini puts src/ on the path; v5.3.4 is the one
+# the docs used) on a CUDA machine where pytest-zlbench is installed:
+#
+#   cd FlagGems && bash /path/to/pytest-zlbench/benchmarks/gpu_validate.sh [OPTIONS] STAGE...
+#
+# Options:
+#   -o DIR       output folder (default ./zl_validate); every stage writes DIR/<stage>/ and
+#                refuses to run when that folder exists; the console is also in DIR/validate.log
+#   --seed DIR   a recorded run (or a folder holding flaggems_cache/config_cache/*.db) whose
+#                LibTuner configs every timing stage replays; default DIR/seed, recorded by the
+#                seed stage when it is missing
+#   --pack       at the end, DIR.tgz of everything but the Triton and FlagGems code caches
+#
+# Stages, in the order given (all: every stage but sample). Cost on one H200 (FlagGems v5.3.4):
+#   env       cards, versions, the zlbench options pytest sees (always run first; seconds)
+#   seed      record the LibTuner seed: abs, mul, sum, fft, mm at --level core (~4.5 min)
+#   record    LibTuner record/replay (abs, mul, mm fp16) and plain triton.autotune record/replay
+#             (leaky_relu, smoke shapes): keys tuned, .ttgir files (~2 min)
+#   noise     the noise pair: two processes of abs, mul, sum, fft, mm at --level core, seed
+#             replayed, 30 replays x 10 ms, paired by timer_noise.py (~2 min)
+#   timers    the same selection, two processes each, with the graph timer at its defaults, cold
+#             cache, the direct timer, FlagGems' kernel mode and FlagGems' cudagraph mode; noise
+#             per timer and latency ratios between them (~9 min)
+#   caliber   abs and mul one axis at a time: --level comprehensive, the smoke shape file,
+#             FlagGems' kernel mode at warmup/rep 25/100 and 5/20 (twice each, alternating),
+#             --zl-backend=cpu against cuda (~6 min)
+#   ab        the A/B screen of DISABLE_MMA_V3=1 on abs and mm (AB_OPS to change) on one card,
+#             4 rounds on mm, and with two or more cards -n 2 --zl-devices=0,1 and the card-to-
+#             card pairs (~6 min)
+#   aa        an A/A control: --zl-rounds=2 without --zl-ab on abs and mm (~3 min)
+#   capture   capture fallbacks (nonzero, unique), a capture that breaks cuSOLVER
+#             (linalg_eigvals), ops/no_capture.yaml (cholesky_solve, cholesky_solve_out), cold
+#             cache, the random generator after a failed capture, a fatal device error (~5 min)
+#   xdist     card pinning with -n 2 --zl-devices=0,1 (two cards) and a fatal device error under
+#             -n 1: one failure, the replacement worker measures the next test (~1 min)
+#   kill      a recorded run killed by SIGKILL (one process and -n 2) and one stopped by SIGINT:
+#             partial rows, the summary, --zl-compare's refusal (~3 min)
+#   sample    --zl-inventory of the whole suite, then a stratified operator sample with the smoke
+#             shapes over every card (benchmarks/sample_ops.py); SAMPLE_SHARD=K/N runs every N-th
+#             test function from the K-th, SAMPLE_SECONDS (480) bounds it (the whole sample needs
+#             about three such runs on two cards; needs pytest-timeout)
+#
+# One command of a lent machine may be limited (10 minutes): give each a few stages, carry the
+# seed from the first output folder to the next (--seed), and run stages for different cards at
+# once with CUDA_VISIBLE_DEVICES set per invocation and different -o folders.
+set -u -o pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH=$REPO/benchmarks
+PY=${PYTHON:-python3}
+O=$PWD/zl_validate
+SEED=""
+PACK=0
+STAGES=()
+die() { echo "gpu_validate: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    -o) [ $# -ge 2 ] || die "-o needs a folder"; O=$2; shift 2 ;;
+    --seed) [ $# -ge 2 ] || die "--seed needs a folder"; SEED=$2; shift 2 ;;
+    --pack) PACK=1; shift ;;
+    all) STAGES+=(seed record noise timers caliber ab aa capture xdist kill); shift ;;
+    env|seed|record|noise|timers|caliber|ab|aa|capture|xdist|kill|sample) STAGES+=("$1"); shift ;;
+    *) die "unknown argument '$1' (stages: env seed record noise timers caliber ab aa capture xdist kill sample all)" ;;
+  esac
+done
+[ ${#STAGES[@]} -gt 0 ] || die "name at least one stage (see the head of $0)"
+[ -d benchmark ] && [ -f pytest.ini ] || die "run from a FlagGems checkout (benchmark/ and pytest.ini here)"
+mkdir -p "$O" || die "cannot create $O"
+O=$(cd "$O" && pwd)
+[ -z "$SEED" ] || SEED=$(cd "$SEED" && pwd) || die "--seed: no such folder"
+exec > >(tee -a "$O/validate.log") 2>&1
+export PYTHONUNBUFFERED=1
+
+COMMON=(--level core -p no:cacheprovider -q -rfEs)
+NOISE=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_sum.py::test_sum
+  benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm)
+CALIBER=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul)
+read -r -a AB_SEL <<< "${AB_OPS:-benchmark/test_abs.py::test_abs benchmark/test_mm.py::test_mm}"
+R30=(--zl-graph-replays=30 --zl-graph-budget-ms=10)
+SMOKE=$($PY -c 'from pytest_zlbench.core.shapes import SHAPES_DIR; print(SHAPES_DIR / "smoke.yaml")')
+CARDS=$($PY -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
+CARD_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+
+step() { echo; echo "===== $* ($(date -u +%T) UTC)"; }
+stage_dir() {  # stage_dir NAME: a fresh DIR/NAME, or the stage is refused
+  [ -e "$O/$1" ] && { echo "stage $1: $O/$1 exists; choose another -o"; return 1; }
+  mkdir -p "$O/$1"
+}
+# zl NAME [ARGS...]: one recorded pytest run into DIR/NAME, its console in DIR/NAME.log, stopped
+# by SIGINT after RUN_TIMEOUT seconds (900); prints its exit status, wall time and last line
+zl() {
+  local name=$1; shift
+  local t0; t0=$(date +%s)
+  timeout -s INT -k 10 "${RUN_TIMEOUT:-900}" $PY -m pytest "$@" --zl-out="$O/$name" > "$O/$name.log" 2>&1
+  echo "$name: rc=$? $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$name.log")"
+}
+# native NAME ARGS...: FlagGems' own timer (no zlbench option), seed configs copied into its own
+# cache; its table is parsed from run.log by timer_noise.py through a hand-made identity
+native() {
+  local name=$1 timer=$2 repeat=$3; shift 3
+  local dir=$O/$name t0; t0=$(date +%s)
+  mkdir -p "$dir/fg_cache/config_cache"
+  cp "$(seed)"/flaggems_cache/config_cache/*.db "$dir/fg_cache/config_cache/"
+  FLAGGEMS_CACHE_DIR="$dir/fg_cache" TRITON_CACHE_DIR="$dir/triton_cache" \
+    $PY -m pytest "${NOISE[@]}" "${COMMON[@]}" -s "$@" > "$dir/run.log" 2>&1
+  echo "$name: rc=$? $(( $(date +%s) - t0 )) s: $(grep -c SUCCESS "$dir/run.log") rows"
+  $PY "$BENCH/gpu_validate.py" identity "$dir" "$timer" "$repeat" "$CARD_NAME"
+}
+seed() {  # the seed folder; recorded first when missing
+  if [ -n "$SEED" ]; then echo "$SEED"; return; fi
+  [ -f "$O/seed/.complete" ] || stage_seed >&2
+  echo "$O/seed"
+}
+noise() { $PY "$BENCH/timer_noise.py" "$@"; }
+summary() { sed -n '/zlbench run summary/,$p' "$1" | grep "^zlbench:"; }
+# signalled NAME SIGNAL SECONDS ARGS...: a recorded run of FlagGems tests in its own process
+# group (SIGINT back to its default: a background job of a script ignores it), signalled after
+# SECONDS; then what is left in its folder, its summary and what --zl-compare says of it
+signalled() {
+  local name=$1 sig=$2 secs=$3; shift 3
+  setsid $PY -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+    $PY -m pytest "$@" "${COMMON[@]}" --zl-replay-from="$(seed)" --zl-out="$O/kill/$name" > "$O/kill/$name.log" 2>&1 &
+  local pid=$!
+  sleep "$secs"
+  kill -"$sig" -- -"$pid" 2>/dev/null
+  wait "$pid"
+  echo "$name: rc=$? after SIG$sig at ${secs} s; files: $(cd "$O/kill/$name" 2>/dev/null && ls -A | tr '\n' ' ')"
+  $PY "$BENCH/gpu_validate.py" rows "$O/kill/$name" | head -n 1
+  grep -E "^zlbench:|passed|failed|Interrupt" "$O/kill/$name.log" | tail -n 5 | sed 's/^/   log: /'
+  (cd /tmp && $PY -m pytest --noconftest -p no:cacheprovider --zl-compare="$O/kill/$name" \
+     --zl-compare="$O/kill/$name" --zl-out="$O/kill/cmp_$name" > "$O/kill/cmp_$name.log" 2>&1
+   echo "   --zl-compare: rc=$? $(grep -m 1 ERROR "$O/kill/cmp_$name.log")")
+}
+
+stage_env() {
+  step "env"
+  nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version --format=csv,noheader
+  $PY -c 'import sys, torch, triton, pytest; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__, "pytest", pytest.__version__, "cards", torch.cuda.device_count())'
+  $PY -c 'import importlib.metadata as m; print("pytest-zlbench", m.version("pytest-zlbench"))'
+  echo "FlagGems checkout: $PWD ($(git describe --tags 2>/dev/null || echo 'not a git checkout'))"
+  echo "zlbench options seen by pytest: $($PY -m pytest --help | grep -c -- '--zl-')"
+  echo "smoke shapes: $SMOKE"
+}
+
+stage_seed() {
+  step "seed: recording LibTuner configs (abs, mul, sum, fft, mm at core)"
+  zl seed "${NOISE[@]}" "${COMMON[@]}"
+  ls "$O"/seed/flaggems_cache/config_cache/*.db
+}
+
+stage_record() {
+  step "record: LibTuner record / replay, abs mul mm fp16"
+  stage_dir record || return
+  local sel=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_mm.py::test_mm)
+  zl record/rec "${sel[@]}" "${COMMON[@]}" --dtypes float16
+  zl record/rep "${sel[@]}" "${COMMON[@]}" --dtypes float16 --zl-replay-from="$O/record/rec"
+  for d in rec rep; do $PY "$BENCH/gpu_validate.py" tuning "$O/record/$d"; done
+  step "record: plain triton.autotune record / replay, leaky_relu (smoke shapes)"
+  zl record/lrelu_rec benchmark/test_leaky_relu.py::test_leaky_relu "${COMMON[@]}" --shape_file="$SMOKE"
+  zl record/lrelu_rep benchmark/test_leaky_relu.py::test_leaky_relu "${COMMON[@]}" --shape_file="$SMOKE" \
+    --zl-replay-from="$O/record/lrelu_rec"
+  for d in lrelu_rec lrelu_rep; do $PY "$BENCH/gpu_validate.py" tuning "$O/record/$d" _leaky_relu_kernel; done
+}
+
+stage_noise() {
+  step "noise: two processes, 30 replays x 10 ms"
+  stage_dir noise || return
+  local s; s=$(seed)
+  for r in n1 n2; do zl noise/$r "${NOISE[@]}" "${COMMON[@]}" --zl-replay-from="$s" "${R30[@]}"; done
+  noise "graph 30 x 10 ms=$O/noise/n1,$O/noise/n2"
+  for r in n1 n2; do summary "$O/noise/$r.log"; done
+}
+
+stage_timers() {
+  step "timers: two processes per timer"
+  stage_dir timers || return
+  local s; s=$(seed)
+  for r in 1 2; do
+    zl timers/graph$r "${NOISE[@]}" "${COMMON[@]}" --zl-replay-from="$s"
+    zl timers/cold$r "${NOISE[@]}" "${COMMON[@]}" --zl-replay-from="$s" --zl-cold-cache
+    zl timers/direct$r "${NOISE[@]}" "${COMMON[@]}" --zl-replay-from="$s" --zl-timer=direct
+    native timers/fgk$r direct "flaggems-kernel:warmup=25ms,rep=100ms" --mode kernel --warmup 25 --iter 100
+    native timers/fgg$r graph "flaggems-cudagraph:rep=20ms" --mode cudagraph --iter 20
+  done
+  local t=$O/timers
+  noise "graph, defaults (10 x 20 ms)=$t/graph1,$t/graph2" "graph, cold cache=$t/cold1,$t/cold2" \
+    "direct (do_bench 25/100 ms)=$t/direct1,$t/direct2" "FlagGems kernel mode=$t/fgk1,$t/fgk2" \
+    "FlagGems cudagraph mode=$t/fgg1,$t/fgg2"
+  noise --ratio "direct / graph=$t/graph1,$t/direct1" "cold / warm graph=$t/graph1,$t/cold1" \
+    "FlagGems cudagraph / our graph=$t/graph1,$t/fgg1"
+}
+
+stage_caliber() {
+  step "caliber: one axis at a time on abs and mul"
+  stage_dir caliber || return
+  local s c=$O/caliber
+  s=$(seed)
+  zl caliber/core "${CALIBER[@]}" "${COMMON[@]}" --zl-replay-from="$s" "${R30[@]}"
+  zl caliber/comprehensive "${CALIBER[@]}" "${COMMON[@]}" --level=comprehensive --zl-replay-from="$s" "${R30[@]}"
+  zl caliber/smoke "${CALIBER[@]}" "${COMMON[@]}" --shape_file="$SMOKE" --zl-replay-from="$s" "${R30[@]}"
+  for r in w25a w5a w25b w5b; do
+    local dir=$c/$r
+    mkdir -p "$dir/fg_cache/config_cache"; cp "$s"/flaggems_cache/config_cache/*.db "$dir/fg_cache/config_cache/"
+    case $r in w25*) set -- --warmup 25 --iter 100; local rep="warmup=25ms,rep=100ms";;
+               *) set -- --warmup 5 --iter 20; local rep="warmup=5ms,rep=20ms";; esac
+    FLAGGEMS_CACHE_DIR="$dir/fg_cache" TRITON_CACHE_DIR="$dir/triton_cache" \
+      $PY -m pytest "${CALIBER[@]}" "${COMMON[@]}" -s --mode kernel "$@" > "$dir/run.log" 2>&1
+    echo "$r: rc=$? $(grep -c SUCCESS "$dir/run.log") rows"
+    $PY "$BENCH/gpu_validate.py" identity "$dir" direct "$rep" "$CARD_NAME"
+  done
+  zl caliber/backend_cuda "${CALIBER[@]}" "${COMMON[@]}" --zl-replay-from="$s" --zl-backend=cuda
+  zl caliber/backend_cpu "${CALIBER[@]}" "${COMMON[@]}" --zl-replay-from="$s" --zl-backend=cpu
+  noise "level core vs comprehensive=$c/core,$c/comprehensive" "shapes upstream vs smoke=$c/core,$c/smoke" \
+    "kernel 25/100 vs 25/100=$c/w25a,$c/w25b" "kernel 5/20 vs 5/20=$c/w5a,$c/w5b" \
+    "kernel 25/100 vs 5/20 (a)=$c/w25a,$c/w5a" "kernel 25/100 vs 5/20 (b)=$c/w25b,$c/w5b" \
+    "backend cuda vs cpu=$c/backend_cuda,$c/backend_cpu"
+  noise --ratio "kernel 5/20 / 25/100 (a)=$c/w25a,$c/w5a" "kernel 5/20 / 25/100 (b)=$c/w25b,$c/w5b" \
+    "cpu / cuda=$c/backend_cuda,$c/backend_cpu"
+}
+
+stage_ab() {
+  step "ab: DISABLE_MMA_V3=1 on ${AB_SEL[*]}"
+  stage_dir ab || return
+  local s; s=$(seed)
+  local ab=(--zl-ab=DISABLE_MMA_V3=1 --zl-replay-from="$s" --zl-timeout=300 "${COMMON[@]}")
+  CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} zl ab/screen1 "${AB_SEL[@]}" "${ab[@]}"
+  sed -n '/^op  /,/passed\|failed/p' "$O/ab/screen1.log"
+  CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} zl ab/mm4 benchmark/test_mm.py::test_mm "${ab[@]}" --zl-rounds=4
+  sed -n '/^op  /,/passed\|failed/p' "$O/ab/mm4.log"
+  noise "mm side A, two processes on one card=$O/ab/mm4/mm/r1_A,$O/ab/mm4/mm/r2_A"
+  if [ "$CARDS" -ge 2 ]; then
+    zl ab/screen2 "${AB_SEL[@]}" "${ab[@]}" -n 2 --zl-devices=0,1
+    sed -n '/^op  /,/passed\|failed/p' "$O/ab/screen2.log"
+    $PY "$BENCH/gpu_validate.py" devices "$O"/ab/screen1/*/r1_A "$O"/ab/screen2/*/r1_?
+    local pairs=()
+    for d in "$O"/ab/screen2/*/r1_A; do
+      local op; op=$(basename "$(dirname "$d")")
+      pairs+=("$op side A, screen1 vs screen2 (see the devices above)=$O/ab/screen1/$op/r1_A,$d")
+    done
+    noise "${pairs[@]}"
+  else
+    echo "ab: one card; the two-card screen and the card-to-card pairs need two"
+  fi
+}
+
+stage_aa() {
+  step "aa: A/A control, --zl-rounds=2 without --zl-ab"
+  stage_dir aa || return
+  zl aa/screen "${AB_SEL[@]}" "${COMMON[@]}" --zl-rounds=2 --zl-replay-from="$(seed)" --zl-timeout=300
+  sed -n '/^op  /,/passed\|failed/p' "$O/aa/screen.log"
+}
+
+stage_capture() {
+  step "capture: fallbacks, broken and killing captures, cold cache, generator, fatal error"
+  stage_dir capture || return
+  zl capture/fallback benchmark/test_nonzero.py benchmark/test_unique.py "${COMMON[@]}"
+  zl capture/eigvals benchmark/test_linalg_eigvals.py::test_linalg_eigvals "${COMMON[@]}" --shape_file="$SMOKE"
+  zl capture/chol benchmark/test_cholesky_solve.py::test_cholesky_solve "${COMMON[@]}"
+  zl capture/chol_out benchmark/test_cholesky_solve.py::test_cholesky_solve_out "${COMMON[@]}"
+  zl capture/cold benchmark/test_abs.py::test_abs "${COMMON[@]}" --dtypes float16 --zl-cold-cache
+  zl capture/rng_fg benchmark/test_ctc_loss.py::test_ctc_loss_backward benchmark/test_embedding.py::test_embedding \
+    benchmark/test_glu.py::test_glu "${COMMON[@]}" --shape_file="$SMOKE"
+  (cd "$BENCH/gpu_suites/rng" && zl capture/rng -p no:cacheprovider -q -rA)
+  (cd "$BENCH/gpu_suites/fatal" && zl capture/fatal -p no:cacheprovider -q -rfE)
+  grep -h "^FAILED\|^PASSED\|zlbench: the device" "$O"/capture/rng.log "$O"/capture/fatal.log
+  local c=$O/capture
+  $PY "$BENCH/gpu_validate.py" rows "$c/fallback" "$c/eigvals" "$c/chol" "$c/chol_out" "$c/cold" \
+    "$c/rng_fg" "$c/rng" "$c/fatal"
+}
+
+stage_xdist() {
+  step "xdist: card pinning, a fatal device error under -n 1"
+  stage_dir xdist || return
+  if [ "$CARDS" -ge 2 ]; then
+    (cd "$BENCH/gpu_suites/pinning" && zl xdist/pin -n 2 --zl-devices=0,1 -p no:cacheprovider -q -rA)
+    grep "CUDA_VISIBLE_DEVICES=" "$O/xdist/pin.log" | sort | uniq -c | head -n 4
+    $PY "$BENCH/gpu_validate.py" cards "$O/xdist/pin"
+  else
+    echo "xdist: one card; pinning needs two"
+  fi
+  (cd "$BENCH/gpu_suites/fatal" && zl xdist/fatal -n 1 -p no:cacheprovider -q -rfE --junitxml="$O/xdist/fatal.xml")
+  grep -o 'tests="[0-9]*"\|failures="[0-9]*"\|errors="[0-9]*"' "$O/xdist/fatal.xml" | head -n 3 | tr '\n' ' '; echo
+  $PY "$BENCH/gpu_validate.py" rows "$O/xdist/fatal"
+}
+
+stage_kill() {
+  step "kill: SIGKILL and SIGINT to recorded runs"
+  stage_dir kill || return
+  local two=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul)
+  signalled kill_one KILL "${KILL_AT:-25}" "${two[@]}"
+  signalled kill_xdist KILL "${KILL_XDIST_AT:-35}" "${two[@]}" benchmark/test_sum.py::test_sum -n 2
+  signalled int_one INT "${INT_AT:-20}" "${two[@]}"
+}
+
+stage_sample() {
+  step "sample: inventory, then the stratified operator sample (shard ${SAMPLE_SHARD:-1/1})"
+  stage_dir sample || return
+  $PY -c 'import pytest_timeout' 2>/dev/null || { echo "sample: needs pytest-timeout"; return; }
+  local shard=${SAMPLE_SHARD:-1/1} c=$O/sample
+  local k=${shard%/*} n=${shard#*/} t0; t0=$(date +%s)
+  $PY -m pytest benchmark --zl-inventory="$c/inventory.tsv" -p no:cacheprovider -q 2>&1 | tail -n 3
+  $PY "$BENCH/sample_ops.py" pick "$c/inventory.tsv" | awk -v k="$k" -v n="$n" '(NR - 1) % n == k - 1' > "$c/functions.txt"
+  local devices; devices=$(seq -s, 0 $(( CARDS > 0 ? CARDS - 1 : 0 )))
+  local opts=("${COMMON[@]}" --shape_file="$SMOKE" --zl-devices="$devices" --zl-graph-replays=3 --zl-graph-budget-ms=2)
+  echo "$(wc -l < "$c/functions.txt") test functions on cards $devices"
+  timeout -s INT -k 20 "${SAMPLE_SECONDS:-480}" $PY -m pytest $(cat "$c/functions.txt") "${opts[@]}" \
+    -n "${SAMPLE_WORKERS:-24}" --timeout="${SAMPLE_TIMEOUT:-420}" --junitxml="$c/run.xml" \
+    --zl-out="$c/run" > "$c/run.log" 2>&1
+  echo "sample: rc=$? $(( $(date +%s) - t0 )) s: $(tail -n 1 "$c/run.log")"
+  $PY "$BENCH/sample_ops.py" failed "$c/inventory.tsv" "$c/run.xml" > "$c/failed.txt"
+  local runs=("$c/run") xmls=("$c/run.xml")
+  if [ -s "$c/failed.txt" ]; then  # a second pass: a failure there is the test's own
+    timeout -s INT -k 10 "${SAMPLE_SECONDS:-480}" $PY -m pytest $(cat "$c/failed.txt") "${opts[@]}" \
+      -n "${SAMPLE_WORKERS_RETRY:-12}" --timeout="${SAMPLE_TIMEOUT:-420}" --junitxml="$c/retry.xml" \
+      --zl-out="$c/retry" > "$c/retry.log" 2>&1
+    echo "second pass over $(wc -l < "$c/failed.txt") functions: rc=$? $(tail -n 1 "$c/retry.log")"
+    runs+=("$c/retry"); xmls+=("$c/retry.xml")
+  fi
+  $PY "$BENCH/sample_ops.py" report "$c/inventory.tsv" --runs "${runs[@]}" --junit "${xmls[@]}" > "$c/report.tsv"
+  grep "^#" "$c/report.tsv"
+}
+
+stage_env
+for s in "${STAGES[@]}"; do
+  [ "$s" = env ] || "stage_$s"
+done
+if [ "$PACK" = 1 ]; then
+  tar -czf "$O.tgz" -C "$(dirname "$O")" --exclude='*/triton_cache/*' --exclude='*/code_cache/*' \
+    --exclude='*/fg_cache/*' "$(basename "$O")" && echo "packed: $O.tgz"
+fi
