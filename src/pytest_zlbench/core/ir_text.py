@@ -109,20 +109,27 @@ def strip_locations(text: str) -> str:
 # -- text helpers ---------------------------------------------------------------------------------
 
 
+def _code_pattern(comment: str) -> re.Pattern[str]:
+    """The longest line prefix without ``comment`` outside double-quoted strings."""
+    head, rest = re.escape(comment[0]), re.escape(comment[1:])
+    other = f"|{head}(?!{rest})" if rest else ""
+    return re.compile(f'(?:[^"{head}]{other}|"[^"]*"?)*')
+
+
+_CODE = {c: _code_pattern(c) for c in (";", "//")}
+
+
 def _code_part(line: str, comment: str) -> str:
     """``line`` up to its comment (``comment`` outside a double-quoted string), right-stripped.
 
     LLVM IR, PTX and AMDGCN strings escape quotes as hex (``\\22``), so a quote always toggles.
     """
-    in_string = False
-    i = 0
-    while i < len(line):
-        if line[i] == '"':
-            in_string = not in_string
-        elif not in_string and line.startswith(comment, i):
-            return line[:i].rstrip()
-        i += 1
-    return line.rstrip()
+    if '"' not in line:
+        cut = line.find(comment)
+        return (line if cut < 0 else line[:cut]).rstrip()
+    pattern = _CODE.get(comment) or _code_pattern(comment)
+    match = pattern.match(line)
+    return (match.group(0) if match else line).rstrip()
 
 
 def _outside_strings(line: str, fn: Callable[[str], str]) -> str:
@@ -166,10 +173,14 @@ def normalise_llvm_ir(text: str) -> str:
             if (m := _MD_DEF.match(line)) is not None:
                 dropped.add(m.group(1))
             continue
-        kept.append(_outside_strings(line, lambda s: _DBG_ATTACHMENT.sub("", s)))
+        if "!dbg" in line:
+            line = _outside_strings(line, lambda s: _DBG_ATTACHMENT.sub("", s))
+        kept.append(line)
     defs = {m.group(1): line for line in kept if (m := _MD_DEF.match(line)) is not None}
 
     def refs(line: str) -> set[str]:
+        if "!" not in line:
+            return set()
         parts = line.split('"')[::2]  # outside strings
         return {m.group(2) for part in parts for m in _MD_REF.finditer(part)}
 
@@ -198,7 +209,7 @@ def normalise_llvm_ir(text: str) -> str:
         m = _MD_DEF.match(line)
         if m is not None and m.group(1) not in reachable:
             continue
-        out.append(_outside_strings(line, renumber))
+        out.append(_outside_strings(line, renumber) if "!" in line else line)
     return "".join(line + "\n" for line in out)
 
 
