@@ -1,9 +1,11 @@
 """Compile kernels from a kernel file for sm_90 on a CPU-only host (triton-ir.md §10.1 recipe A).
 
-Usage: ``python triton_compile.py KERNEL_FILE NAME [NAME ...]``. The caller sets
-``TRITON_CACHE_DIR`` (and any compiler switch such as ``DISABLE_MMA_V3``) in this process's
-environment: Triton reads them at compile time and caches compiled kernels in-process, so every
-configuration gets its own process. Prints one JSON object: kernel name → ``metadata["hash"]``.
+Usage: ``python triton_compile.py [--target=hip:gfx942:64] KERNEL_FILE NAME [NAME ...]``; the
+default target is ``cuda:90:32`` (AMD targets compile on the CPU too, to ``.amdgcn``/``.hsaco``).
+The caller sets ``TRITON_CACHE_DIR`` (and any compiler switch such as ``DISABLE_MMA_V3``) in this
+process's environment: Triton reads them at compile time and caches compiled kernels in-process,
+so every configuration gets its own process. Prints one JSON object: kernel name →
+``metadata["hash"]``.
 
 The signatures mimic what Triton 3.6's JIT specialisation would produce on a GPU (§10.2): pointers
 and ints divisible by 16 carry ``tt.divisibility = 16``; strides equal to 1 become constexprs.
@@ -40,6 +42,14 @@ SPECS: dict[str, tuple[dict[str, str], dict[str, Any], tuple[int, ...], dict[str
         (0, 1, 2),
         {"num_warps": 4, "num_stages": 3},
     ),
+    # a * b + c in fp32: FMA contraction happens below TTGIR (LLVM's NVPTX backend, ptxas)
+    "fma_kernel": (
+        {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "out_ptr": "*fp32"}
+        | {"n_elements": "i32", "BLOCK": "constexpr"},
+        {"BLOCK": 1024},
+        (0, 1, 2, 3, 4),
+        {"num_warps": 4, "num_stages": 3},
+    ),
     "matmul_kernel": (
         {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
         | {"stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32"}
@@ -63,6 +73,10 @@ def load_module(path: str) -> Any:
 
 
 def main(argv: list[str]) -> int:
+    target = TARGET
+    if argv and argv[0].startswith("--target="):
+        backend, arch, warp = argv.pop(0).split("=", 1)[1].split(":")
+        target = GPUTarget(backend, int(arch) if arch.isdigit() else arch, int(warp))
     module = load_module(str(Path(argv[0]).resolve()))
     hashes: dict[str, str] = {}
     for name in argv[1:]:
@@ -70,7 +84,7 @@ def main(argv: list[str]) -> int:
         attrs = {(i,): DIV16 for i in divisible}
         kernel_fn = getattr(module, name.split("@", 1)[0])  # NAME@VARIANT: another specialisation
         src = triton.compiler.ASTSource(kernel_fn, signature, constexprs, attrs)
-        kernel = triton.compile(src, target=TARGET, options=options)
+        kernel = triton.compile(src, target=target, options=options)
         hashes[name] = kernel.metadata.hash
     print(json.dumps(hashes))
     return 0

@@ -1,7 +1,8 @@
-"""Two small Triton kernels compiled for sm_90 on a CPU-only host by ``triton_compile.py``.
+"""Three small Triton kernels compiled for sm_90 on a CPU-only host by ``triton_compile.py``.
 
-Used by ``tests/unit/test_triton_ttgir.py``; the test copies this file elsewhere and inserts a
-comment above the kernels, so keep the kernels self-contained (no imports besides triton).
+Used by ``tests/unit/test_triton_ttgir.py`` and ``test_triton_stages.py``; the tests copy this
+file elsewhere and insert a comment above the kernels, so keep the kernels self-contained (no
+imports besides triton).
 """
 
 from __future__ import annotations
@@ -58,3 +59,14 @@ def matmul_kernel(
     c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
     c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     tl.store(c_ptrs, c, mask=c_mask)
+
+
+@triton.jit
+def fma_kernel(x_ptr, y_ptr, z_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    z = tl.load(z_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x * y + z, mask=mask)

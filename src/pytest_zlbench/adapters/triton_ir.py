@@ -1,7 +1,9 @@
-"""Lazy glue to Triton's MLIR parser for TTGIR fingerprints (triton-ir.md §3.1).
+"""Lazy glue to Triton's MLIR parser for IR fingerprints (triton-ir.md §3.1).
 
 Nothing here imports triton at module import time. :func:`nodebug_text` is the ``nodebug``
-callable that ``core.fingerprint.scan_cache`` accepts.
+callable that ``core.fingerprint.scan_cache`` accepts; it re-parses every MLIR stage of a cache
+entry (``.source``, ``.ttir``, ``.ttgir``). The lower stages (LLVM IR, PTX/AMDGCN, cubin/hsaco)
+need no Triton: ``core.ir_text`` normalises them as text or ELF.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def _written_by_other_version(path: Path, installed: str) -> bool:
 
 
 def nodebug_text(path: str) -> str | None:
-    """Re-parse a ``.ttgir`` file with Triton and print it without debug info.
+    """Re-parse an MLIR cache file (``.ttgir``, ``.ttir``, ``.source``) with Triton and print it
+    without debug info.
 
     Returns ``None`` when triton is not importable, the file was written by another Triton
     version (dialect syntax is version-specific), or parsing fails for any reason; the caller then

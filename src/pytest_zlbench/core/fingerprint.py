@@ -1,7 +1,9 @@
-"""TTGIR fingerprints of a Triton cache directory (pure: no pytest, torch or triton).
+"""IR fingerprints of a Triton cache directory (pure: no pytest, torch or triton).
 
 A run's fingerprint is, per kernel name, the sorted multiset of normalised TTGIR hashes of its
-variants (SPEC §7, triton-ir.md §3). Normalisation is either Triton's own re-parse without debug
+variants (SPEC §7, triton-ir.md §3). Each entry also carries one hash per compile stage (TTIR,
+TTGIR, LLVM IR, PTX or the vendor's ISA, the binary; ``core.ir_stages``), compared by
+:func:`compare_stages`. Normalisation is either Triton's own re-parse without debug
 info (method ``nodebug``, supplied by ``adapters.triton_ir.nodebug_text``) or the text-only
 location stripping of :func:`strip_locations` (method ``stripped``). Hashes made by different
 methods are never compared. Cache hash-directory names are not part of the fingerprint: a
@@ -10,106 +12,55 @@ cache-invalidating switch renames every directory even where the TTGIR is identi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .ir_stages import (
+    STAGE_NAMES,
+    STAGES,
+    TTGIR,
+    NodebugFn,
+    StageDiff,
+    compare_stages,
+    hash_stages,
+    stage_order,
+)
+from .ir_text import strip_locations, text_hash
 from .records import write_json
+
+__all__ = [
+    "STAGES",
+    "STAGE_NAMES",
+    "IrDiff",
+    "IrEntry",
+    "IrReport",
+    "StageDiff",
+    "check_comparable",
+    "compare",
+    "compare_stages",
+    "count_convert_layout",
+    "kernel_name",
+    "scan_cache",
+    "specialisation_key",
+    "specialisation_only",
+    "strip_locations",
+    "text_hash",
+]
 
 SCHEMA = 1
 METHODS: tuple[str, ...] = ("nodebug", "stripped")
 MIXED = "mixed"
 TTGIR_SUFFIX = ".ttgir"
 
-#: Re-parses one ``.ttgir`` file and prints it without debug info; ``None`` when it cannot.
-NodebugFn = Callable[[str], str | None]
-
 # An op occurrence: the op name not preceded by an identifier character, '.' or '#' (layout
 # aliases such as ``#ttg.blocked`` never spell the op, but be strict anyway); the generic form
 # ``"ttg.convert_layout"(...)`` is preceded by a quote and counts.
 _CONVERT_LAYOUT = re.compile(r"(?<![\w.#])ttg\.convert_layout(?![\w.])")
-
-_LOC_OPEN = "loc("
-# What the location scan stops at: a string literal (skipped whole) or a possible location.
-_TOKEN = re.compile(r'"|loc\(')
-
-
-def _skip_string(line: str, i: int) -> int:
-    """Index just past the string literal whose opening quote is at ``line[i]``."""
-    i += 1
-    while i < len(line):
-        ch = line[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == '"':
-            return i + 1
-        i += 1
-    return i
-
-
-def _loc_end(line: str, open_paren: int) -> int:
-    """Index just past the parenthesis balancing ``line[open_paren]`` (``len(line)`` if none)."""
-    depth = 0
-    i = open_paren
-    while i < len(line):
-        ch = line[i]
-        if ch == '"':
-            i = _skip_string(line, i)
-            continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return i
-
-
-def _strip_line(line: str) -> str:
-    if _LOC_OPEN not in line:
-        return line
-    out: list[str] = []
-    start = 0  # start of the not-yet-copied part of the line
-    i = 0
-    while (match := _TOKEN.search(line, i)) is not None:
-        j = match.start()
-        if line[j] == '"':
-            i = _skip_string(line, j)
-        elif j == 0 or line[j - 1] in " \t":
-            cut = j
-            while cut > start and line[cut - 1] in " \t":
-                cut -= 1
-            out.append(line[start:cut])
-            i = start = _loc_end(line, j + len(_LOC_OPEN) - 1)
-        else:
-            i = j + 1
-    out.append(line[start:])
-    return "".join(out)
-
-
-def strip_locations(text: str) -> str:
-    """Remove every MLIR location from TTGIR text (triton-ir.md §3.2).
-
-    Drops ``#loc`` alias lines and every `` loc(...)`` span, found with a balanced-parenthesis scan
-    that ignores parentheses inside string literals (locations nest, occur mid-line and inside
-    block- and function-argument lists). Trailing whitespace and empty lines are removed; the
-    result ends with a newline unless it is empty.
-    """
-    lines: list[str] = []
-    for raw in text.splitlines():
-        if raw.startswith("#loc"):
-            continue
-        line = _strip_line(raw).rstrip()
-        if line:
-            lines.append(line)
-    return "".join(line + "\n" for line in lines)
 
 
 def count_convert_layout(text: str) -> int:
@@ -124,11 +75,6 @@ def kernel_name(filename: str | os.PathLike[str]) -> str:
     return stem[1:] if stem.startswith("@") else stem
 
 
-def text_hash(text: str) -> str:
-    """SHA-256 hex digest of ``text`` encoded as UTF-8."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def specialisation_key(text: str) -> str:
     """Hash of a normalised TTGIR's public function headers: argument types, the
     ``tt.divisibility`` attributes and which arguments became constants. Two variants with the
@@ -140,7 +86,8 @@ def specialisation_key(text: str) -> str:
 
 @dataclass(frozen=True)
 class IrEntry:
-    """One ``.ttgir`` file of a cache: where it is, whose it is, and its normalised hash."""
+    """One ``.ttgir`` file of a cache: where it is, whose it is, its normalised TTGIR hash and
+    (``stages``) the hash of every stage file beside it, in compile order."""
 
     path: str
     kernel: str
@@ -153,6 +100,9 @@ class IrEntry:
     #: :func:`specialisation_key` of the normalised text; ``None`` in ir.json files written
     #: before it was recorded
     signature: str | None = None
+    #: ``(stage, hash)`` pairs in compile order, TTGIR included (``core.ir_stages``); ``None`` in
+    #: ir.json files written before stages were recorded (their comparisons are TTGIR-only)
+    stages: tuple[tuple[str, str], ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -167,6 +117,8 @@ class IrEntry:
         }
         if self.signature is not None:
             out["signature"] = self.signature
+        if self.stages is not None:
+            out["stages"] = dict(self.stages)
         return out
 
     @classmethod
@@ -190,6 +142,7 @@ class IrEntry:
         signature = data.get("signature")
         if signature is not None and not isinstance(signature, str):
             raise ValueError(f"{source}: entry field 'signature' must be a string or null")
+        stages = _stages_from_json(data.get("stages"), data["hash"], source)
         return cls(
             path=data["path"],
             kernel=data["kernel"],
@@ -197,8 +150,23 @@ class IrEntry:
             method=data["method"],
             convert_layout=count,
             signature=signature,
+            stages=stages,
             **optional,
         )
+
+
+def _stages_from_json(
+    value: object, ttgir_hash: str, source: str
+) -> tuple[tuple[str, str], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"{source}: entry field 'stages' must map stage names to hashes")
+    if value.get(TTGIR, ttgir_hash) != ttgir_hash:
+        raise ValueError(f"{source}: entry's stages.ttgir does not match its hash")
+    return tuple((name, value[name]) for name in stage_order(value))
 
 
 def _is_int(value: object) -> bool:
@@ -310,6 +278,9 @@ def scan_cache(
 
     The text hashed is ``nodebug(path)`` when that callable is given and returns a string (method
     ``nodebug``), else the file's text through :func:`strip_locations` (method ``stripped``).
+    Every other stage file beside the ``.ttgir`` is hashed too (:func:`.ir_stages.hash_stages`:
+    the other MLIR stages by the same method, LLVM IR, PTX/AMDGCN and ELF binaries with debug
+    info removed) into the entry's ``stages``.
     ``num_warps``/``num_stages``/``num_ctas`` come from the sibling ``<name>.json`` when present and
     valid. ``triton_version`` defaults to the one recorded in those ``.json`` files (several
     distinct versions are joined with ``","`` so that comparisons see them). Entries are sorted by
@@ -327,10 +298,7 @@ def scan_cache(
             raw = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: unreadable ({type(exc).__name__})") from None
-        text = nodebug(str(path)) if nodebug is not None else None
-        method = "nodebug"
-        if not isinstance(text, str):
-            text, method = strip_locations(raw), "stripped"
+        method, text, stages = hash_stages(path, raw, nodebug)
         meta = _read_metadata(path.with_name(path.name[: -len(TTGIR_SUFFIX)] + ".json"))
         if isinstance(meta.get("triton_version"), str):
             versions.add(meta["triton_version"])
@@ -345,6 +313,7 @@ def scan_cache(
                 num_stages=_int_or_none(meta.get("num_stages")),
                 num_ctas=_int_or_none(meta.get("num_ctas")),
                 signature=specialisation_key(text),
+                stages=tuple((name, stages[name]) for name in stage_order(stages)),
             )
         )
     if triton_version is None and versions:
@@ -367,6 +336,10 @@ class IrDiff:
     #: same variants: only the *set* of specialisations differs, which follows from runtime
     #: values rather than from a compiler switch (known only when every entry has a signature)
     specialisation_only: tuple[str, ...] = ()
+    #: the stage-by-stage comparison (first differing stage, and its kernels): a switch acting
+    #: below TTGIR leaves ``kernels_changed`` empty and shows here only. Not part of equality,
+    #: which stays that of the TTGIR summary above.
+    stages: StageDiff | None = field(default=None, compare=False)
 
     @property
     def changed(self) -> bool:
@@ -394,13 +367,9 @@ def specialisation_only(a: IrReport, b: IrReport, kernel: str) -> bool:
     return bool(shared) and all(sa[k] == sb[k] for k in shared) and sa.keys() != sb.keys()
 
 
-def compare(a: IrReport, b: IrReport) -> IrDiff:
-    """Compare two fingerprints kernel by kernel.
-
-    A kernel counts as changed when its multiset of variant hashes differs, including a kernel
-    present on one side only. Raises ``ValueError`` when the hashes are not comparable: different
-    or mixed methods, or different known Triton versions.
-    """
+def check_comparable(a: IrReport, b: IrReport) -> None:
+    """Raise ``ValueError`` (one line) unless the two reports' hashes may be compared: same
+    method, neither mixed, and no two different known Triton versions."""
     if a.method == MIXED or b.method == MIXED:
         raise ValueError(
             "cannot compare IR fingerprints: a report mixes nodebug and stripped hashes"
@@ -414,6 +383,17 @@ def compare(a: IrReport, b: IrReport) -> IrDiff:
             "cannot compare IR fingerprints from different Triton versions "
             f"({a.triton_version} vs {b.triton_version})"
         )
+
+
+def compare(a: IrReport, b: IrReport) -> IrDiff:
+    """Compare two fingerprints kernel by kernel.
+
+    A kernel counts as changed when its multiset of TTGIR variant hashes differs, including a
+    kernel present on one side only. ``stages`` holds :func:`compare_stages`: use it to tell
+    whether the runs compiled identical code at every stage. Raises ``ValueError`` when the
+    hashes are not comparable (:func:`check_comparable`).
+    """
+    check_comparable(a, b)
     fa, fb = a.fingerprint(), b.fingerprint()
     changed = tuple(sorted(k for k in fa.keys() | fb.keys() if fa.get(k) != fb.get(k)))
     return IrDiff(
@@ -423,4 +403,5 @@ def compare(a: IrReport, b: IrReport) -> IrDiff:
         convert_layout_a=a.convert_layout_total(),
         convert_layout_b=b.convert_layout_total(),
         specialisation_only=tuple(k for k in changed if specialisation_only(a, b, k)),
+        stages=compare_stages(a, b),
     )
