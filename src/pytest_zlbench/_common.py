@@ -4,7 +4,10 @@ time costs every pytest session that has pytest-zlbench installed (docs/PERFORMA
 * options: ``--zl-*`` options with their ini twins, one definition, CLI wins over ini. Values are
   validated by ``core.parsing`` in ``pytest_configure`` (or earlier where the environment must
   be set), so that a bad value is one ``ERROR:`` line with exit status 4, not argparse's two-line
-  usage dump;
+  usage dump. Each option declares where it is added what an A/B screen does with it in a child
+  run (passed through, dropped, or dropped with its ini value reset);
+* the session's mode: measure, record, screen, compare or screen child, resolved once from the
+  options and kept in the stash (:func:`mode_of`);
 * xdist: the only code that looks at pytest-xdist's worker state;
 * environment: changes made by the plugins, recorded so that unconfigure can undo them;
 * stash keys shared across hooks, one typed constant each;
@@ -21,10 +24,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
-    from .core.backends import BackendRegistry
+    from .adapters.timers import Timer
+    from .core.backends import Backend, BackendRegistry
     from .core.records import Row
-    from .plugins.device import DeviceSettings  # noqa: F401 (used in a string annotation)
-    from .plugins.timing import TimingSettings  # noqa: F401 (used in a string annotation)
+    from .device.settings import DeviceSettings  # noqa: F401 (used in a string annotation)
 
 # --------------------------------------------------------------------------------------------
 # Stash keys
@@ -37,11 +40,50 @@ timing_settings_key = pytest.StashKey["TimingSettings"]()
 item_rows_key = pytest.StashKey[list["Row"]]()
 run_recorder_key = pytest.StashKey[Any]()
 ab_controller_key = pytest.StashKey[Any]()
+mode_key = pytest.StashKey["Mode"]()
+
+
+class TimingSettings:
+    """``zlbench.timing``'s settings, in the stash of every session where that plugin is on (the
+    run recording reads them too). Here rather than in ``pytest_zlbench.timing`` because an
+    inactive session stashes its defaults without importing that package."""
+
+    # a plain class, not a dataclass: building a dataclass at import costs every pytest session
+    def __init__(
+        self, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
+    ) -> None:
+        self.requested = requested  # auto | graph | direct
+        self.cold = cold
+        self.replays = replays
+        self.budget_ms = budget_ms
+        self.timer: Timer | None = None
+        self.backend: Backend | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.timer.name if self.timer is not None else self.requested
+
+    def direct_repeat(self) -> str:
+        if self.timer is None:
+            return ""
+        direct = getattr(self.timer, "direct", self.timer)
+        return str(direct.describe())
+
 
 # --------------------------------------------------------------------------------------------
 # Options
 
 T = TypeVar("T")
+
+
+#: what an A/B screen does with an option in its child runs (see :func:`add`)
+PASS = "pass"  # passed through unchanged
+DROP = "drop"  # dropped from the child's command line (the screen sets what the child needs)
+RESET = "reset"  # dropped, and its ini value reset to empty (``-o name=``) in the child
+
+#: every option added through :func:`add`: flag → (child rule, ini name, takes a value). Filled
+#: as plugins add their options; the same flag always gets the same declaration
+_declared: dict[str, tuple[str, str, bool]] = {}
 
 
 def add(
@@ -50,10 +92,15 @@ def add(
     flag: str,
     help: str,
     *,
+    child: str,
     action: str = "store",
     metavar: str | None = None,
     ini: bool = True,
 ) -> None:
+    """Add ``flag`` (and its ini twin) to ``group``. ``child`` says what an A/B screen does with
+    it in its child runs: :data:`PASS`, :data:`DROP` or :data:`RESET`."""
+    if child not in (PASS, DROP, RESET):
+        raise ValueError(f"{flag}: child must be one of pass, drop, reset, not {child!r}")
     dest = flag.lstrip("-").replace("-", "_")
     kwargs: dict[str, Any] = {"dest": dest, "action": action, "help": help}
     if action in ("store", "append"):
@@ -63,6 +110,7 @@ def add(
     elif action == "store_true":
         kwargs["default"] = False
     group.addoption(flag, **kwargs)
+    _declared[flag] = (child, dest, action in ("store", "append"))
     if ini:
         if action == "store_true":
             parser.addini(dest, help=help, type="bool", default=None)
@@ -70,6 +118,11 @@ def add(
             parser.addini(dest, help=help, type="linelist", default=None)
         else:
             parser.addini(dest, help=help, type="string", default=None)
+
+
+def declared() -> dict[str, tuple[str, str, bool]]:
+    """Every option added so far: flag → (child rule, ini name, whether it takes a value)."""
+    return dict(_declared)
 
 
 def raw(config: pytest.Config, dest: str) -> Any:
@@ -103,12 +156,92 @@ def usage(message: str) -> pytest.UsageError:
     return pytest.UsageError(message)
 
 
-def controller_mode(config: pytest.Config) -> bool:
-    """True when this process screens or compares (``--zl-ab``/``--zl-rounds``/``--zl-compare``):
-    it measures nothing itself, so recording and timing stay off in it."""
-    return any(
-        raw(config, name) not in (None, False, []) for name in ("zl_ab", "zl_rounds", "zl_compare")
-    )
+class Mode:
+    """What this session does, resolved once from the options (:func:`mode_of`). Frozen.
+
+    * ``measure``: plain timing (or nothing at all), no run directory;
+    * ``record``: record one run directory, ``out`` (``--zl-out``);
+    * ``screen``: an A/B screen into the root ``out`` (``--zl-ab``/``--zl-rounds``; ``None``:
+      a fresh directory under ``runs/``);
+    * ``compare``: ``--zl-compare`` of ``paths`` into ``out`` (runs no tests);
+    * ``child``: a child run of a screen, recording into ``out``.
+
+    ``child`` is also true for a screen asked of a process that a screen started (it refuses).
+    """
+
+    # a plain class, not a dataclass: building a dataclass at import costs every pytest session
+    __slots__ = ("child", "kind", "out", "paths")
+    MEASURE = "measure"
+    RECORD = "record"
+    SCREEN = "screen"
+    COMPARE = "compare"
+    CHILD = "child"
+
+    kind: str
+    out: str | None
+    paths: tuple[str, ...]
+    child: bool
+
+    def __init__(
+        self, kind: str, out: str | None = None, paths: tuple[str, ...] = (), child: bool = False
+    ) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "out", out)
+        object.__setattr__(self, "paths", paths)
+        object.__setattr__(self, "child", child)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"the session's mode is frozen ({name})")
+
+    def __repr__(self) -> str:
+        return f"Mode({self.kind!r}, out={self.out!r}, paths={self.paths!r}, child={self.child})"
+
+    @property
+    def records(self) -> bool:
+        """This process records a run directory (its controller does, under xdist)."""
+        return self.kind in (Mode.RECORD, Mode.CHILD)
+
+    @property
+    def controls(self) -> bool:
+        """This process screens or compares: it measures nothing itself, so recording and
+        timing stay off in it."""
+        return self.kind in (Mode.SCREEN, Mode.COMPARE)
+
+
+def _given(value: Any) -> bool:
+    return value not in (None, False, [])
+
+
+def resolve_mode(config: pytest.Config) -> Mode:
+    """The session's mode from its options; works on the early config of
+    ``pytest_load_initial_conftests`` too. A screen and a compare asked at once is a usage
+    error."""
+    screen = _given(raw(config, "zl_ab")) or _given(raw(config, "zl_rounds"))
+    out = raw(config, "zl_out")
+    out = str(out) if _given(out) else None
+    paths = raw(config, "zl_compare")
+    if _given(paths):
+        if screen:
+            raise pytest.UsageError(
+                "--zl-compare runs no tests: it cannot be combined with --zl-ab/--zl-rounds"
+            )
+        return Mode(Mode.COMPARE, out, tuple(str(p) for p in paths))
+    if not screen and out is None:
+        return Mode(Mode.MEASURE)
+    from .contract import CHILD_ENV
+
+    child = bool(os.environ.get(CHILD_ENV))
+    if screen:
+        return Mode(Mode.SCREEN, out, child=child)
+    return Mode(Mode.CHILD if child else Mode.RECORD, out, child=child)
+
+
+def mode_of(config: pytest.Config) -> Mode:
+    """The session's mode, resolved on first use (the earliest hook that asks) and kept."""
+    mode = config.stash.get(mode_key, None)
+    if mode is None:
+        mode = config.stash[mode_key] = resolve_mode(config)
+    return mode
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_zlbench._ab import OpItem, passthrough_args
+from pytest_zlbench._common import PASS, RESET, declared
 from pytest_zlbench.core import compat, screening
 from pytest_zlbench.core.records import CALIBER_FIELDS, is_complete, read_identity
+from pytest_zlbench.screen.controller import OpItem
+from pytest_zlbench.screen.options import dropped_options, passthrough_args, reset_inis
 from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, error_lines
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
@@ -255,6 +257,29 @@ def test_x():
 )
 def test_passthrough_args(args: list[str], expected: list[str]) -> None:
     assert passthrough_args(args, ["dir"]) == expected
+
+
+def test_what_a_child_gets_is_declared_with_each_option() -> None:
+    """Every zlbench option says where it is added what a child run gets of it; the screen's
+    lists are built from those declarations."""
+    rules = {flag: rule for flag, (rule, _, _) in declared().items()}
+    assert sorted(f for f, rule in rules.items() if rule == PASS) == [
+        "--zl-cold-cache",
+        "--zl-graph-budget-ms",
+        "--zl-graph-replays",
+        "--zl-timer",
+    ]
+    assert sorted(f for f, rule in rules.items() if rule == RESET) == [
+        "--zl-ab",
+        "--zl-compare",
+        "--zl-devices",
+        "--zl-resume",
+        "--zl-rounds",
+    ]
+    assert reset_inis() == ["zl_ab", "zl_compare", "zl_devices", "zl_resume", "zl_rounds"]
+    assert {"--zl-out", "--zl-backend", "--zl-replay-from", "--zl-timeout"} <= set(
+        dropped_options()
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -649,7 +674,7 @@ def test_a_shared_tuner_cache_warns_in_the_screen(
 SIM_BACKEND = """
 import dataclasses
 
-import pytest_zlbench.plugins.timing as timing
+import pytest_zlbench.timing.timer as timing
 from pytest_zlbench.adapters.timers import CpuTimer
 from pytest_zlbench.core.backends import BUILTIN_BACKENDS
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_zlbench.compat.session import compat_decision_key
+
 # imported here, before any in-process run: pytester drops modules first imported inside a run
 from pytest_zlbench.core import compat as core_compat
-from pytest_zlbench.plugins.compat import compat_decision_key
 from zl_testing import NO_HYPOTHESIS, assert_usage_error
 
 INI = (

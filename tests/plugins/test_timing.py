@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_zlbench._common import timing_settings_key
-from pytest_zlbench.plugins import timing
+from pytest_zlbench.timing import session as timing
 from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error, read_jsonl
 
 ROW_CHECKS = (
@@ -252,7 +252,7 @@ FALLING_BACK_CONFTEST = """
 
 import time
 
-import pytest_zlbench.plugins.timing as _timing
+import pytest_zlbench.timing.timer as _timing
 from pytest_zlbench.adapters.timers import Measurement
 from pytest_zlbench.core.records import Spread
 
@@ -279,7 +279,7 @@ _timing.build_timer = lambda *args, **kwargs: _FallingBack()
 
 
 UNSTEADY_CONFTEST = """
-import pytest_zlbench.plugins.timing as _timing
+import pytest_zlbench.timing.timer as _timing
 from pytest_zlbench.adapters.timers import Measurement
 from pytest_zlbench.core.records import Spread
 
@@ -350,7 +350,7 @@ import contextlib
 import os
 import time
 
-import pytest_zlbench.plugins.timing as _timing
+import pytest_zlbench.timing.timer as _timing
 from pytest_zlbench.adapters.timers import CpuTimer, GraphTimer
 
 
@@ -436,7 +436,7 @@ NEW_TEST_TESTS = """
 import pytest
 from pytest_zlbench.adapters.timers import Measurement
 from pytest_zlbench.core.records import Spread
-import pytest_zlbench.plugins.timing as timing
+import pytest_zlbench.timing.timer as timing
 
 
 class Counting:
@@ -590,7 +590,7 @@ def test_a_broken_process_is_reported_once_without_xdist(
 FALLBACK_FIXTURE_TESTS = """
 from pytest_zlbench.adapters.timers import Measurement
 from pytest_zlbench.core.records import Spread
-import pytest_zlbench.plugins.timing as timing
+import pytest_zlbench.timing.timer as timing
 
 
 class FallingBack:

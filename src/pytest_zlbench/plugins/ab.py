@@ -3,7 +3,8 @@
 Each operator becomes one pytest item. Running it runs each side of each round as a child pytest
 process (own process group, own run directory ``<root>/<op>/r<k>_<A|B>/``, own caches), after a
 recording pass that pins autotune configs which every measured side replays. Under xdist the
-operator items spread over workers, each pinned to a card; children inherit the pinning.
+operator items spread over workers, each pinned to a card; children inherit the pinning. The
+work lives in ``pytest_zlbench.screen``, imported only when a screen or a compare is asked for.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from .. import _common
-from .._common import ab_controller_key
+from .._common import DROP, RESET, ab_controller_key
 
 AB_HELP = (
     "Screen a switch: NAME sets the backend's FlagTree switch FLAGTREE_[VENDOR_]NAME=1 on side B; "
@@ -29,22 +30,23 @@ RESUME_HELP = "In an existing --zl-out root, skip operators whose results are co
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-ab", "zlbench A/B: screening compiler switches")
-    _common.add(parser, group, "--zl-ab", AB_HELP, action="append", metavar="SWITCH")
-    _common.add(parser, group, "--zl-rounds", ROUNDS_HELP, metavar="N")
-    _common.add(parser, group, "--zl-allow-no-ir-diff", NO_IR_HELP, action="store_true")
-    _common.add(parser, group, "--zl-compare", COMPARE_HELP, action="append", metavar="PATH")
-    _common.add(parser, group, "--zl-allow-caliber-mismatch", MISMATCH_HELP, action="store_true")
-    _common.add(parser, group, "--zl-timeout", TIMEOUT_HELP, metavar="SECONDS")
-    _common.add(parser, group, "--zl-resume", RESUME_HELP, action="store_true")
-
-
-def _requested(config: pytest.Config) -> bool:
-    return _common.raw(config, "zl_ab") is not None or _common.raw(config, "zl_rounds") is not None
+    add = _common.add
+    # a child run of a screen measures one side: none of these reach it, and those that would
+    # make it screen (or compare) again are reset in its ini too
+    add(parser, group, "--zl-ab", AB_HELP, child=RESET, action="append", metavar="SWITCH")
+    add(parser, group, "--zl-rounds", ROUNDS_HELP, child=RESET, metavar="N")
+    add(parser, group, "--zl-allow-no-ir-diff", NO_IR_HELP, child=DROP, action="store_true")
+    add(parser, group, "--zl-compare", COMPARE_HELP, child=RESET, action="append", metavar="PATH")
+    add(
+        parser, group, "--zl-allow-caliber-mismatch", MISMATCH_HELP, child=DROP, action="store_true"
+    )
+    add(parser, group, "--zl-timeout", TIMEOUT_HELP, child=DROP, metavar="SECONDS")
+    add(parser, group, "--zl-resume", RESUME_HELP, child=RESET, action="store_true")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    if _common.raw(early_config, "zl_compare"):
+    if _common.mode_of(early_config).kind == _common.Mode.COMPARE:
         # --zl-compare reads run directories only: the wrapped suite's conftests (which may
         # import torch and initialise a device) are never imported
         early_config.known_args_namespace.noconftest = True
@@ -52,9 +54,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    if not _common.raw(config, "zl_compare"):
+    if _common.mode_of(config).kind != _common.Mode.COMPARE:
         return None
-    from .._ab import run_compare
+    from ..screen.compare import run_compare
 
     return run_compare(config)
 
@@ -62,9 +64,9 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 @pytest.hookimpl
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "zl_op(name): the operator id this test belongs to")
-    if _common.raw(config, "zl_compare") or not _requested(config):
+    if _common.mode_of(config).kind != _common.Mode.SCREEN:
         return
-    from .._ab import start_controller
+    from ..screen.controller import start_controller
 
     start_controller(config)
 

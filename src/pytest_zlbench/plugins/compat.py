@@ -21,79 +21,51 @@ The collection report says how many skips were lifted and lists every *stale* ov
 is absent from the benchmark directory, or no skip guard in that file carries its reason any
 more (checked on the collected marks, or statically with ``ast`` for files not collected).
 Under xdist the workers collect: the lifted count reaches the controller on the test reports and
-stale overrides arrive as ``ZlbenchCompatWarning``.
+stale overrides arrive as ``ZlbenchCompatWarning`` (``pytest_zlbench.compat.session``).
 
 **Inventory.** ``--zl-inventory PATH`` writes one TSV row per collected test (op id, file, node
 id, Benchmark class, reasons of the skip marks whose condition is true, after any lift) and then
 deselects every test, like FlagGems' own ``--collect-marks``: regenerating the inventory of a
 suite on a GPU host must not start hours of benchmarks. It lives here rather than in a plugin of
 its own because it reads the same skip marks and the same benchmark-directory layout, and SPEC §3
-has no sixth entry point.
+has no sixth entry point. The work lives in ``pytest_zlbench.compat``, imported only when there
+is some to do.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from .. import _common
+from .._common import DROP
 
 INVENTORY_HELP = (
     "Write the collected tests as TSV (op id, file, node id, Benchmark class, active skip "
     "reasons) to PATH, then deselect every test"
 )
-#: on a test's setup report under xdist: the reasons of the skipif marks lifted on it
-LIFTED_ATTR = "zl_compat_lifted"
+#: the name ``pytest_zlbench.compat.session.CompatSession`` is registered under
 SESSION_NAME = "zlbench-compat-session"
-#: the skip reasons a lift removed from one item (empty tuple: nothing lifted)
-compat_decision_key = pytest.StashKey[tuple[str, ...]]()
-
-
-class ZlbenchCompatWarning(pytest.PytestWarning):
-    """A compat override that matches nothing in the suite any more."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup(
         "zlbench-compat", "zlbench compat: per-backend skip overrides and the test inventory"
     )
-    _common.add(parser, group, "--zl-inventory", INVENTORY_HELP, metavar="PATH")
+    # one file: concurrent child runs of a screen must not share it (and a screen refuses it)
+    _common.add(parser, group, "--zl-inventory", INVENTORY_HELP, child=DROP, metavar="PATH")
 
 
 @pytest.hookimpl
 def pytest_configure(config: pytest.Config) -> None:
-    backend_raw = _common.raw(config, "zl_backend")
+    backend_given = _common.raw(config, "zl_backend") is not None
     inventory_raw = _common.raw(config, "zl_inventory")
-    if backend_raw is None and inventory_raw is None:
+    if not backend_given and inventory_raw is None:
         return
-    rules = None
-    backend = None
-    if backend_raw is not None:
-        from .device import backend_of
+    from ..compat.session import session_for
 
-        backend = backend_of(config)
-        from ..core.compat import load_rules
-
-        try:
-            rules = load_rules(backend.compat)
-        except ValueError as exc:
-            raise pytest.UsageError(f"zlbench compat: {exc}") from None
-    inventory = None
-    if inventory_raw is not None:
-        if _common.controller_mode(config):
-            raise pytest.UsageError(
-                "--zl-inventory lists the suite and runs nothing; it cannot be combined with "
-                "--zl-ab, --zl-rounds or --zl-compare"
-            )
-        inventory = Path(config.invocation_params.dir, str(inventory_raw))
-        if inventory.is_dir():
-            raise pytest.UsageError(f"--zl-inventory: {inventory} is a directory, not a file")
-    if rules is None and inventory is None:
-        return  # a backend without override data (cuda, cpu, ...): nothing to do
-    from .._compat_session import CompatSession
-
-    config.pluginmanager.register(CompatSession(config, backend, rules, inventory), SESSION_NAME)
+    session = session_for(config, backend_given, inventory_raw)
+    if session is not None:
+        config.pluginmanager.register(session, SESSION_NAME)
 
 
 @pytest.hookimpl
@@ -101,6 +73,3 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.pluginmanager.get_plugin(SESSION_NAME)
     if session is not None:
         config.pluginmanager.unregister(session, SESSION_NAME)
-
-
-# the work itself lives in pytest_zlbench._compat_session, imported only when needed

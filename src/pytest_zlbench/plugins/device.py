@@ -2,21 +2,16 @@
 
 Each xdist worker ``gwK`` sees only card ``LIST[K % len(LIST)]`` through the backend's
 visibility variable. It is set in ``pytest_load_initial_conftests``, before any initial conftest
-(FlagGems' imports torch and initialises the device) is imported.
+(FlagGems' imports torch and initialises the device) is imported. The work lives in
+``pytest_zlbench.device``, imported only when one of these options is given.
 """
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
-
 import pytest
 
 from .. import _common
-from .._common import DeviceSpec, device_settings_key, restore_env, set_env
-
-if TYPE_CHECKING:  # imported where used: an inactive plugin imports little
-    from ..core.backends import Backend, BackendRegistry
+from .._common import DROP, RESET, DeviceSpec, device_settings_key, restore_env
 
 BACKEND_HELP = (
     "Device backend: cuda, musa, rocm, ascend, cpu (aliases nvidia, mthreads/mt, amd/hip, "
@@ -28,20 +23,12 @@ DEVICES_HELP = (
 )
 
 
-class DeviceSettings:
-    # a plain class, not a dataclass: building a dataclass at import costs every pytest session
-    __slots__ = ("backend", "devices", "pinned")
-
-    def __init__(self, backend: Backend, devices: tuple[str, ...], pinned: str | None) -> None:
-        self.backend = backend
-        self.devices = devices
-        self.pinned = pinned  # the card this process was pinned to, if any
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-device", "zlbench device: backend and card selection")
-    _common.add(parser, group, "--zl-backend", BACKEND_HELP, metavar="NAME")
-    _common.add(parser, group, "--zl-devices", DEVICES_HELP, metavar="LIST")
+    # a screen names the backend on each child's command line, and pins no card in a child:
+    # the child inherits the card its screen (or xdist worker) was pinned to
+    _common.add(parser, group, "--zl-backend", BACKEND_HELP, child=DROP, metavar="NAME")
+    _common.add(parser, group, "--zl-devices", DEVICES_HELP, child=RESET, metavar="LIST")
 
 
 @pytest.hookimpl
@@ -49,50 +36,14 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(DeviceSpec)
 
 
-def _registry(config: pytest.Config) -> BackendRegistry:
-    from ..core.backends import BackendRegistry
-
-    registry = BackendRegistry()
-    register = getattr(config.hook, "pytest_zlbench_device_register", None)
-    if register is None:  # zlbench.device is disabled: its hook was never added
-        return registry
-    try:
-        register(registry=registry)
-    except ValueError as exc:  # e.g. a conftest's backend reusing a taken alias
-        raise pytest.UsageError(f"pytest_zlbench_device_register: {exc}") from None
-    return registry
-
-
-def _resolve(config: pytest.Config, registry: BackendRegistry, probe: bool = True) -> Backend:
-    name = _common.raw(config, "zl_backend")
-    if name is None:
-        from ..adapters.device_info import detect_backend_name
-
-        name = detect_backend_name(probe_device=probe)
-    try:
-        return registry.resolve(str(name))
-    except ValueError as exc:
-        raise pytest.UsageError(f"--zl-backend: {exc}") from None
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     devices_raw = _common.raw(early_config, "zl_devices")
     if devices_raw is None:
         return
-    from ..core.parsing import parse_devices
+    from ..device.backend import pin_cards
 
-    try:
-        devices = parse_devices(str(devices_raw))
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    # no device probe before the visibility variable is set: the runtime would ignore it after
-    backend = _resolve(early_config, _registry(early_config), probe=False)
-    if not backend.visibility_var:
-        raise pytest.UsageError(f"--zl-devices: backend {backend.name} has no cards to select")
-    index = _common.worker_index()
-    value = ",".join(devices) if index is None else devices[index % len(devices)]
-    set_env(early_config, backend.visibility_var, value)
+    pin_cards(early_config, devices_raw)
 
 
 @pytest.hookimpl
@@ -101,24 +52,9 @@ def pytest_configure(config: pytest.Config) -> None:
     devices_raw = _common.raw(config, "zl_devices")
     if backend_raw is None and devices_raw is None:
         return
-    from ..core.parsing import parse_devices
+    from ..device.backend import configure
 
-    backend = _resolve(config, _registry(config))
-    devices = parse_devices(str(devices_raw)) if devices_raw is not None else ()
-    pinned = os.environ.get(backend.visibility_var) if devices and backend.visibility_var else None
-    config.stash[device_settings_key] = DeviceSettings(backend, devices, pinned)
-
-
-def backend_of(config: pytest.Config) -> Backend:
-    """The session's backend; detected lazily when no ``--zl-backend`` was given.
-
-    The one place every plugin resolves the backend, also when ``zlbench.device`` itself is
-    disabled (then only the built-in backends are known)."""
-    settings = config.stash.get(device_settings_key, None)
-    if settings is None:
-        settings = DeviceSettings(_resolve(config, _registry(config)), (), None)
-        config.stash[device_settings_key] = settings
-    return settings.backend
+    configure(config, devices_raw)
 
 
 @pytest.hookimpl

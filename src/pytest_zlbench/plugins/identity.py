@@ -3,7 +3,8 @@
 One run directory per session: ``run_identity.json``, ``rows.jsonl``, ``run.log``,
 ``summary.tsv``, ``ir.json``, the run's own ``triton_cache/`` and ``flaggems_cache/``, and
 ``.complete`` written last. Under xdist the controller owns the directory; workers' rows travel
-to it on their test reports.
+to it on their test reports. The recording lives in ``pytest_zlbench.recording``, imported only
+when a run is recorded.
 """
 
 from __future__ import annotations
@@ -11,19 +12,19 @@ from __future__ import annotations
 import pytest
 
 from .. import _common
-from .._common import IdentitySpec, restore_env, run_recorder_key
+from .._common import DROP, IdentitySpec, restore_env, run_recorder_key
 
 OUT_HELP = "Write this session's run directory (identity, rows, log, summary, IR) to DIR"
 REPLAY_HELP = (
     "Pin autotune configs from an earlier run directory (its flaggems_cache) instead of recording"
 )
-# the recording itself lives in pytest_zlbench._run, imported only when a run is recorded
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-identity", "zlbench identity: run directories and IR")
-    _common.add(parser, group, "--zl-out", OUT_HELP, metavar="DIR")
-    _common.add(parser, group, "--zl-replay-from", REPLAY_HELP, metavar="DIR")
+    # a screen gives each child run its own run directory, and its own replay (or none)
+    _common.add(parser, group, "--zl-out", OUT_HELP, child=DROP, metavar="DIR")
+    _common.add(parser, group, "--zl-replay-from", REPLAY_HELP, child=DROP, metavar="DIR")
 
 
 @pytest.hookimpl
@@ -33,12 +34,12 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    out = _common.raw(early_config, "zl_out")
-    if out is None or _common.worker_index() is not None or _common.controller_mode(early_config):
+    mode = _common.mode_of(early_config)
+    if not mode.records or mode.out is None or _common.worker_index() is not None:
         return  # workers inherit the controller's environment; an A/B root is no run directory
-    from .._run import start_run
+    from ..recording.run import start_run
 
-    start_run(early_config, out)
+    start_run(early_config, mode.out)
 
 
 @pytest.hookimpl
@@ -46,9 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
     recorder = config.stash.get(run_recorder_key, None)
     if recorder is not None:
         config.pluginmanager.register(recorder, "zlbench-run-recorder")
-    elif _common.raw(config, "zl_out") is not None and not _common.controller_mode(config):
+    elif _common.mode_of(config).records:
         # an xdist worker: attach rows to reports, write nothing
-        from .._run import WorkerRows
+        from ..recording.rows import WorkerRows
 
         config.pluginmanager.register(WorkerRows(config), "zlbench-worker-rows")
 

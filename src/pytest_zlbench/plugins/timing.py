@@ -1,64 +1,40 @@
 """zlbench.timing: ``--zl-timer``, the ``zl_bench`` fixture and the FlagGems adapter.
 
 ``auto`` picks what the backend supports: graph capture with per-shape fallback where graphs
-work (CUDA, ROCm), the direct timer elsewhere, a monotonic clock on the cpu backend.
+work (CUDA, ROCm), the direct timer elsewhere, a monotonic clock on the cpu backend. The work
+lives in ``pytest_zlbench.timing``, imported only when the session measures.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .. import _common
-from .._common import item_rows_key, op_id, timing_settings_key
+from .._common import PASS, TimingSettings, timing_settings_key
 
 if TYPE_CHECKING:  # the rest is imported where used: an inactive plugin imports little
-    from ..adapters.timers import Measurement, Timer
-    from ..core.backends import Backend
-    from ..core.records import Row
+    from ..timing.session import Bench
 
 TIMER_HELP = "Timer: auto (graph where the backend supports it, else direct), graph, direct"
 REPLAYS_HELP = "Graph timer: timed replays per measurement (default 10)"
 BUDGET_HELP = "Graph timer: milliseconds of work captured in one graph (default 20)"
 COLD_HELP = "Flush L2 inside the graph before every call (cold cache); default warm"
-#: options whose presence means "this session measures": the adapter is installed only then
-MEASURING = ("zl_timer", "zl_out", "zl_backend", "zl_devices", "zl_cold_cache")
+#: besides a recorded run: options whose presence means "this session measures" (the adapter
+#: is installed only then)
+MEASURING = ("zl_timer", "zl_backend", "zl_devices", "zl_cold_cache")
 TIMING_OPTIONS = ("zl_timer", "zl_cold_cache", "zl_graph_replays", "zl_graph_budget_ms")
-
-
-class TimingSettings:
-    # a plain class, not a dataclass: building a dataclass at import costs every pytest session
-    def __init__(
-        self, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
-    ) -> None:
-        self.requested = requested  # auto | graph | direct
-        self.cold = cold
-        self.replays = replays
-        self.budget_ms = budget_ms
-        self.timer: Timer | None = None
-        self.backend: Backend | None = None
-
-    @property
-    def kind(self) -> str:
-        return self.timer.name if self.timer is not None else self.requested
-
-    def direct_repeat(self) -> str:
-        if self.timer is None:
-            return ""
-        direct = getattr(self.timer, "direct", self.timer)
-        return str(direct.describe())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-timing", "zlbench timing: graph capture and direct timers")
-    _common.add(parser, group, "--zl-timer", TIMER_HELP, metavar="auto|graph|direct")
-    _common.add(parser, group, "--zl-cold-cache", COLD_HELP, action="store_true")
-    _common.add(parser, group, "--zl-graph-replays", REPLAYS_HELP, metavar="N")
-    _common.add(parser, group, "--zl-graph-budget-ms", BUDGET_HELP, metavar="MS")
+    # every child run of a screen times the way its screen was asked to
+    add = _common.add
+    add(parser, group, "--zl-timer", TIMER_HELP, child=PASS, metavar="auto|graph|direct")
+    add(parser, group, "--zl-cold-cache", COLD_HELP, child=PASS, action="store_true")
+    add(parser, group, "--zl-graph-replays", REPLAYS_HELP, child=PASS, metavar="N")
+    add(parser, group, "--zl-graph-budget-ms", BUDGET_HELP, child=PASS, metavar="MS")
 
 
 @pytest.hookimpl
@@ -66,282 +42,28 @@ def pytest_configure(config: pytest.Config) -> None:
     if all(_common.raw(config, name) in (None, False) for name in TIMING_OPTIONS):
         settings = TimingSettings("auto", False)  # the parsers stay unimported when unused
     else:
-        settings = _parse_settings(config)
+        from ..timing.timer import parse_settings
+
+        settings = parse_settings(config)
     config.stash[timing_settings_key] = settings
-    measuring = any(_common.raw(config, name) not in (None, False) for name in MEASURING)
-    if measuring and not _common.controller_mode(config):
+    mode = _common.mode_of(config)
+    if mode.records or (
+        mode.kind == mode.MEASURE
+        and any(_common.raw(config, name) not in (None, False) for name in MEASURING)
+    ):
+        from ..timing.session import TimingSession
+
         config.pluginmanager.register(TimingSession(config), "zlbench-timing-session")
-
-
-def _parse_settings(config: pytest.Config) -> TimingSettings:
-    from ..core.parsing import parse_bool, parse_positive_float, parse_positive_int, parse_timer
-
-    requested = _common.get(config, "zl_timer", parse_timer, "auto")
-    cold = _common.get(config, "zl_cold_cache", parse_bool, False)
-    if requested == "graph" and _common.raw(config, "zl_backend") is not None:
-        # a conflict between two options is a usage error now, not a failure in the first test
-        from .device import backend_of
-
-        if backend_of(config).name == "cpu":
-            raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
-    replays = _common.get(
-        config, "zl_graph_replays", lambda v: parse_positive_int(v, "--zl-graph-replays"), 10
-    )
-    budget = _common.get(
-        config,
-        "zl_graph_budget_ms",
-        lambda v: parse_positive_float(v, "--zl-graph-budget-ms"),
-        20.0,
-    )
-    return TimingSettings(requested, cold, replays, budget)
-
-
-#: exit status of an xdist worker that left after losing its device context
-LOST_CONTEXT_EXIT = 70
-#: the user property of the report of a test after which its xdist worker leaves
-LEAVES_PROPERTY = "zlbench_worker_leaves"
-#: the outcome given to xdist's report of that deliberate exit: not a test result (counted by
-#: neither pytest's failures, ``--maxfail``, nor JUnit XML; like pytest-rerunfailures' "rerun")
-LEFT_OUTCOME = "zlbench-worker-left"
-
-
-def build_timer(
-    backend: Backend, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
-) -> Timer:
-    from ..adapters.timers import CpuTimer, DirectTimer, GraphTimer
-
-    if backend.name == "cpu":
-        if requested == "graph":
-            raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
-        return CpuTimer()
-    from ..adapters.torch_api import TorchDeviceAPI, triton_do_bench
-
-    do_bench = triton_do_bench()
-    if do_bench is None:
-        raise pytest.UsageError(f"the {backend.name} backend needs triton for its direct timer")
-    direct = DirectTimer(do_bench)
-    use_graph = requested == "graph" or (requested == "auto" and backend.graph_capture)
-    if not use_graph:
-        return direct
-    return GraphTimer(
-        TorchDeviceAPI(backend), direct, budget_ms=budget_ms, replays=replays, cold=cold
-    )
-
-
-def active_timer(config: pytest.Config) -> Timer:
-    settings = config.stash[timing_settings_key]
-    if settings.timer is None:
-        from .device import backend_of
-
-        settings.backend = backend_of(config)
-        settings.timer = build_timer(
-            settings.backend,
-            settings.requested,
-            settings.cold,
-            settings.replays,
-            settings.budget_ms,
-        )
-    timer: Timer = settings.timer
-    return timer
-
-
-def timer_for(config: pytest.Config, item: pytest.Item) -> Timer:
-    """The session's timer, told which test it measures: a graph timer captures each test's
-    shapes afresh, except for an operator listed in ``ops/no_capture.yaml`` (its capture kills
-    the process, which no fallback can catch), whose rows are timed directly with the listed
-    reason."""
-    timer = active_timer(config)
-    begin_test = getattr(timer, "begin_test", None)
-    if begin_test is None:
-        return timer
-    from ..core.compat import no_capture
-
-    reason = no_capture(op_id(item))
-    begin_test(item.nodeid, f"ops/no_capture.yaml: {reason}" if reason else None)
-    return timer
-
-
-def keep_row(config: pytest.Config, rows: list[Row], row: Row, nodeid: str) -> None:
-    """A measured row joins its test's ``rows``; in a recorded run it is also on disk at once
-    (the process's partial-rows file), so that a run killed mid-test keeps it."""
-    rows.append(row)
-    pm = config.pluginmanager
-    keeper = pm.get_plugin("zlbench-run-recorder") or pm.get_plugin("zlbench-worker-rows")
-    if keeper is not None:
-        keeper.keep_partial(row, nodeid)
-
-
-def _gateway_of(report: pytest.TestReport) -> str:
-    """The xdist worker (gateway id) a report on the controller came from, or ``""``."""
-    return str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id", ""))
-
-
-class TimingSession:
-    """Registered only when the session measures: installs the FlagGems adapter and collects
-    each test's rows into ``item.stash[item_rows_key]``."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.adapter: Any = None
-        self.current: list[Row] | None = None
-        self.current_node = ""
-        # the test that left this process unable to measure (a dead device context, a library
-        # broken by an aborted capture), once one did, and what it broke
-        self.lost_in: str | None = None
-        self.lost_what = ""
-        self.lost_told = False
-        # on the xdist controller: (worker, test) after which that worker left on purpose
-        self.left_after: set[tuple[str, str]] = set()
-
-    def sink(self, row: Row) -> None:
-        if self.current is not None:
-            keep_row(self.config, self.current, row, self.current_node)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        if self.adapter is None:
-            self._install()
-        if self.adapter:
-            timer_for(self.config, item)  # the adapter's timer learns which test it measures
-        rows = item.stash.setdefault(item_rows_key, [])
-        self.current = rows
-        self.current_node = item.nodeid
-        try:
-            return (yield)
-        except BaseException as exc:
-            from ..adapters.timers import broken_process
-
-            what = broken_process(exc) if self.lost_in is None else None
-            if what is not None:
-                self.lost_in, self.lost_what = item.nodeid, what
-                if _common.is_worker(self.config):  # the controller learns it from the report
-                    item.user_properties.append((LEAVES_PROPERTY, what))
-            raise
-        finally:
-            self.current = None
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        """After the test that lost the device context (or whose aborted capture broke a
-        library) has reported: later tests of this process would fail for it. An xdist worker
-        leaves, so that xdist starts a fresh one and hands it the tests this one had not run; a
-        plain run says so, once."""
-        if self.lost_in is None or self.lost_told:
-            return
-        self.lost_told = True
-        text = f"zlbench: {self.lost_what} in {self.lost_in}"
-        if _common.is_worker(self.config):
-            sys.stderr.write(f"{text}; this xdist worker exits so that a fresh one takes over\n")
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(LOST_CONTEXT_EXIT)
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            later = "cannot measure" if "device context" in self.lost_what else "may fail for it"
-            reporter.write_line(
-                f"{text}: later tests of this process {later} (under xdist, a worker "
-                "restarts; the A/B screen runs each operator in its own processes)",
-                yellow=True,
-            )
-
-    @pytest.hookimpl
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if any(name == LEAVES_PROPERTY for name, _ in report.user_properties):
-            self.left_after.add((_gateway_of(report), report.nodeid))
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        """xdist blames the worker's exit on the test it last ran, whose failure was already
-        reported: that second report gets an outcome of its own and no terminal status, so that
-        one test fails once (in the counts, ``--maxfail`` and JUnit XML alike)."""
-        key = (_gateway_of(report), crashitem)
-        if key in self.left_after:
-            self.left_after.discard(key)
-            report.longrepr = (
-                f"the xdist worker left on purpose after this test ({crashitem}) made its process "
-                "unable to measure; the tests after it run in a fresh worker unless xdist's "
-                "--max-worker-restart limit is reached"
-            )
-            report.outcome = LEFT_OUTCOME  # type: ignore[assignment]
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
-        if report.outcome == LEFT_OUTCOME:
-            return "", "", ""
-        return None
-
-    def _install(self) -> None:
-        from ..adapters.flaggems import FlagGemsAdapter, find_suite
-
-        if find_suite() is None:
-            self.adapter = False
-            return
-        timer = active_timer(self.config)
-        adapter = FlagGemsAdapter(timer, self.sink, print)
-        if adapter.install():
-            self.adapter = adapter
-            if timer.name == "graph":
-                print("ZLBENCH_TIMER graph")
-        else:
-            self.adapter = False
-
-    @pytest.hookimpl
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self.adapter:
-            self.adapter.uninstall()
-        self.adapter = None
-
-
-class Bench:
-    """The ``zl_bench`` fixture's value: ``zl_bench(fn, baseline=None, op=..., dtype=...,
-    shape=...)`` times ``fn`` (and ``baseline``) with the session's timer and records a row."""
-
-    def __init__(self, item: pytest.Item, timer_factory: Callable[[], Timer]) -> None:
-        self._item = item
-        self._timer_factory = timer_factory
-        self.rows: list[Row] = []
-
-    def __call__(
-        self,
-        fn: Callable[[], Any],
-        *,
-        baseline: Callable[[], Any] | None = None,
-        op: str | None = None,
-        dtype: str = "",
-        shape: str = "",
-    ) -> Row:
-        from ..core.records import Row
-
-        timer = self._timer_factory()
-        base: Measurement | None = timer.measure(baseline) if baseline is not None else None
-        m = timer.measure(fn)
-        row = Row(
-            op=op or str(getattr(self._item, "originalname", self._item.name)),
-            dtype=dtype,
-            shape=shape,
-            latency=m.ms,
-            latency_base=base.ms if base else None,
-            timer=m.timer,
-            fallback=m.fallback,
-            spread=m.spread,
-            spread_base=base.spread if base else None,
-            node=self._item.nodeid,
-        )
-        if row.fallback:  # the same marker line the FlagGems adapter prints (SPEC §6)
-            from ..core.flaggems import fallback_line
-
-            print(fallback_line(row))
-        self.rows.append(row)
-        item = self._item
-        keep_row(item.config, item.stash.setdefault(item_rows_key, []), row, item.nodeid)
-        return row
 
 
 @pytest.fixture
 def zl_bench(request: pytest.FixtureRequest) -> Bench:
     """Time a callable with the session's timer; returns the recorded :class:`Row`."""
+    from ..timing import timer
+    from ..timing.session import Bench
+
     config = request.config
-    return Bench(request.node, lambda: timer_for(config, request.node))
+    return Bench(request.node, lambda: timer.timer_for(config, request.node))
 
 
 @pytest.hookimpl

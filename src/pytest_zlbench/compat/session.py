@@ -4,8 +4,6 @@ but inactive plugin costs a pytest session little."""
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
 import warnings
 from collections.abc import Generator, Iterable
@@ -14,76 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import _common
-from .plugins.compat import LIFTED_ATTR, ZlbenchCompatWarning, compat_decision_key
+from .. import _common
+from .._common import op_id
+from .marks import bench_dir_of, condition_true, mark_reason, still_skips
 
 if TYPE_CHECKING:
-    from .core.backends import Backend
-    from .core.compat import CompatRules, Stale
-    from .core.inventory import ClassInfo, InventoryRow
+    from ..core.backends import Backend
+    from ..core.compat import CompatRules, Stale
+    from ..core.inventory import ClassInfo, InventoryRow
+
+#: on a test's setup report under xdist: the reasons of the skipif marks lifted on it
+LIFTED_ATTR = "zl_compat_lifted"
+#: the skip reasons a lift removed from one item (empty tuple: nothing lifted)
+compat_decision_key = pytest.StashKey[tuple[str, ...]]()
 
 
-# --------------------------------------------------------------------------------------------
-# Helpers on collected items
-
-
-def bench_dir_of(path: Path) -> Path | None:
-    """The suite's benchmark directory: the nearest ancestor holding FlagGems' ``base.py``
-    (current layout) or ``performance_utils.py`` (legacy), else one named ``benchmark``."""
-    parents = [path.parent, *path.parent.parents]
-    for parent in parents:
-        if (parent / "base.py").is_file() or (parent / "performance_utils.py").is_file():
-            return parent
-    for parent in parents:
-        if parent.name == "benchmark":
-            return parent
-    return None
-
-
-def _mark_reason(mark: pytest.Mark) -> str:
-    reason = mark.kwargs.get("reason")
-    if reason is None and mark.name == "skip" and mark.args:
-        reason = mark.args[0]
-    if reason is None:
-        return "unconditional skip" if mark.name == "skip" else ""
-    return str(reason)
-
-
-def condition_true(mark: pytest.Mark, item: pytest.Item) -> bool | None:
-    """Whether a ``skipif`` mark skips ``item`` (``None``: a condition failed to evaluate).
-    Mirrors pytest: any true condition skips; a mark without a condition skips."""
-    conditions = mark.args
-    if not conditions and "condition" in mark.kwargs:
-        conditions = (mark.kwargs["condition"],)
-    if not conditions:
-        return True
-    for condition in conditions:
-        try:
-            if isinstance(condition, str):
-                namespace: dict[str, Any] = {
-                    "os": os,
-                    "sys": sys,
-                    "platform": platform,
-                    "config": item.config,
-                }
-                module = getattr(item, "module", None)
-                if module is not None:
-                    namespace.update(module.__dict__)
-                value = eval(condition, namespace)
-            else:
-                value = condition
-            if bool(value):
-                return True
-        except Exception:
-            return None
-    return False
-
-
-def _still_skips(item: pytest.Item) -> bool:
-    return any(
-        mark.name == "skip" or (mark.name == "skipif" and condition_true(mark, item) is not False)
-        for mark in item.iter_markers()
-    )
+class ZlbenchCompatWarning(pytest.PytestWarning):
+    """A compat override that matches nothing in the suite any more."""
 
 
 class _Plan:
@@ -172,7 +117,7 @@ class CompatSession:
                 for mark in node.own_markers:
                     if mark.name != "skipif":
                         continue
-                    reason = _mark_reason(mark)
+                    reason = mark_reason(mark)
                     reasons.add(reason)
                     active = bool(condition_true(mark, item))
                     if reason in lift:
@@ -189,15 +134,15 @@ class CompatSession:
             plan.lifted_marks += len(marks)
             node.own_markers[:] = [m for m in node.own_markers if id(m) not in marks]
         # a lifted test still skipped by another guard of its own is not a lifted skip
-        plan.lifted_tests = sum(not _still_skips(item) for item in candidates)
+        plan.lifted_tests = sum(not still_skips(item) for item in candidates)
         plan.stale = self._stale(rules, seen)
         if not seen:
             plan.unchecked = len(rules.overrides)
         return plan
 
     def _stale(self, rules: CompatRules, seen: dict[tuple[Path, str], set[str]]) -> list[Stale]:
-        from .core.compat import stale_overrides
-        from .core.inventory import scan_module
+        from ..core.compat import stale_overrides
+        from ..core.inventory import scan_module
 
         stale: list[Stale] = []
         for bench in sorted({b for b, _ in seen}):
@@ -222,7 +167,7 @@ class CompatSession:
         return stale
 
     def _write_inventory(self, items: list[pytest.Item]) -> None:
-        from .core.inventory import render_tsv
+        from ..core.inventory import render_tsv
 
         rows = [self._inventory_row(item) for item in items]
         self.inventory_rows = len(rows)
@@ -243,8 +188,7 @@ class CompatSession:
             ) from None
 
     def _inventory_row(self, item: pytest.Item) -> InventoryRow:
-        from ._common import op_id
-        from .core.inventory import InventoryRow
+        from ..core.inventory import InventoryRow
 
         bench = self.bench_dir(item.path)
         if bench is not None and item.path.is_relative_to(bench):
@@ -254,7 +198,7 @@ class CompatSession:
         else:
             rel = str(item.path)
         reasons = tuple(
-            _mark_reason(mark)
+            mark_reason(mark)
             for mark in item.iter_markers()
             if mark.name == "skip" or (mark.name == "skipif" and condition_true(mark, item))
         )
@@ -262,7 +206,7 @@ class CompatSession:
         return InventoryRow(op_id(item), rel, item.nodeid, cls, reasons)
 
     def _class_of(self, item: pytest.Item, bench: Path | None) -> str:
-        from .core.inventory import (
+        from ..core.inventory import (
             SHARED_MODULES,
             benchmark_class_of,
             benchmark_classes,
@@ -304,7 +248,7 @@ class CompatSession:
         quiet = config.get_verbosity() < 0
         plan = self.plan
         if plan is not None and self.rules is not None:
-            from .core.compat import summary_lines
+            from ..core.compat import summary_lines
 
             if plan.inactive is not None:
                 if not quiet:
@@ -368,3 +312,34 @@ class CompatSession:
                 f"zlbench inventory: written to {self.inventory} by xdist worker gw0; "
                 "every test deselected"
             )
+
+
+def session_for(
+    config: pytest.Config, backend_given: bool, inventory_raw: object
+) -> CompatSession | None:
+    """A :class:`CompatSession` when there is work: override data for the backend that
+    ``--zl-backend`` names, or ``--zl-inventory``; else None."""
+    rules = None
+    backend = None
+    if backend_given:
+        from ..core.compat import load_rules
+        from ..device.backend import backend_of
+
+        backend = backend_of(config)
+        try:
+            rules = load_rules(backend.compat)
+        except ValueError as exc:
+            raise pytest.UsageError(f"zlbench compat: {exc}") from None
+    inventory = None
+    if inventory_raw is not None:
+        if _common.mode_of(config).controls:
+            raise pytest.UsageError(
+                "--zl-inventory lists the suite and runs nothing; it cannot be combined with "
+                "--zl-ab, --zl-rounds or --zl-compare"
+            )
+        inventory = Path(config.invocation_params.dir, str(inventory_raw))
+        if inventory.is_dir():
+            raise pytest.UsageError(f"--zl-inventory: {inventory} is a directory, not a file")
+    if rules is None and inventory is None:
+        return None  # a backend without override data (cuda, cpu, ...): nothing to do
+    return CompatSession(config, backend, rules, inventory)

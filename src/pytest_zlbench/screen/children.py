@@ -1,0 +1,255 @@
+"""The child runs of a screen: each side of each round (and the recording pass) is one child
+pytest process in its own process group and run directory, killed with its group on a timeout
+or when the screen dies, retried once when it fails."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..contract import RECORD_SIDE, child_environment, first_try_file, output_file
+from ..core import records
+from .options import dtypes_args, passthrough_args, reset_inis
+from .results import add_note, mark_failed
+from .settings import AbSettings
+
+#: FlagGems refusing the requested ``--dtypes`` before producing any row (``set_dtypes``)
+_DTYPE_REFUSAL = re.compile(
+    r"ValueError: .*dtype.*(not supported|can't be supported|cannot be supported|unsupported)",
+    re.IGNORECASE,
+)
+#: durations in pytest's summary lines ("1 failed in 0.12s"): not part of a failure's identity
+_DURATION = re.compile(r"\b\d+(\.\d+)?s\b")
+_EXIT_MEANING = {
+    1: "tests failed",
+    2: "interrupted",
+    3: "internal error",
+    4: "usage error",
+    5: "no tests collected",
+}
+
+
+class DtypeFallback(Exception):
+    """An operator refused the requested ``--dtypes``: measure it again on its own dtypes."""
+
+
+class Deterministic(Exception):
+    """A child run failed the same way on its retry."""
+
+
+def same_failure(first: str, second: str) -> bool:
+    """Whether two causes are the same failure: the same exit status and last error line, up to
+    the durations pytest prints."""
+    return _DURATION.sub("<t>", first) == _DURATION.sub("<t>", second)
+
+
+def dtype_refusal(out_path: Path) -> bool:
+    """Whether a child's output shows FlagGems refusing the requested ``--dtypes``."""
+    try:
+        text = out_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return _DTYPE_REFUSAL.search(text) is not None
+
+
+class Children:
+    """Starts and supervises the child runs of one screen process (``progress`` logs a line)."""
+
+    def __init__(
+        self, config: pytest.Config, settings: AbSettings, progress: Callable[[str], None]
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.progress = progress
+        #: the ini values reset in every child (declared where the options are added)
+        self.reset = reset_inis()
+        #: operators measured without the user's --dtypes (they refused them)
+        self.own_dtypes: set[str] = set()
+
+    def env(self, side: str, rnd: int, op: str | None = None) -> dict[str, str]:
+        """The environment of one child: the screen's own, side B's switch on side B only, the
+        options of PYTEST_ADDOPTS a child may have, and the contract's variables."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+        for var in self.settings.env_b:
+            env.pop(var, None)
+        if side == "B":
+            env.update(self.settings.env_b)
+        addopts = env.get("PYTEST_ADDOPTS")
+        if addopts:
+            try:
+                passed = passthrough_args(shlex.split(addopts), ())
+                if op in self.own_dtypes:
+                    passed, _ = dtypes_args(passed)
+                env["PYTEST_ADDOPTS"] = shlex.join(passed)
+            except ValueError:
+                pass  # pytest itself reports a malformed PYTEST_ADDOPTS
+        env.update(child_environment(side, rnd, self.settings.env_b if side == "B" else {}))
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def cmd(self, op: str, nodeids: list[str], run_dir: Path, replay: Path | None) -> list[str]:
+        """The command line of one child: its tests, the options that pass through, its own run
+        directory, the backend, no cache provider and no xdist, the reset ini values."""
+        inv = self.config.invocation_params
+        cmd = [sys.executable, "-m", "pytest", *nodeids]
+        passed = passthrough_args(inv.args, self.config.args)
+        if op in self.own_dtypes:
+            passed, _ = dtypes_args(passed)
+        cmd += passed
+        cmd += [
+            f"--zl-out={run_dir}",
+            f"--zl-backend={self.settings.backend}",
+            "-p",
+            "no:cacheprovider",
+        ]
+        if self.config.pluginmanager.hasplugin("xdist"):
+            cmd += ["-n", "0"]  # wins over an -n in the ini's addopts: a child is one process
+        for name in self.reset:
+            cmd += ["-o", f"{name}="]
+        if replay is not None:
+            cmd.append(f"--zl-replay-from={replay}")
+        else:
+            cmd += ["-o", "zl_replay_from="]
+        return cmd
+
+    def run(
+        self, op: str, nodeids: list[str], run_dir: Path, side: str, rnd: int, replay: Path | None
+    ) -> str | None:
+        """Run one side in its own process group; returns None on success or a one-line cause.
+        Whatever the child leaves running in its group is killed when it ends."""
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        out_path = output_file(run_dir)
+        cmd = self.cmd(op, nodeids, run_dir, replay)
+        t0 = time.monotonic()
+        cause = None
+        rc: int | None = None
+        with open(out_path, "w", encoding="utf-8") as out:
+            out.write("$ " + shlex.join(cmd) + "\n")
+            out.flush()
+            proc = subprocess.Popen(
+                cmd,
+                cwd=self.config.invocation_params.dir,
+                env=self.env(side, rnd, op),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
+            try:
+                rc = proc.wait(timeout=self.settings.timeout)
+            except subprocess.TimeoutExpired:
+                cause = f"timed out after {self.settings.timeout:g}s (process group killed)"
+            finally:
+                kill_group(proc)  # a timeout, an interrupt, or grandchildren left behind
+        if cause is None:
+            if rc is not None and rc < 0:
+                cause = f"killed by signal {signal_name(-rc)}"
+            elif rc != 0:
+                meaning = _EXIT_MEANING.get(rc) if rc is not None else None
+                what = f"exit status {rc}" + (f" ({meaning})" if meaning else "")
+                cause = f"{what}: {last_error(out_path)}"
+            elif not records.is_complete(run_dir):
+                cause = "child finished without a complete run directory"
+        elapsed = time.monotonic() - t0
+        label = "record" if side == RECORD_SIDE else f"r{rnd} {side}"
+        self.progress(f"{op} {label}: {'ok' if cause is None else cause} ({elapsed:.1f}s)")
+        if cause is not None:
+            mark_failed(run_dir, cause)
+        return cause
+
+    def run_side(
+        self, op: str, nodeids: list[str], run_dir: Path, side: str, rnd: int, replay: Path | None
+    ) -> str | None:
+        """:meth:`run`, retried once when it fails. A retry that fails the same way (same
+        exit status and last error line) marks the failure deterministic; a retry that passes
+        is noted. A refusal of the requested ``--dtypes`` is not retried: it raises
+        :class:`DtypeFallback` so the operator is measured on its own dtypes."""
+        cause = self.run(op, nodeids, run_dir, side, rnd, replay)
+        if cause is None:
+            return None
+        out_path = output_file(run_dir)
+        if op not in self.own_dtypes and dtype_refusal(out_path):
+            dtypes = self.requested_dtypes()
+            if dtypes:
+                raise DtypeFallback(",".join(dtypes))
+        label = "the recording pass" if side == RECORD_SIDE else f"side {side} of round {rnd}"
+        shutil.copyfile(out_path, first_try_file(run_dir))
+        self.progress(f"{op}: {label} failed; retrying it once")
+        again = self.run(op, nodeids, run_dir, side, rnd, replay)
+        if again is None:
+            add_note(self.settings.root / op, f"{label} failed once ({cause}) and passed on retry")
+            return None
+        if same_failure(cause, again):
+            raise Deterministic(label)
+        return again
+
+    def requested_dtypes(self) -> list[str]:
+        """The ``--dtypes`` the children are given: on the command line or in PYTEST_ADDOPTS."""
+        args = list(self.config.invocation_params.args)
+        try:
+            args += shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+        except ValueError:
+            pass
+        _, dtypes = dtypes_args(passthrough_args(args, ()))
+        return dtypes
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def die_with_parent() -> None:
+    """In a child, before exec: die when the controller dies (``kill -9`` of the screen), so no
+    orphan keeps writing into a run directory that ``--zl-resume`` measures again (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def kill_group(proc: subprocess.Popen[Any]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def last_error(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "no output"
+    for line in reversed(lines):
+        text = line.strip()
+        if text.startswith(("E ", "ERROR", "FAILED", "Error", "RuntimeError", "Fatal")):
+            return text[:200]
+    for line in reversed(lines):
+        if line.strip():
+            return line.strip()[:200]
+    return "no output"

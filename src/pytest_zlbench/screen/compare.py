@@ -1,0 +1,139 @@
+"""``--zl-compare``: two existing run directories paired (``compare.json``, ``screen.tsv``), or
+an A/B root re-aggregated in place. Reads run directories only and runs no tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import _common
+from ..contract import COMPARE_FILE, ROUND_GLOB
+from ..core import records, screening
+from ..core.caliber import PREFIX as CALIBER_PREFIX
+from ..core.caliber import check as caliber_check
+from ..core.caliber import refusing, unreadable
+from ..core.parsing import parse_bool
+from ..core.records import RecordError
+from ..core.rundir import IdentityError, Side, load_side
+from .results import aggregate_op_dir, caliber_line, write_and_show, write_op_result
+from .settings import default_root
+
+
+def terminal_writer(config: pytest.Config) -> Any:
+    # --zl-compare answers from pytest_cmdline_main, before the terminal reporter exists
+    from _pytest.config import create_terminal_writer
+
+    return create_terminal_writer(config, sys.stdout)
+
+
+def run_compare(config: pytest.Config) -> int:
+    """``--zl-compare``: pair two run directories into ``--zl-out`` (else a fresh directory
+    under runs/), or re-aggregate one A/B root in place; the session's exit status."""
+    mode = _common.mode_of(config)
+    paths, out = mode.paths, mode.out
+    allow = _common.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
+    if len(paths) not in (1, 2):
+        raise pytest.UsageError(
+            f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
+        )
+    tw = terminal_writer(config)
+    if len(paths) == 1:
+        if out:
+            raise pytest.UsageError(
+                "--zl-compare with one A/B root rewrites that root's screen.tsv: drop --zl-out"
+            )
+        return reaggregate(Path(paths[0]), allow, tw)
+    root = Path(out) if out else default_root()
+    return compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
+
+
+def refuse(tw: Any) -> int:
+    caliber_line(tw, f"{CALIBER_PREFIX} refusing to compare; --zl-allow-caliber-mismatch overrides")
+    return int(pytest.ExitCode.USAGE_ERROR)
+
+
+def compare_two(path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any) -> int:
+    sides: list[Side] = []
+    identity_problem = False
+    errors: list[str] = []
+    for label, path in (("A", path_a), ("B", path_b)):
+        try:
+            sides.append(load_side(path))
+        except IdentityError as exc:
+            caliber_line(tw, unreadable(label, str(exc)).line())
+            identity_problem = True
+        except RecordError as exc:
+            errors.append(f"--zl-compare {label}: {exc}")
+    if identity_problem:
+        return int(pytest.ExitCode.USAGE_ERROR)
+    if errors:
+        raise pytest.UsageError("; ".join(errors))
+    a, b = sides
+    problems = caliber_check(a.identity, b.identity, str(path_a), str(path_b))
+    for problem in problems:
+        caliber_line(tw, problem.line())
+    if any(p.fatal for p in problems) and not allow:
+        return refuse(tw)
+    notes = [f"caliber mismatch allowed: {p.field}" for p in problems if p.fatal]
+    notes += [f"caliber warning: {p.field}" for p in problems if not p.fatal]
+    if (a.ir is not None and a.ir.entries) or (b.ir is not None and b.ir.entries):
+        notes.append(
+            "IR compared over the whole run"
+        )  # ir.json does not say which op compiled what
+    ops = sorted({r.op for r in a.rows} | {r.op for r in b.rows})
+    results = []
+    for op in ops:
+        rnd = screening.RoundInput(
+            round=1,
+            order="AB",
+            rows_a=[r for r in a.rows if r.op == op],
+            rows_b=[r for r in b.rows if r.op == op],
+            ir_a=a.ir,
+            ir_b=b.ir,
+            identity_a=a.identity,
+            identity_b=b.identity,
+        )
+        results.append(screening.aggregate(op, [rnd], notes))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        records.write_json(
+            root / COMPARE_FILE,
+            {
+                "a": {"path": str(path_a.resolve()), "source": a.source},
+                "b": {"path": str(path_b.resolve()), "source": b.source},
+                "ops": [r.to_json() for r in results],
+            },
+        )
+    except OSError as exc:
+        raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
+    write_and_show(root, [r.to_line() for r in results], tw)
+    return 0
+
+
+def reaggregate(root: Path, allow: bool, tw: Any) -> int:
+    if not root.is_dir():
+        raise pytest.UsageError(f"--zl-compare {root}: no such directory")
+    op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
+    if not op_dirs:
+        raise pytest.UsageError(
+            f"--zl-compare {root}: neither a run directory pair nor an A/B root "
+            "(no <op>/r<k>_A directories)"
+        )
+    results = []
+    problems: list[str] = []
+    for op_dir in op_dirs:
+        result, found = aggregate_op_dir(op_dir, allow=allow, require_done=True)
+        problems += found
+        results.append((op_dir, result))
+    for problem in problems:
+        caliber_line(tw, problem)
+    if refusing(problems, allow):
+        return refuse(tw)
+    for op_dir, result in results:
+        write_op_result(op_dir, result)
+    write_and_show(root, [r.to_line() for _, r in results], tw)
+    failed = any(r.rounds_failed for _, r in results)
+    return int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK)

@@ -1,0 +1,317 @@
+"""The A/B screen's controller: each operator becomes one pytest item (:class:`OpItem`) whose
+run measures every side of every round as child runs, aggregates them, and reports one line;
+the controller plugin collects those lines into ``screen.tsv`` and the terminal summary."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import _common
+from .._common import ab_controller_key, op_id
+from ..contract import PROGRESS_FILE, RECORD_DIR, RECORD_SIDE, SCREEN_FILE, round_dir
+from ..core import screening
+from ..core.caliber import PREFIX as CALIBER_PREFIX
+from ..core.caliber import refusing
+from .children import Children, Deterministic, DtypeFallback, same_failure
+from .results import (
+    add_note,
+    aggregate_op_dir,
+    caliber_line,
+    is_done,
+    mark_done,
+    mark_skipped,
+    read_screen,
+    write_op_result,
+    write_screen,
+)
+from .settings import AbSettings, default_root, load_settings, prepare_root
+
+#: what an operator id may look like: it names a directory under the screen's root
+_OP_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
+
+
+def abs_nodeid(item: pytest.Item) -> str:
+    nodeid = item.nodeid
+    rest = nodeid[nodeid.index("::") :] if "::" in nodeid else ""
+    return f"{item.path}{rest}"
+
+
+class OpItem(pytest.Item):
+    """One operator of the screen: runs every side of every round as child processes."""
+
+    def __init__(self, *, op: str, nodeids: list[str], controller: AbController, **kw: Any):
+        super().__init__(**kw)
+        self.op = op
+        self.nodeids = nodeids
+        self.controller = controller
+        self.caliber_lines: list[str] = []
+        self.add_marker(pytest.mark.xdist_group(op))
+
+    def runtest(self) -> None:
+        result = self.controller.run_op(self)
+        self.user_properties.append(("zl_screen", result.to_line().to_json()))
+        if self.caliber_lines:
+            self.user_properties.append(("zl_caliber", list(self.caliber_lines)))
+        if result.rounds_failed:
+            raise OpFailed(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, OpFailed):
+            return "\n".join(excinfo.value.result.notes)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"zlbench A/B {self.op}"
+
+
+class OpFailed(Exception):
+    def __init__(self, result: screening.OpResult) -> None:
+        super().__init__(result.op)
+        self.result = result
+
+
+class AbController:
+    def __init__(self, config: pytest.Config, settings: AbSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.lines: dict[str, screening.ScreenLine] = {}
+        self.caliber: dict[str, None] = {}  # every caliber line of every operator, in order
+        self.started = time.monotonic()
+        self.where = _common.worker_id(config) if _common.is_worker(config) else ""
+        self.children = Children(config, settings, self.progress)
+
+    # ---- collection ------------------------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        groups: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            op = op_id(item)
+            if not _OP_ID.match(op):
+                raise pytest.UsageError(
+                    f"{item.nodeid}: operator id {op!r} cannot name a directory of the screen"
+                )
+            groups.setdefault(op, []).append(item)
+        from ..core.compat import dismissed
+
+        new_items: list[pytest.Item] = []
+        for op, members in groups.items():
+            first_file = members[0].nodeid.split("::", 1)[0]
+            item = OpItem.from_parent(
+                session,
+                name=f"zlbench[{op}]",
+                nodeid=f"{first_file}::zlbench[{op}]",
+                op=op,
+                nodeids=[abs_nodeid(m) for m in members],
+                controller=self,
+                path=members[0].path,
+            )
+            try:
+                reason = dismissed(op)
+            except ValueError as exc:
+                raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
+            if reason is not None:  # ops/dismiss.yaml: verified not measurable here
+                item.add_marker(pytest.mark.skip(reason=f"dismissed (ops/dismiss.yaml): {reason}"))
+            new_items.append(item)
+        items[:] = new_items
+
+    # ---- running one operator --------------------------------------------------------------
+
+    def progress(self, text: str, terminal: bool = True) -> None:
+        elapsed = time.monotonic() - self.started
+        where = f" {self.where}" if self.where else ""
+        line = f"[zlbench{where} {elapsed:7.1f}s] {text}"
+        root = self.settings.root
+        with open(root / PROGRESS_FILE, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+        if not terminal:
+            return
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is None or _common.is_worker(self.config) or self.config.get_verbosity() < 0:
+            return
+        if self.config.pluginmanager.has_plugin("dsession"):
+            reporter.write("\n")  # xdist's progress characters do not end their line
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        if capman is None:
+            reporter.write_line(line)
+            return
+        with capman.global_and_fixture_disabled():  # runtest output is captured otherwise
+            reporter.write_line(line)
+
+    def run_op(self, item: OpItem) -> screening.OpResult:
+        s = self.settings
+        op_dir = s.root / item.op
+        if s.resume and is_done(op_dir):
+            self.progress(f"{item.op}: complete, reused (--zl-resume)")
+            result, item.caliber_lines = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+            return result
+        if op_dir.exists():  # an operator an interrupted screen left unfinished
+            self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
+            shutil.rmtree(op_dir)
+        op_dir.mkdir(parents=True)
+        try:
+            self._measure(item, op_dir)
+        except DtypeFallback as exc:
+            requested = str(exc)
+            self.progress(
+                f"{item.op}: --dtypes {requested} not supported; measured again on its own dtypes"
+            )
+            shutil.rmtree(op_dir)
+            op_dir.mkdir(parents=True)
+            self.children.own_dtypes.add(item.op)
+            add_note(
+                op_dir, f"--dtypes {requested} not supported by {item.op}; measured its own dtypes"
+            )
+            self._measure(item, op_dir)
+        result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+        write_op_result(op_dir, result)
+        item.caliber_lines = problems  # the controller prints them and sets the exit status
+        for problem in problems:
+            self.progress(problem, terminal=False)
+        mark_done(op_dir)
+        return result
+
+    def _measure(self, item: OpItem, op_dir: Path) -> None:
+        try:
+            self._measure_rounds(item, op_dir)
+        except Deterministic as exc:
+            self.progress(f"{item.op}: {exc} failed the same way on retry; not retried again")
+            add_note(
+                op_dir, f"{exc} failed the same way on retry (deterministic); not retried again"
+            )
+
+    def _measure_rounds(self, item: OpItem, op_dir: Path) -> None:
+        s = self.settings
+        replay = s.replay_from
+
+        def run_side(run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
+            return self.children.run_side(item.op, item.nodeids, run_dir, side, rnd, replay)
+
+        if replay is not None:
+            self.progress(f"{item.op}: every side replays {replay} (no recording pass)")
+        elif s.backend != "cpu":
+            rec_dir = op_dir / RECORD_DIR
+            if run_side(rec_dir, RECORD_SIDE, 0, None) is not None:
+                # each side would tune its own configs: the delta would mix tuning and switch
+                self.progress(f"{item.op}: recording pass failed; no side measured")
+                return
+            replay = rec_dir
+        previous: str | None = None  # the cause the last failed round failed with
+        for k in range(1, s.rounds + 1):
+            order = ("A", "B") if k % 2 else ("B", "A")
+            failure = None
+            for side in order:
+                cause = run_side(round_dir(op_dir, k, side), side, k, replay)
+                if cause is not None:
+                    failure = cause  # the round is lost: its other side is not run
+                    break
+            if failure is not None:
+                if previous is not None and same_failure(failure, previous):
+                    self.progress(
+                        f"{item.op}: round {k} failed as round {k - 1} did; not retried again"
+                    )
+                    return
+                previous = failure
+                continue
+            if k == 1 and s.rounds > 1 and not s.allow_no_ir_diff and s.switches:
+                first, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+                # Only identical IR says the switch did nothing to this operator. NO_TRITON says
+                # nothing about the switch (it may act on aten or a vendor library), so every
+                # round is measured.
+                if first.verdict == screening.NO_IR_DIFF:
+                    why = "identical IR on both sides"
+                    mark_skipped(
+                        op_dir,
+                        f"{screening.SKIP_NOTE}: {why}; rounds 2..{s.rounds} skipped "
+                        "(--zl-allow-no-ir-diff measures them)\n",
+                    )
+                    self.progress(f"{item.op}: {screening.SKIP_NOTE}, rounds 2..{s.rounds} skipped")
+                    return
+
+    # ---- reporting (controller only) ---------------------------------------------------------
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for name, value in report.user_properties:
+            if name == "zl_screen" and isinstance(value, dict):
+                line = screening.ScreenLine.from_json(value)
+                self.lines[line.op] = line
+                if self.config.pluginmanager.has_plugin("dsession"):
+                    # the one line per operator a controller shows under xdist, whose
+                    # workers' per-round lines go to progress.log only
+                    verdict = f"{line.verdict} {line.range}".strip()
+                    self.progress(f"{line.op}: {verdict}; rows {line.rows or 0}")
+            elif name == "zl_caliber" and isinstance(value, list):
+                self.caliber.update(dict.fromkeys(map(str, value)))
+
+    def refused(self) -> bool:
+        """SPEC §5 inside a screen: a caliber mismatch between the runs of an operator (its
+        round already counts as failed) makes the screen's exit status 4, unless allowed."""
+        return refusing(self.caliber, self.settings.allow_caliber_mismatch)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if _common.is_worker(self.config):
+            return
+        if self.refused():
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if not self.lines:
+            return
+        path = write_screen(self.settings.root, list(self.lines.values()))
+        self.progress(f"wrote {path} ({len(self.lines)} operators)", terminal=False)
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if _common.is_worker(self.config):
+            return
+        path = self.settings.root / SCREEN_FILE
+        terminalreporter.write_sep("=", "zlbench screen")
+        for text in self.caliber:
+            caliber_line(terminalreporter, text)
+        if self.refused():
+            terminalreporter.write_line(
+                f"{CALIBER_PREFIX} those rounds count as failed and have no range; "
+                "--zl-allow-caliber-mismatch measures them anyway",
+                red=True,
+            )
+        if not self.lines or not path.is_file():
+            terminalreporter.write_line("no operator was screened")
+            return
+        back = read_screen(self.settings.root)
+        for line in screening.render_screen(back):
+            terminalreporter.write_line(line)
+        switch = (
+            " ".join(f"{k}={v}" for k, v in self.settings.env_b.items()) or "none (A/A control)"
+        )
+        terminalreporter.write_line(
+            f"zlbench: switch on side B: {switch}; rounds={self.settings.rounds}"
+        )
+        terminalreporter.write_line(f"zlbench: wrote {path}")
+
+    @pytest.hookimpl
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        switch = " ".join(f"{k}={v}" for k, v in self.settings.env_b.items()) or "A/A control"
+        return [f"zlbench A/B: {switch}, rounds={self.settings.rounds}, root={self.settings.root}"]
+
+
+def start_controller(config: pytest.Config) -> None:
+    """Parse the screen's settings, prepare its root (not on an xdist worker: the controller
+    did) and register the controller plugin."""
+    mode = _common.mode_of(config)
+    root = Path(mode.out) if mode.out else default_root()
+    settings = load_settings(config, root)
+    if not _common.is_worker(config):
+        prepare_root(root, settings)
+    controller = AbController(config, settings)
+    config.stash[ab_controller_key] = controller
+    config.pluginmanager.register(controller, "zlbench-ab-controller")

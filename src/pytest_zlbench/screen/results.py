@@ -1,0 +1,202 @@
+"""One operator's directory read back and aggregated (``ab.json``, ``notes.txt``), and the
+screen's one line per operator (``screen.tsv``) written, read back and shown."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..contract import (
+    AB_FILE,
+    CHILD_FAILED_FILE,
+    NOTES_FILE,
+    OP_DONE_FILE,
+    RECORD_DIR,
+    SCREEN_FILE,
+    SKIPPED_FILE,
+    round_dirs,
+)
+from ..core import records, screening
+from ..core.caliber import check as caliber_check
+from ..core.caliber import is_fatal
+from ..core.records import RecordError, RunIdentity
+from ..core.rundir import load_side
+
+
+def caliber_line(tw: Any, text: str) -> None:
+    """A caliber line in red (a refusal) or yellow (a warning); ``tw`` is a terminal writer or
+    pytest's terminal reporter."""
+    tw.line(text, red=is_fatal(text), yellow=not is_fatal(text))
+
+
+def add_note(op_dir: Path, text: str) -> None:
+    """Add one line to the operator's ``notes.txt`` (shown with its result)."""
+    path = op_dir / NOTES_FILE
+    before = path.read_text(encoding="utf-8") if path.is_file() else ""
+    records.write_atomic(path, before + text + "\n")
+
+
+def mark_failed(run_dir: Path, cause: str) -> None:
+    """Record in a child's run directory why that child failed."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    records.write_atomic(run_dir / CHILD_FAILED_FILE, cause + "\n")
+
+
+def mark_skipped(op_dir: Path, text: str) -> None:
+    """Record why the operator's later rounds were skipped."""
+    records.write_atomic(op_dir / SKIPPED_FILE, text)
+
+
+def mark_done(op_dir: Path) -> None:
+    """The screen finished this operator (written last)."""
+    records.write_atomic(op_dir / OP_DONE_FILE, "")
+
+
+def is_done(op_dir: Path) -> bool:
+    return (op_dir / OP_DONE_FILE).is_file()
+
+
+def write_screen(root: Path, lines: Sequence[screening.ScreenLine]) -> Path:
+    """Write ``screen.tsv`` into ``root``; returns its path."""
+    path = root / SCREEN_FILE
+    records.write_atomic(path, screening.write_screen(lines))
+    return path
+
+
+def read_screen(root: Path) -> list[screening.ScreenLine]:
+    """``screen.tsv`` of ``root`` read back through the same core code that wrote it."""
+    path = root / SCREEN_FILE
+    return screening.read_screen(path.read_text(encoding="utf-8"), str(path))
+
+
+def write_op_result(op_dir: Path, result: screening.OpResult) -> None:
+    """``ab.json``, and the plot when matplotlib is installed and the result has a range."""
+    from ..adapters import plot
+
+    records.write_json(op_dir / AB_FILE, result.to_json())
+    try:
+        plot.write(op_dir / plot.PLOT_FILE, result)
+    except Exception as exc:  # a plot is an extra: it never costs a screen its results
+        first = (str(exc).splitlines() or [""])[0]
+        sys.stderr.write(f"zlbench: {result.op}: no plot ({type(exc).__name__}: {first})\n")
+
+
+def write_and_show(root: Path, lines: list[screening.ScreenLine], tw: Any) -> None:
+    path = root / SCREEN_FILE
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        write_screen(root, lines)
+    except OSError as exc:
+        raise pytest.UsageError(f"{path}: not writable ({exc.strerror})") from None
+    back = read_screen(root)
+    tw.sep("=", "zlbench screen")
+    for line in screening.render_screen(back):
+        tw.line(line)
+    tw.line(f"zlbench: wrote {path}")
+
+
+def failure_of(run_dir: Path) -> str | None:
+    marker = run_dir / CHILD_FAILED_FILE
+    if marker.is_file():
+        return marker.read_text(encoding="utf-8").strip() or "failed"
+    if not run_dir.exists():
+        return "not run"
+    if not records.is_complete(run_dir):
+        return "incomplete run"
+    return None
+
+
+def aggregate_op_dir(
+    op_dir: Path,
+    notes: Sequence[str] = (),
+    *,
+    allow: bool = False,
+    require_done: bool = False,
+) -> tuple[screening.OpResult, list[str]]:
+    """Aggregate every round found under ``op_dir``; returns the result and one ``!!! [caliber]``
+    line per caliber problem (and a ``[caliber] warning:`` line per caveat, such as a shared
+    tuner cache). A round with a problem counts as failed unless ``allow``.
+    With ``require_done``, an operator the screen did not finish (no ``op.complete``) fails."""
+    rounds: list[screening.RoundInput] = []
+    problems: list[str] = []
+    extra = list(notes)
+    record_dir = op_dir / RECORD_DIR
+    if record_dir.exists():
+        cause = failure_of(record_dir)
+        if cause is not None:
+            rounds.append(screening.RoundInput(round=0, order="", failed=cause))
+    reference: tuple[str, RunIdentity] | None = None
+    last = 0
+    for k, a_dir, b_dir in round_dirs(op_dir):
+        last = k
+        order = "AB" if k % 2 else "BA"
+        causes = {"A": failure_of(a_dir), "B": failure_of(b_dir)}
+        failed = [side for side in order if causes[side]]
+        if failed:  # name the side that failed first in this round's order
+            side = failed[0]
+            rounds.append(
+                screening.RoundInput(round=k, order=order, failed=f"{side}: {causes[side]}")
+            )
+            continue
+        try:
+            sa = load_side(a_dir, allow_empty=True)
+            sb = load_side(b_dir, allow_empty=True)
+        except RecordError as exc:
+            rounds.append(screening.RoundInput(round=k, order=order, failed=str(exc)))
+            continue
+        found = caliber_check(sa.identity, sb.identity, a_dir.name, b_dir.name)
+        if reference is None:
+            reference = (a_dir.name, sa.identity)
+        else:
+            found += [
+                p
+                for p in caliber_check(reference[1], sa.identity, reference[0], a_dir.name)
+                if p.fatal
+            ]
+        for p in found:
+            if not p.fatal:
+                note = f"caliber warning: {p.field}"
+                if note not in extra:
+                    extra.append(note)
+                    problems.append(f"{p.line()} ({op_dir.name})")
+        fatal = [p for p in found if p.fatal]
+        if fatal:
+            problems += [f"{p.line()} ({op_dir.name})" for p in fatal]
+            fields = ", ".join(dict.fromkeys(p.field for p in fatal))
+            if not allow:
+                rounds.append(
+                    screening.RoundInput(round=k, order=order, failed=f"caliber: {fields}")
+                )
+                continue
+            extra.append(f"round {k}: caliber mismatch allowed: {fields}")
+        rounds.append(
+            screening.RoundInput(
+                round=k,
+                order=order,
+                rows_a=sa.rows,
+                rows_b=sb.rows,
+                ir_a=sa.ir,
+                ir_b=sb.ir,
+                identity_a=sa.identity,
+                identity_b=sb.identity,
+            )
+        )
+    notes_file = op_dir / NOTES_FILE
+    if notes_file.is_file():
+        extra += [n for n in notes_file.read_text(encoding="utf-8").splitlines() if n.strip()]
+    skipped = op_dir / SKIPPED_FILE
+    if skipped.is_file():
+        extra.append(skipped.read_text(encoding="utf-8").strip())
+    if require_done and not is_done(op_dir):
+        rounds.append(
+            screening.RoundInput(
+                round=last + 1,
+                order="",
+                failed=f"the screen did not finish this operator (no {OP_DONE_FILE})",
+            )
+        )
+    return screening.aggregate(op_dir.name, rounds, extra), problems

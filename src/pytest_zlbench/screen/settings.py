@@ -1,0 +1,160 @@
+"""The screen's settings, parsed once from the options, and ``screen.json``: the settings a
+screen's root was measured with, which ``--zl-resume`` must find unchanged."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import _common
+from ..contract import FLAGGEMS_CACHE_DIR, SETTINGS_FILE
+from ..core import records
+from ..core.parsing import (
+    Switch,
+    parse_bool,
+    parse_positive_float,
+    parse_positive_int,
+    parse_switch,
+    switches_env,
+)
+
+
+@dataclass(frozen=True)
+class AbSettings:
+    root: Path
+    switches: tuple[Switch, ...]
+    env_b: dict[str, str]
+    rounds: int
+    allow_no_ir_diff: bool
+    timeout: float | None
+    resume: bool
+    backend: str
+    flagtree_prefix: str
+    replay_from: Path | None = None
+    allow_caliber_mismatch: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
+        return {
+            "switch": dict(self.env_b),
+            "rounds": self.rounds,
+            "backend": self.backend,
+            "allow_no_ir_diff": self.allow_no_ir_diff,
+            "replay_from": str(self.replay_from) if self.replay_from else None,
+        }
+
+
+def default_root() -> Path:
+    """Where a screen or a compare writes without ``--zl-out``: a fresh directory under runs/."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return Path("runs") / f"zl_{stamp}"
+
+
+def replay_root(config: pytest.Config) -> Path | None:
+    value = _common.raw(config, "zl_replay_from")
+    if value is None:
+        return None
+    path = Path(str(value)).resolve()
+    if not (path / FLAGGEMS_CACHE_DIR).is_dir():
+        raise pytest.UsageError(
+            f"--zl-replay-from {path}: holds no {FLAGGEMS_CACHE_DIR}/ to replay"
+        )
+    return path
+
+
+def check_addopts(config: pytest.Config) -> None:
+    """The ini's addopts reach every child: screening options there would screen again."""
+    try:
+        addopts = config.getini("addopts")
+    except (ValueError, KeyError):
+        return
+    for arg in addopts or ():
+        name = str(arg).split("=", 1)[0]
+        if name in ("--zl-ab", "--zl-rounds", "--zl-compare"):
+            raise pytest.UsageError(
+                f"{name} is in the ini file's addopts, which every child run inherits: give it "
+                "on the command line"
+            )
+
+
+def check_resume(root: Path, settings: AbSettings) -> None:
+    """Refuse to continue a root that ``screen.json`` says was screened with other settings."""
+    path = root / SETTINGS_FILE
+    try:
+        before = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as exc:
+        raise pytest.UsageError(f"--zl-resume: {path} is unreadable ({exc})") from None
+    now = settings.describe()
+    differ = [k for k in now if isinstance(before, dict) and before.get(k) != now[k]]
+    if not isinstance(before, dict) or differ:
+        what = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
+        raise pytest.UsageError(
+            f"--zl-resume: {root} was screened with other settings ({what or 'unknown'}); "
+            "give a new --zl-out"
+        )
+
+
+def load_settings(config: pytest.Config, root: Path) -> AbSettings:
+    """The screen's settings, into ``root``; a usage error for a bad value."""
+    mode = _common.mode_of(config)
+    if mode.child and not _common.is_worker(config):
+        raise pytest.UsageError(
+            "this is a child run of an A/B screen and cannot screen again: --zl-ab/--zl-rounds "
+            "reached it through PYTEST_ADDOPTS or the ini file"
+        )
+    no_switch: list[Switch] = []
+    switches = tuple(
+        _common.get(config, "zl_ab", lambda v: [parse_switch(s) for s in v], no_switch)
+    )
+    rounds = _common.get(config, "zl_rounds", lambda v: parse_positive_int(v, "--zl-rounds"), 1)
+    timeout = _common.get(
+        config, "zl_timeout", lambda v: parse_positive_float(v, "--zl-timeout"), None
+    )
+    check_addopts(config)
+    from ..device.backend import backend_of
+
+    backend = backend_of(config)
+    try:
+        env_b = switches_env(switches, backend.flagtree_prefix)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return AbSettings(
+        root=root.resolve(),
+        switches=switches,
+        env_b=env_b,
+        rounds=rounds,
+        allow_no_ir_diff=_common.get(config, "zl_allow_no_ir_diff", parse_bool, False),
+        timeout=timeout,
+        resume=_common.get(config, "zl_resume", parse_bool, False),
+        backend=backend.name,
+        flagtree_prefix=backend.flagtree_prefix,
+        replay_from=replay_root(config),
+        allow_caliber_mismatch=_common.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
+    )
+
+
+def prepare_root(root: Path, settings: AbSettings) -> None:
+    """Create the screen's root (``root`` as given; ``settings.root`` resolved) and write
+    ``screen.json``; a root that holds results is continued only with ``--zl-resume`` and
+    unchanged settings."""
+    if root.exists() and not root.is_dir():
+        raise pytest.UsageError(f"--zl-out {root}: not a directory")
+    if root.exists() and any(root.iterdir()):
+        if not settings.resume:
+            raise pytest.UsageError(
+                f"--zl-out {root}: already holds results; pass --zl-resume to continue it "
+                "or give a new directory"
+            )
+        check_resume(root, settings)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        records.write_json(root / SETTINGS_FILE, settings.describe())
+    except OSError as exc:
+        raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None

@@ -1,0 +1,94 @@
+"""The session's timer: its settings parsed from the options, built once for the backend, and
+told which test it measures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .. import _common
+from .._common import TimingSettings, op_id, timing_settings_key
+
+if TYPE_CHECKING:
+    from ..adapters.timers import Timer
+    from ..core.backends import Backend
+
+
+def parse_settings(config: pytest.Config) -> TimingSettings:
+    from ..core.parsing import parse_bool, parse_positive_float, parse_positive_int, parse_timer
+
+    requested = _common.get(config, "zl_timer", parse_timer, "auto")
+    cold = _common.get(config, "zl_cold_cache", parse_bool, False)
+    if requested == "graph" and _common.raw(config, "zl_backend") is not None:
+        # a conflict between two options is a usage error now, not a failure in the first test
+        from ..device.backend import backend_of
+
+        if backend_of(config).name == "cpu":
+            raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
+    replays = _common.get(
+        config, "zl_graph_replays", lambda v: parse_positive_int(v, "--zl-graph-replays"), 10
+    )
+    budget = _common.get(
+        config,
+        "zl_graph_budget_ms",
+        lambda v: parse_positive_float(v, "--zl-graph-budget-ms"),
+        20.0,
+    )
+    return TimingSettings(requested, cold, replays, budget)
+
+
+def build_timer(
+    backend: Backend, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
+) -> Timer:
+    from ..adapters.timers import CpuTimer, DirectTimer, GraphTimer
+
+    if backend.name == "cpu":
+        if requested == "graph":
+            raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
+        return CpuTimer()
+    from ..adapters.torch_api import TorchDeviceAPI, triton_do_bench
+
+    do_bench = triton_do_bench()
+    if do_bench is None:
+        raise pytest.UsageError(f"the {backend.name} backend needs triton for its direct timer")
+    direct = DirectTimer(do_bench)
+    use_graph = requested == "graph" or (requested == "auto" and backend.graph_capture)
+    if not use_graph:
+        return direct
+    return GraphTimer(
+        TorchDeviceAPI(backend), direct, budget_ms=budget_ms, replays=replays, cold=cold
+    )
+
+
+def active_timer(config: pytest.Config) -> Timer:
+    settings = config.stash[timing_settings_key]
+    if settings.timer is None:
+        from ..device.backend import backend_of
+
+        settings.backend = backend_of(config)
+        settings.timer = build_timer(
+            settings.backend,
+            settings.requested,
+            settings.cold,
+            settings.replays,
+            settings.budget_ms,
+        )
+    timer: Timer = settings.timer
+    return timer
+
+
+def timer_for(config: pytest.Config, item: pytest.Item) -> Timer:
+    """The session's timer, told which test it measures: a graph timer captures each test's
+    shapes afresh, except for an operator listed in ``ops/no_capture.yaml`` (its capture kills
+    the process, which no fallback can catch), whose rows are timed directly with the listed
+    reason."""
+    timer = active_timer(config)
+    begin_test = getattr(timer, "begin_test", None)
+    if begin_test is None:
+        return timer
+    from ..core.compat import no_capture
+
+    reason = no_capture(op_id(item))
+    begin_test(item.nodeid, f"ops/no_capture.yaml: {reason}" if reason else None)
+    return timer
