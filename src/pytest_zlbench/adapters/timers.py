@@ -24,15 +24,26 @@ FALLBACK_MARK = FALLBACK_MARKER  # the text output marks a row timed directly wi
 PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (GraphTimer)
 # ... of an op whose eager estimate (in cold mode: flush + op) is below this: on an H200 the
 # two device states differ by about 0.18 us per kernel, and rows of 1 ms and more read the same
-# with and without a primer (call 14: median -0.07 %, all within 0.36 %), where 8 more calls of
+# with and without a primer (docs/PERFORMANCE.md, "Two device states"), where 8 more calls of
 # a 100 ms op cost 0.8 s
 PRIMER_BELOW_MS = 1.0
+#: the fewest samples a timer returns: a spread of fewer says nothing about the measurement
+MIN_SAMPLES = 10
+#: a graph whose time per call is below this fraction of the eager estimate did not capture the
+#: op's work (kernels on a stream not joined to the capture, host-only work, a view): real ops
+#: replay at most a few times faster than they run eagerly (launch overhead gone), never 100x
+IMPLAUSIBLE_BELOW = 1 / 100
 #: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
 FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})
 
 
 class FatalDeviceError(RuntimeError):
     """The device context is unusable (illegal address, device-side assert): fail loudly."""
+
+
+class NotCapturedError(RuntimeError):
+    """The graph was captured but cannot be what the op does on the device: it recorded no work,
+    or it replays implausibly fast. The shape is timed directly, with this as the reason."""
 
 
 class BrokenByCaptureError(RuntimeError):
@@ -74,6 +85,7 @@ class DeviceAPI(Protocol):
     def empty_cache(self) -> None: ...
     def error_code(self, exc: BaseException) -> int | None: ...
     def make_flush(self) -> Callable[[], Any]: ...
+    def graph_nodes(self, graph: Any) -> int | None: ...  # work items captured; None: unknown
     # what torch keeps per thread (device, autograd modes, ...), read on the calling thread,
     # to be entered on the capture thread
     def thread_context(self) -> Callable[[], AbstractContextManager[None]]: ...
@@ -220,7 +232,7 @@ class CpuTimer:
         self,
         warmup_ms: float = 10.0,
         rep_ms: float = 50.0,
-        min_samples: int = 9,
+        min_samples: int = MIN_SAMPLES,
         min_sample_ms: float = 0.2,
         clock: Callable[[], int] = time.perf_counter_ns,
     ) -> None:
@@ -277,16 +289,51 @@ class DirectTimer:
     def describe(self) -> str:
         return f"warmup={self.warmup_ms}ms,rep={self.rep_ms}ms"
 
-    def measure(self, fn: Callable[[], Any]) -> Measurement:
-        times = self.do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode="all")
+    def _bench(self, fn: Callable[[], Any], warmup: int, rep: int) -> list[float]:
+        times = self.do_bench(fn, warmup=warmup, rep=rep, return_mode="all")
         if isinstance(times, int | float):
-            times = [float(times)]
-        s = spread([float(t) for t in times])
+            return [float(times)]
+        return [float(t) for t in times]
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        # untimed first pass through the whole timing path: it compiles and tunes what the op
+        # and do_bench itself need (FlagGems' own zero_ for the L2 clear under use_gems), which
+        # would otherwise enter do_bench's estimate and cut the repetitions to one
+        self._bench(fn, 1, 1)
+        times: list[float] = []
+        for _ in range(MIN_SAMPLES):  # an op slower than rep_ms / MIN_SAMPLES needs more calls
+            times += self._bench(fn, self.warmup_ms, self.rep_ms)
+            if len(times) >= MIN_SAMPLES:
+                break
+        s = spread(times)
         return Measurement(s.p50, s, "direct", settings=self.describe())
 
 
 # ---------------------------------------------------------------------------------------------
 # Graph
+
+
+def _cold_samples(both: list[float], flush: list[float]) -> list[float]:
+    """Per replay, flush+op minus flush-only. A difference that is not positive means the op is
+    lost in the flush's own noise: never clamped, the shape is timed directly instead."""
+    samples = [b - f for b, f in zip(both, flush, strict=True)]
+    worst = min(samples)
+    if worst <= 0:
+        raise NotCapturedError(
+            f"cold mode: a flush+op replay was not slower than the flush-only one "
+            f"({worst * 1000:+.3g} us per call), the op is below the flush's noise"
+        )
+    return samples
+
+
+def _check_plausible(samples: list[float], estimate_ms: float) -> None:
+    per_call = spread(samples).p50
+    if per_call < estimate_ms * IMPLAUSIBLE_BELOW:
+        raise NotCapturedError(
+            f"the graph replays at {per_call * 1000:.3g} us per call, under "
+            f"{IMPLAUSIBLE_BELOW:.0%} of the eager {estimate_ms * 1000:.3g} us: it did not "
+            "capture the op's work"
+        )
 
 
 class GraphTimer:
@@ -302,10 +349,13 @@ class GraphTimer:
       H200 the device runs every graph's kernels in one of two states, about 0.18 us per
       kernel apart (64x64 abs: 0.92 / 1.10 us per call; 2 % at 17 us): the fast one for a
       process's first three graphs and again after idle gaps, the steady one once a few graphs
-      were made (docs/PERFORMANCE.md, calls 12-14). Without the primer a row's latency depends
-      on how many graphs came just before it and how long the device idled; with it every row
-      is timed in the steady state.
-    * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason.
+      were made (docs/PERFORMANCE.md, "Two device states"). Without the primer a row's latency
+      depends on how many graphs came just before it and how long the device idled; with it
+      every row is timed in the steady state.
+    * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason;
+      so does a graph that captured none of the op's work (no node recorded, where the device API
+      can count them, or a time per call below ``IMPLAUSIBLE_BELOW`` of the eager estimate), and
+      in cold mode a flush+op replay that is not slower than the flush-only one.
     * Graphs are released and the caching allocator emptied after every measurement.
     """
 
@@ -513,6 +563,17 @@ class GraphTimer:
                 flags.append("after")
             raise
 
+    def _check_recorded(self, graphs: list[Any]) -> None:
+        """The op's graph holds work: more nodes than none (warm), than the flush's (cold)."""
+        counts = [self.api.graph_nodes(g) for g in graphs]
+        if any(c is None for c in counts):
+            return  # this device API cannot count: the plausibility check still applies
+        if counts[-1] == (counts[0] if len(counts) == 2 else 0):
+            raise NotCapturedError(
+                "the capture recorded no device work of the op (a view, host-only "
+                "work, or kernels on a stream not joined to the capture)"
+            )
+
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         if self._direct_reason is not None:
             m = self.direct.measure(fn)
@@ -546,12 +607,15 @@ class GraphTimer:
                 self._on_capture_thread(
                     lambda flags: self._capture_all(fn, flush, both, calls, primers, graphs, flags)
                 )
+                self._check_recorded(graphs)
                 if flush is None:
                     samples = self._time_replays(graphs[0], calls)
                 else:
                     flush_t = self._time_replays(graphs[0], calls)
                     both_t = self._time_replays(graphs[1], calls)
-                    samples = [max(b - f, 0.0) for b, f in zip(both_t, flush_t, strict=True)]
+                    samples = _cold_samples(both_t, flush_t)
+                if flush is None:  # cold: the estimate is mostly the flush's
+                    _check_plausible(samples, estimate)
             except FatalDeviceError:
                 raise
             except Exception as exc:
