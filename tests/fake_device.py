@@ -370,6 +370,14 @@ class CountingDirect:
         self.inner = DirectTimer(fake_do_bench(device), warmup_ms=1, rep_ms=1)
         self.calls = 0
 
+    @property
+    def gate(self) -> Any:
+        return self.inner.gate
+
+    @gate.setter
+    def gate(self, gate: Any) -> None:
+        self.inner.gate = gate
+
     def describe(self) -> str:
         return self.inner.describe()
 
@@ -519,3 +527,41 @@ CAPTURE_FAILURES = {
     "capture_only": (capture_only_failure_op, "NotImplementedError: this op is not supported"),
     "hint_text": (capture_failure_with_hint_op, "operation not permitted when stream is"),
 }
+
+
+class RecordingGate:
+    """A gate that grants every turn at once, in ``portions`` turns per measurement, and logs
+    how many kernels the device had executed at each step (``executed`` counts)."""
+
+    def __init__(self, device: FakeDevice, portions: int = 2) -> None:
+        self.device = device
+        self.portions = portions
+        self.log: list[tuple[str, int]] = []
+        self.depth = 0
+
+    @contextmanager
+    def measurement(self) -> Iterator[RecordingGate]:
+        outer = self.depth == 0
+        if outer:
+            self.log.append(("enter", len(self.device.executed)))
+        self.depth += 1
+        try:
+            yield self
+        finally:
+            self.depth -= 1
+            if outer:
+                self.log.append(("leave", len(self.device.executed)))
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        self.log.append(("turn", len(self.device.executed)))
+        try:
+            yield
+        finally:
+            self.log.append(("turned", len(self.device.executed)))
+
+    def inside_turns(self) -> int:
+        """Kernels executed inside turns."""
+        starts = [n for what, n in self.log if what == "turn"]
+        ends = [n for what, n in self.log if what == "turned"]
+        return sum(e - s for s, e in zip(starts, ends, strict=True))

@@ -26,6 +26,7 @@ from fake_device import (
     FakeDevice,
     Kernel,
     Library,
+    RecordingGate,
     capture_only_failure_op,
     cpu_tensor_op,
     fake_do_bench,
@@ -829,3 +830,50 @@ def test_cold_mode_never_clamps_a_difference_to_zero() -> None:
     assert m.fallback is not None
     assert "not slower than the flush-only" in m.fallback
     assert direct.calls == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# gates: untimed work before the first turn, timed work only inside turns
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_the_graph_timer_times_only_inside_its_turns(cold: bool) -> None:
+    device = FakeDevice(flush_cost=0.5)
+    timer, _ = make_timer(device, replays=10, cold=cold)
+    gate = RecordingGate(device, portions=2)
+    timer.gate = gate
+    m = timer.measure(kernel_op(device, 0.25))
+    assert m.timer == "graph"
+    kinds = [what for what, _ in gate.log]
+    assert kinds == ["enter", "turn", "turned", "turn", "turned", "leave"]
+    calls = int(20.0 // (0.25 + (0.5 if cold else 0.0)))
+    # 10 replays split 5 + 5 over the two turns, of each graph (cold: the flush-only graph's
+    # calls flushes, the other's calls flushes and ops); nothing after the last turn
+    assert gate.inside_turns() == 10 * calls * (3 if cold else 1)
+    assert gate.log[-1][1] == gate.log[-2][1]
+    assert m.spread.n == 10
+
+
+def test_a_fallback_takes_its_turns_inside_the_same_measurement() -> None:
+    device = FakeDevice()
+    timer, direct = make_timer(device)
+    gate = RecordingGate(device, portions=2)
+    timer.gate = gate
+    assert direct.inner.gate is gate
+    m = timer.measure(host_sync_op(device, 0.25))
+    assert m.timer == "direct"
+    kinds = [what for what, _ in gate.log]
+    assert kinds == ["enter", "turn", "turned", "turn", "turned", "leave"]
+    # the direct timer's untimed first pass ran before its first turn: 1 + 5 calls
+    first_turn = next(n for what, n in gate.log if what == "turn")
+    assert first_turn > 0
+    assert m.spread.n >= MIN_SAMPLES
+
+
+def test_the_cpu_timer_splits_its_samples_over_the_turns() -> None:
+    gate = RecordingGate(FakeDevice(), portions=2)
+    timer = CpuTimer(warmup_ms=0.1, rep_ms=0.0, min_sample_ms=0.01)
+    timer.gate = gate
+    m = timer.measure(lambda: None)
+    assert [what for what, _ in gate.log] == ["enter", "turn", "turned", "turn", "turned", "leave"]
+    assert m.spread.n >= MIN_SAMPLES

@@ -69,6 +69,51 @@ class Timer(Protocol):
     def describe(self) -> str: ...
 
 
+class Turns(Protocol):
+    """One measurement's share of a gate: ``portions`` turns, each taken with ``turn()``."""
+
+    portions: int
+
+    def turn(self) -> AbstractContextManager[None]: ...
+
+
+class Gate(Protocol):
+    """Who may time when. A timer does every untimed step of a measurement (compiling, warm-up,
+    capture) inside ``measurement()`` but before its first ``turn()``, and only the timed steps
+    inside turns. With another process measuring the same key (the other side of an A/B screen),
+    a gate grants the turns one side at a time in a balanced order and holds each side at the
+    end of the measurement until both are done, so that neither side's untimed work overlaps the
+    other's timed work. ``measurement()`` is re-entrant: a timer that falls back to another one
+    inside a measurement takes further turns of the same measurement."""
+
+    def measurement(self) -> AbstractContextManager[Turns]: ...
+
+
+class _Alone:
+    portions = 1
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        yield
+
+
+class Ungated:
+    """No other process to take turns with: one portion, granted at once."""
+
+    @contextmanager
+    def measurement(self) -> Iterator[Turns]:
+        yield _Alone()
+
+
+UNGATED: Gate = Ungated()
+
+
+def shares(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal positive counts (fewer parts if total is less)."""
+    parts = max(1, min(parts, total))
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
 class DeviceAPI(Protocol):
     """What the graph and direct timers need from a device runtime."""
 
@@ -241,6 +286,7 @@ class CpuTimer:
         self.min_samples = min_samples
         self.min_sample_ms = min_sample_ms
         self.clock = clock
+        self.gate: Gate = UNGATED
 
     def describe(self) -> str:
         return f"cpu:warmup={self.warmup_ms:g}ms,rep={self.rep_ms:g}ms"
@@ -258,16 +304,28 @@ class CpuTimer:
         per_call = max(elapsed / calls, 1e-6)
         batch = max(1, math.ceil(self.min_sample_ms / per_call))
         samples: list[float] = []
+        with self.gate.measurement() as turns:
+            portions = turns.portions
+            for _ in range(portions):
+                with turns.turn():
+                    samples += self._samples(fn, batch, portions)
+        s = spread(samples)
+        return Measurement(s.p50, s, "direct", settings=self.describe())
+
+    def _samples(self, fn: Callable[[], Any], batch: int, portions: int) -> list[float]:
+        """One portion: at least its share of ``min_samples`` and of ``rep_ms``."""
+        clock = self.clock
+        least = math.ceil(self.min_samples / portions)
+        samples: list[float] = []
         begin = clock()
-        while len(samples) < self.min_samples or (clock() - begin) / 1e6 < self.rep_ms:
+        while len(samples) < least or (clock() - begin) / 1e6 < self.rep_ms / portions:
             t0 = clock()
             for _ in range(batch):
                 fn()
             samples.append((clock() - t0) / 1e6 / batch)
             if len(samples) >= 10_000:
                 break
-        s = spread(samples)
-        return Measurement(s.p50, s, "direct", settings=self.describe())
+        return samples
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,6 +343,7 @@ class DirectTimer:
         self.do_bench = do_bench
         self.warmup_ms = warmup_ms
         self.rep_ms = rep_ms
+        self.gate: Gate = UNGATED
 
     def describe(self) -> str:
         return f"warmup={self.warmup_ms}ms,rep={self.rep_ms}ms"
@@ -299,12 +358,20 @@ class DirectTimer:
         # untimed first pass through the whole timing path: it compiles and tunes what the op
         # and do_bench itself need (FlagGems' own zero_ for the L2 clear under use_gems), which
         # would otherwise enter do_bench's estimate and cut the repetitions to one
-        self._bench(fn, 1, 1)
         times: list[float] = []
-        for _ in range(MIN_SAMPLES):  # an op slower than rep_ms / MIN_SAMPLES needs more calls
-            times += self._bench(fn, self.warmup_ms, self.rep_ms)
-            if len(times) >= MIN_SAMPLES:
-                break
+        with self.gate.measurement() as turns:
+            self._bench(fn, 1, 1)
+            portions = turns.portions
+            least = math.ceil(MIN_SAMPLES / portions)
+            for _ in range(portions):
+                with turns.turn():
+                    got: list[float] = []
+                    # an op slower than rep_ms / MIN_SAMPLES needs more calls
+                    for _ in range(MIN_SAMPLES):
+                        got += self._bench(fn, self.warmup_ms, self.rep_ms)
+                        if len(got) >= least:
+                            break
+                    times += got
         s = spread(times)
         return Measurement(s.p50, s, "direct", settings=self.describe())
 
@@ -385,6 +452,18 @@ class GraphTimer:
         # reason, so that one operator parks one thread, not one per shape)
         self._test: str | None = None
         self._direct_reason: str | None = None
+        self._gate: Gate = UNGATED
+
+    @property
+    def gate(self) -> Gate:
+        return self._gate
+
+    @gate.setter
+    def gate(self, gate: Gate) -> None:
+        """The gate of this timer and of its direct fallback."""
+        self._gate = gate
+        if hasattr(self.direct, "gate"):
+            self.direct.gate = gate
 
     def describe(self) -> str:
         return (
@@ -426,12 +505,10 @@ class GraphTimer:
             raise
         return graph
 
-    def _time_replays(self, graph: Any, calls: int) -> list[float]:
+    def _time_replays(self, graph: Any, calls: int, replays: int) -> list[float]:
         api = self.api
-        api.replay(graph)  # first replay uploads the graph; not timed
-        api.synchronize()
         out = []
-        for _ in range(self.replays):
+        for _ in range(replays):
             start, end = api.event(), api.event()
             start.record()
             api.replay(graph)
@@ -439,6 +516,21 @@ class GraphTimer:
             api.synchronize()
             out.append(api.elapsed_ms(start, end) / calls)
         return out
+
+    def _timed(self, graphs: list[Any], calls: int, turns: Turns) -> list[float]:
+        """Every graph uploaded by one untimed replay, then ``replays`` timed replays of each,
+        split over the gate's turns; warm: per-call times; cold: flush+op minus flush-only."""
+        for graph in graphs:
+            self.api.replay(graph)
+        self.api.synchronize()
+        timed: list[list[float]] = [[] for _ in graphs]
+        for share in shares(self.replays, turns.portions):
+            with turns.turn():
+                for graph, out in zip(graphs, timed, strict=True):
+                    out += self._time_replays(graph, calls, share)
+        if len(graphs) == 1:
+            return timed[0]
+        return _cold_samples(timed[1], timed[0])
 
     def _prime(self, fn: Callable[[], Any], graphs: list[Any], count: int) -> None:
         """Capture, replay and release ``count`` one-call graphs of ``fn``, one at a time (at
@@ -575,6 +667,10 @@ class GraphTimer:
             )
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
+        with self.gate.measurement() as turns:
+            return self._measure(fn, turns)
+
+    def _measure(self, fn: Callable[[], Any], turns: Turns) -> Measurement:
         if self._direct_reason is not None:
             m = self.direct.measure(fn)
             return Measurement(
@@ -608,12 +704,7 @@ class GraphTimer:
                     lambda flags: self._capture_all(fn, flush, both, calls, primers, graphs, flags)
                 )
                 self._check_recorded(graphs)
-                if flush is None:
-                    samples = self._time_replays(graphs[0], calls)
-                else:
-                    flush_t = self._time_replays(graphs[0], calls)
-                    both_t = self._time_replays(graphs[1], calls)
-                    samples = _cold_samples(both_t, flush_t)
+                samples = self._timed(graphs, calls, turns)
                 if flush is None:  # cold: the estimate is mostly the flush's
                     _check_plausible(samples, estimate)
             except FatalDeviceError:
