@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 
 import pytest
 
 from pytest_zlbench.core.sidework import Channel, ChannelClosed
 
 
-def test_messages_cross_whole_and_in_order() -> None:
-    a, b = (Channel(s) for s in socket.socketpair())
+@pytest.fixture
+def pair() -> Iterator[tuple[Channel, Channel]]:
+    left, right = (Channel(s) for s in socket.socketpair())
+    yield left, right
+    left.close()
+    right.close()
+
+
+def test_messages_cross_whole_and_in_order(pair: tuple[Channel, Channel]) -> None:
+    a, b = pair
     a.send("enter", key=[3, 0])
     a.send("request")
     assert b.recv(timeout=1) == {"t": "enter", "key": [3, 0]}
@@ -19,15 +28,15 @@ def test_messages_cross_whole_and_in_order() -> None:
     assert b.recv(timeout=0.01) is None
 
 
-def test_a_closed_end_is_reported() -> None:
-    a, b = (Channel(s) for s in socket.socketpair())
+def test_a_closed_end_is_reported(pair: tuple[Channel, Channel]) -> None:
+    a, b = pair
     a.close()
     with pytest.raises(ChannelClosed):
         b.recv(timeout=1)
 
 
-def test_a_stray_line_is_refused() -> None:
-    left, right = socket.socketpair()
-    left.sendall(b"[1, 2]\n")
+def test_a_stray_line_is_refused(pair: tuple[Channel, Channel]) -> None:
+    a, b = pair
+    a.sock.sendall(b"[1, 2]\n")
     with pytest.raises(ValueError, match="not a side-worker message"):
-        Channel(right).recv(timeout=1)
+        b.recv(timeout=1)
