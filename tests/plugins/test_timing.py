@@ -26,6 +26,7 @@ def test_row(zl_bench):
     assert (row.op, row.dtype, row.shape) == ("busy", "int32", "(200,)")
     assert row.latency > 0 and row.latency_base > 0
     assert row.timer == "direct" and row.fallback is None
+    assert row.timer_base == "direct" and row.fallback_base is None
     assert row.spread.p20 <= row.spread.p50 <= row.spread.p80
     assert row.spread.p50 == row.latency
     assert row.spread_base.p50 == row.latency_base
@@ -316,8 +317,9 @@ def test_the_run_summary_names_unsteady_measurements(gems_suite: pytest.Pytester
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "zlbench: 2 measurement(s) spread over 5% (p20-p80) within themselves, less certain "
-            "than their medians: abs float32 [[]200[]] 14%; abs float32 [[]400[]] 14%",
+            "zlbench: 2 measurement(s) spread over their timer's limit (graph 5%, direct 25%; "
+            "p20-p80 / p50) within themselves, less certain than their medians: abs float32 "
+            "[[]200[]] 14%; abs float32 [[]400[]] 14%",
             "zlbench: run complete: *",
         ]
     )

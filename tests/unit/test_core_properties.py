@@ -159,6 +159,8 @@ ROW_KEYS = [
     "card",
     "status",
     "error",
+    "timer_base",
+    "fallback_base",
 ]
 
 

@@ -92,15 +92,24 @@ def test_empty_summary_round_trips() -> None:
     assert summary.parse_tsv(text) == []
 
 
+TSV = "\t".join(HEADERS) + "\n"
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
         ("", "empty"),
         ("op\tdtype\n", "unexpected header"),
         ("\t".join(HEADERS) + "\nabs\tf16\t1\n", "3 cells"),
-        ("\t".join(HEADERS) + "\nabs\tf16\tone\t0\t1.0\tgraph=1\n", "bad line for 'abs'"),
-        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\tfast\tgraph=1\n", "bad line for 'abs'"),
-        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\t1.0\tgraph=x\n", "bad line for 'abs'"),
+        (
+            "\t".join(HEADERS) + "\nabs\tf16\tone\t0\t1.0\tgraph=1\tgraph=1\t0\n",
+            "bad line for 'abs'",
+        ),
+        (
+            "\t".join(HEADERS) + "\nabs\tf16\t1\t0\tfast\tgraph=1\tgraph=1\t0\n",
+            "bad line for 'abs'",
+        ),
+        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\t1.0\tgraph=x\tgraph=1\t0\n", "bad line for 'abs'"),
     ],
 )
 def test_parse_tsv_refuses(text: str, needle: str) -> None:
@@ -112,7 +121,7 @@ def test_parse_tsv_refuses(text: str, needle: str) -> None:
 
 def test_render_returns_lines() -> None:
     lines = summary.render(summary.summarize(ROWS))
-    assert lines[0].split() == ["op", "dtype", "rows", "failed", "median", "speedup", "timers"]
+    assert lines[0].split() == list(HEADERS)  # the TSV's names
     assert set(lines[1]) <= {"-", " "}
     assert len(lines) == 2 + 4
     assert "direct=1,graph=2" in lines[2]
@@ -159,19 +168,22 @@ def test_unsteady_names_the_wide_measurements_widest_first() -> None:
         graph_row("log", "float16", "[1]", 0.5),  # a row parsed from a log has no spread
         graph_row("edge", "float16", "[1]", 0.5, spread=spread_of(0.05)),  # not over 5 %
         graph_row("zero", "float16", "[1]", 0.5, spread=Spread(0.0, 0.0, 0.1, 30)),
-        # direct and CPU timings spread wider as a rule: not named
-        Row("direct", "float16", "[1]", 0.5, timer="direct", spread=spread_of(0.3)),
+        # direct and CPU timings spread wider as a rule: named past a wider limit
+        Row("direct", "float16", "[1]", 0.5, timer="direct", spread=spread_of(0.2)),
+        Row("cpu", "float16", "[1]", 0.5, timer="direct", spread=spread_of(5.0)),
     ]
     found = summary.unsteady(rows)
     assert [(u.row.op, u.row.dtype, u.baseline) for u in found] == [
+        ("cpu", "float16", False),
         ("mm", "bfloat16", False),
         ("mm", "float16", True),
     ]
-    assert found[0].spread == pytest.approx(0.14)
+    assert found[1].spread == pytest.approx(0.14)
     line = summary.unsteady_line(found)
     assert line == (
-        "zlbench: 2 measurement(s) spread over 5% (p20-p80) within themselves, less certain "
-        "than their medians: mm bfloat16 [4096] 14%; mm float16 [2048] (baseline) 6%"
+        "zlbench: 3 measurement(s) spread over their timer's limit (graph 5%, direct 25%; "
+        "p20-p80 / p50) within themselves, less certain than their medians: cpu float16 [1] "
+        "500%; mm bfloat16 [4096] 14%; mm float16 [2048] (baseline) 6%"
     )
 
 
@@ -183,3 +195,22 @@ def test_unsteady_line_lists_a_few_and_counts_the_rest() -> None:
     assert line.endswith("op f [5] 15%; op f [4] 14%; 4 more")
     assert str(summary.unsteady_line(found)).endswith("op f [2] 12%; 2 more")  # 4 by default
     assert summary.unsteady_line([]) is None
+
+
+def base_row(timer: str, timer_base: str, op: str = "nonzero") -> Row:
+    return Row(op, "float16", "[64, 64]", 0.01, 0.02, timer=timer, timer_base=timer_base)
+
+
+def test_a_speedup_between_unlike_timers_is_never_computed() -> None:
+    """FlagGems nonzero on an H200: when one latency fell back to direct and the other was
+    graph-timed, the summary compared the two as if alike."""
+    unlike = base_row("graph", "direct")
+    assert unlike.speedup is None
+    assert unlike.unlike_timers == "latency timed graph, latency_base direct: no speedup"
+    assert base_row("direct", "direct").speedup == pytest.approx(2.0)
+    (line,) = summary.summarize([unlike, base_row("direct", "direct"), base_row("graph", "graph")])
+    assert line.timers == (("direct", 1), ("graph", 2))
+    assert line.timers_base == (("direct", 2), ("graph", 1))
+    assert line.unlike_timers == 1
+    assert line.median_speedup == pytest.approx(2.0)
+    assert summary.parse_tsv(summary.write_tsv([line])) == [line]

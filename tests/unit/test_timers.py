@@ -1,32 +1,5 @@
-"""The timers of ``adapters/timers.py`` on the CPU, against a faithful fake of the device API.
-
-The fake (:class:`FakeDevice`) models what the graph timer depends on in a CUDA runtime driven
-through torch:
-
-* a virtual device clock: a kernel advances it by its known cost when it executes; events record
-  the clock, so event timings are exact;
-* graph capture: launches made while capturing, on the capturing thread (its current stream),
-  are recorded into the graph and do not execute; other threads' launches execute; a replay
-  executes the recorded kernels again. Host synchronisation while capturing fails with
-  ``cudaErrorStreamCaptureUnsupported`` (900) and invalidates the capture, after which ending the
-  capture fails with ``cudaErrorStreamCaptureInvalidated`` (901), chained to the first error, as
-  ``torch.cuda.graph.__exit__`` does;
-* sticky errors: a faulting kernel (illegal address 700, device-side assert 710) reports
-  asynchronously, at the next API call, and from then on every call fails with the same error;
-  messages carry torch's "enable device-side assertions" hint, as every CUDA error of recent torch
-  does;
-* the default generator: capture registers it (``mode="capture"``) and an aborted capture leaves
-  it there, which is what the timer's throwaway RNG state must undo;
-* torch's per-thread state: the device and the autograd modes, which ``thread_context`` carries
-  to the capture thread; libraries with one handle per thread are :class:`Library`;
-* memory: each graph holds a private pool until released; freed memory stays reserved by the
-  caching allocator until ``empty_cache``; the cold-cache flush buffer lives as long as its
-  flush callable;
-* the two states an H200 runs graphs in (calls 12-13, docs/PERFORMANCE.md), with
-  ``steady_extra``: the first three graphs a process makes replay at the kernels' cost, and from
-  the fourth graph on every replay (of old graphs too) costs ``steady_extra`` more per kernel,
-  until the device idles (``idle()``) and the count starts again.
-"""
+"""The timers of ``adapters/timers.py`` on the CPU, against the faithful fake device of
+``tests/fake_device.py``."""
 
 from __future__ import annotations
 
@@ -34,16 +7,37 @@ import gc
 import signal
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from fake_device import (
+    CAPTURE_FAILURES,
+    DEVICE_ASSERT,
+    FLUSH_BYTES,
+    GRAPH_POOL,
+    ILLEGAL_ADDRESS,
+    MESSAGES,
+    TORCH_HINT,
+    AcceleratorError,
+    CountingDirect,
+    FakeDevice,
+    Kernel,
+    Library,
+    RecordingGate,
+    capture_only_failure_op,
+    cpu_tensor_op,
+    fake_do_bench,
+    host_sync_op,
+    kernel_op,
+    make_timer,
+    on_thread,
+)
 from pytest_zlbench.adapters.timers import (
     FALLBACK_MARK,
+    MIN_SAMPLES,
     PRIMER_GRAPHS,
     BrokenByCaptureError,
     CaptureThread,
@@ -54,462 +48,6 @@ from pytest_zlbench.adapters.timers import (
     GraphTimer,
     Measurement,
 )
-
-ILLEGAL_ADDRESS = 700
-DEVICE_ASSERT = 710
-CAPTURE_UNSUPPORTED = 900
-CAPTURE_INVALIDATED = 901
-
-TORCH_HINT = (
-    "\nCUDA kernel errors might be asynchronously reported at some other API call, so the "
-    "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"
-    "\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
-)
-MESSAGES = {
-    ILLEGAL_ADDRESS: "CUDA error: an illegal memory access was encountered",
-    DEVICE_ASSERT: "CUDA error: device-side assert triggered",
-    CAPTURE_UNSUPPORTED: "CUDA error: operation not permitted when stream is capturing",
-    CAPTURE_INVALIDATED: "CUDA error: operation failed due to a previous error during capture",
-}
-GRAPH_POOL = 1 << 20
-FLUSH_BYTES = 256 << 20
-
-
-class AcceleratorError(RuntimeError):
-    """Like ``torch.AcceleratorError``: a runtime error carrying the CUDA error code."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(MESSAGES[code] + TORCH_HINT)
-        self.error_code = code
-
-
-@dataclass(frozen=True)
-class Kernel:
-    name: str
-    cost: float  # milliseconds of device time
-    fault: int | None = None  # the sticky error this kernel causes when it executes
-
-
-@dataclass(eq=False)
-class FakeGraph:
-    kernels: list[Kernel] = field(default_factory=list)
-    captured: bool = False
-    released: bool = False
-    invalidated: bool = False
-    pool: int = 0
-
-
-class FakeEvent:
-    def __init__(self, device: FakeDevice) -> None:
-        self.device = device
-        self.time: float | None = None
-
-    def record(self) -> None:
-        self.device.check()
-        self.time = self.device.clock
-
-
-class Flush:
-    """The cold-cache flush: a callable owning a large device buffer."""
-
-    def __init__(self, device: FakeDevice, cost: float) -> None:
-        device.allocated += FLUSH_BYTES
-        device.reserved = max(device.reserved, device.allocated)
-        self.device = device
-        self.kernel = Kernel("flush", cost)
-        weakref.finalize(self, device.free, FLUSH_BYTES)
-
-    def __call__(self) -> None:
-        self.device.launch(self.kernel)
-
-
-@dataclass
-class GenState:
-    """A generator state object (torch's ``CUDAGeneratorState``)."""
-
-    offset: int = 0
-    capturing: bool = False
-
-
-class FakeDevice:
-    """A faithful fake of :class:`pytest_zlbench.adapters.timers.DeviceAPI`."""
-
-    FAST_GRAPHS = 3  # graphs made since the device idled that replay in the fast state
-
-    def __init__(
-        self, flush_cost: float = 0.5, sticky_errors: bool = True, steady_extra: float = 0.0
-    ) -> None:
-        self.clock = 0.0
-        self.steady_extra = steady_extra
-        self.graphs_since_idle = 0
-        self.flush_cost = flush_cost
-        self.sticky_errors = sticky_errors
-        self.capturing: FakeGraph | None = None
-        self.capture_thread: int | None = None  # the thread whose stream is capturing
-        self.grad = threading.local()  # torch's grad mode: per thread, on by default
-        self.contexts: list[tuple[str, bool]] = []  # (thread name, grad mode) of each entry
-        self.error: int | None = None  # the sticky error, once a kernel faulted
-        self.gen = GenState()  # the default generator's current state object
-        self.rng_at_capture: list[GenState] = []  # the state each capture registered
-        self.graphs: list[FakeGraph] = []
-        self.double_releases = 0
-        self.allocated = 0
-        self.reserved = 0
-        self.peak_allocated = 0
-        self.empty_cache_calls = 0
-        self.executed: list[str] = []
-
-    # -- what the "ops" of the tests call ---------------------------------------------------
-
-    def grad_enabled(self) -> bool:
-        return bool(getattr(self.grad, "on", True))
-
-    def launch(self, kernel: Kernel) -> None:
-        self.check()
-        if self.is_capturing():
-            assert self.capturing is not None
-            self.capturing.kernels.append(kernel)
-            return
-        self._execute(kernel)
-
-    def random(self) -> None:
-        """An op drawing from the default generator (e.g. ``torch.randn``), with torch's checks:
-        inside a capture the state must be registered, outside it must not be in capture mode."""
-        self.check()
-        if self.is_capturing():
-            if not self.gen.capturing:
-                raise RuntimeError(
-                    "Attempt to increase offset for a CUDA generator not in capture mode."
-                )
-            return  # drawn inside the graph: the state's offset does not move at capture
-        if self.gen.capturing:
-            raise RuntimeError("Offset increment outside graph capture encountered unexpectedly.")
-        self.gen.offset += 1
-
-    @property
-    def rng_offset(self) -> int:
-        return self.gen.offset
-
-    def idle(self) -> None:
-        """A long enough idle gap: graphs replay in the fast state again."""
-        self.graphs_since_idle = 0
-
-    def _execute(self, kernel: Kernel, extra: float = 0.0) -> None:
-        self.clock += kernel.cost + extra
-        self.executed.append(kernel.name)
-        if kernel.fault is not None:
-            self.error = kernel.fault  # reported asynchronously, at the next API call
-
-    def check(self) -> None:
-        if self.error is not None:
-            code = self.error
-            if not self.sticky_errors:
-                self.error = None
-            raise AcceleratorError(code)
-
-    def free(self, nbytes: int) -> None:
-        self.allocated -= nbytes
-
-    @property
-    def live_graphs(self) -> list[FakeGraph]:
-        return [g for g in self.graphs if not g.released]
-
-    # -- DeviceAPI ------------------------------------------------------------------------
-
-    def synchronize(self) -> None:
-        self.check()
-        if self.capturing is not None:
-            self.capturing.invalidated = True
-            raise AcceleratorError(CAPTURE_UNSUPPORTED)
-
-    def event(self) -> FakeEvent:
-        return FakeEvent(self)
-
-    def elapsed_ms(self, start: FakeEvent, end: FakeEvent) -> float:
-        self.check()
-        if start.time is None or end.time is None:
-            raise RuntimeError("event not recorded")
-        return end.time - start.time
-
-    def new_graph(self) -> FakeGraph:
-        self.check()
-        graph = FakeGraph()
-        self.graphs.append(graph)
-        return graph
-
-    @contextmanager
-    def capture(self, graph: FakeGraph) -> Iterator[None]:
-        self.check()
-        if self.capturing is not None:
-            raise AcceleratorError(CAPTURE_UNSUPPORTED)
-        if graph.released or graph.captured:
-            raise RuntimeError("graph already used")
-        self.capturing = graph
-        self.capture_thread = threading.get_ident()
-        registered = self.gen  # capture_begin registers the state object it finds
-        registered.capturing = True
-        self.rng_at_capture.append(registered)
-        graph.pool = GRAPH_POOL
-        self.allocated += GRAPH_POOL
-        self.reserved = max(self.reserved, self.allocated)
-        self.peak_allocated = max(self.peak_allocated, self.allocated)
-        try:
-            yield
-        except BaseException:
-            # torch.cuda.graph.__exit__ still ends the capture. When the end fails (a dead
-            # context, an invalidated capture) the generator epilogue never runs and the
-            # registered state stays in capture mode for the rest of the process.
-            self.capturing = None
-            self.check()
-            if graph.invalidated:
-                raise AcceleratorError(CAPTURE_INVALIDATED)  # noqa: B904 - chained implicitly
-            registered.capturing = False
-            raise
-        self.capturing = None
-        self.check()
-        if graph.invalidated:
-            raise AcceleratorError(CAPTURE_INVALIDATED)
-        registered.capturing = False
-        graph.captured = True
-        self.graphs_since_idle += 1
-
-    def replay(self, graph: FakeGraph) -> None:
-        self.check()
-        if graph.released or not graph.captured:
-            raise RuntimeError("replay of a graph that is not captured")
-        steady = self.graphs_since_idle > self.FAST_GRAPHS
-        for kernel in graph.kernels:
-            self._execute(kernel, self.steady_extra if steady else 0.0)
-
-    def release(self, graph: FakeGraph) -> None:
-        if graph.released:
-            self.double_releases += 1
-            return
-        graph.released = True
-        self.allocated -= graph.pool
-
-    def isolate_rng(self) -> GenState:
-        """``graphsafe_set_state(clone_state())``: a copy of the value, never in capture mode."""
-        self.check()
-        original = self.gen
-        self.gen = GenState(offset=original.offset)
-        return original
-
-    def restore_rng(self, token: GenState) -> None:
-        if self.capturing is not None:
-            raise RuntimeError("cannot set the RNG state while capturing")
-        self.gen = token
-
-    def is_capturing(self) -> bool:
-        return self.capturing is not None and self.capture_thread == threading.get_ident()
-
-    def empty_cache(self) -> None:
-        self.check()
-        self.empty_cache_calls += 1
-        self.reserved = self.allocated
-
-    def error_code(self, exc: BaseException) -> int | None:
-        code = getattr(exc, "error_code", None)
-        return code if isinstance(code, int) else None
-
-    def make_flush(self) -> Callable[[], Any]:
-        self.check()
-        return Flush(self, self.flush_cost)
-
-    def thread_context(self) -> Callable[[], Any]:
-        grad = self.grad_enabled()
-
-        @contextmanager
-        def enter() -> Iterator[None]:
-            before = self.grad_enabled()
-            self.grad.on = grad
-            self.contexts.append((threading.current_thread().name, grad))
-            try:
-                yield
-            finally:
-                self.grad.on = before
-
-        return enter
-
-
-def fake_do_bench(device: FakeDevice, reps: int = 5) -> Callable[..., list[float]]:
-    """Triton's ``do_bench`` in miniature: event-timed eager calls."""
-
-    def do_bench(fn: Callable[[], Any], warmup: int, rep: int, return_mode: str) -> list[float]:
-        assert return_mode == "all"
-        fn()
-        device.synchronize()
-        times = []
-        for _ in range(reps):
-            start, end = device.event(), device.event()
-            start.record()
-            fn()
-            end.record()
-            device.synchronize()
-            times.append(device.elapsed_ms(start, end))
-        return times
-
-    return do_bench
-
-
-class CountingDirect:
-    """A direct timer that counts its measurements."""
-
-    name = "direct"
-
-    def __init__(self, device: FakeDevice) -> None:
-        self.inner = DirectTimer(fake_do_bench(device), warmup_ms=1, rep_ms=1)
-        self.calls = 0
-
-    def describe(self) -> str:
-        return self.inner.describe()
-
-    def measure(self, fn: Callable[[], Any]) -> Measurement:
-        self.calls += 1
-        return self.inner.measure(fn)
-
-
-class _Lease:
-    """A thread's hold on a handle: when the thread ends, the handle goes back to the pool."""
-
-    def __init__(self, pool: list[dict[str, bool]], handle: dict[str, bool]) -> None:
-        self.pool = pool
-        self.handle = handle
-
-    def __del__(self) -> None:
-        self.pool.append(self.handle)
-
-
-class Library:
-    """A library with one handle per thread from a pool, as torch keeps cuSOLVER's and
-    cuBLAS's (``DeviceThreadHandlePool``: a thread reserves a handle at its first call, and an
-    ended thread's handle goes back to the pool for the next new thread). On an H200
-    (``benchmarks/gpu/capture_probe.py``): ``linalg_eigvals``'s capture failed inside cuSOLVER,
-    after which every eager call *of that thread* failed with CUSOLVER_STATUS_INTERNAL_ERROR,
-    while a fresh thread's calls worked, and a capture on a side thread left the main thread's
-    calls working. Making a handle allocates device memory: not allowed while capturing."""
-
-    def __init__(self, device: FakeDevice) -> None:
-        self.device = device
-        self.local = threading.local()
-        self.pool: list[dict[str, bool]] = []
-        self.made: list[str] = []  # the threads that made a new handle
-
-    def handle(self) -> dict[str, bool]:
-        lease = getattr(self.local, "lease", None)
-        if lease is None:
-            if self.pool:
-                handle = self.pool.pop()
-            else:
-                if self.device.is_capturing():
-                    self.device.synchronize()  # cudaMalloc while capturing: fails, invalidates
-                handle = {"broken": False}
-                self.made.append(threading.current_thread().name)
-            lease = self.local.lease = _Lease(self.pool, handle)
-        handle = lease.handle
-        if handle["broken"]:
-            raise RuntimeError("cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling geev")
-        return handle
-
-    def geev(self) -> None:
-        """Reads its info back to the host: a capture breaks the capturing thread's handle."""
-        handle = self.handle()
-        self.device.launch(Kernel("geev", 0.25))
-        if self.device.is_capturing():
-            handle["broken"] = True
-            self.device.synchronize()
-
-    def potrs(self) -> None:
-        """Capturable."""
-        self.handle()
-        self.device.launch(Kernel("potrs", 0.25))
-
-
-def on_thread(fn: Callable[[], Any]) -> BaseException | None:
-    """Run ``fn`` on a new thread that then ends; what it raised."""
-    box: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            fn()
-        except BaseException as exc:
-            box.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    gc.collect()
-    return box[0] if box else None
-
-
-def make_timer(device: FakeDevice, **kwargs: Any) -> tuple[GraphTimer, CountingDirect]:
-    direct = CountingDirect(device)
-    return GraphTimer(device, direct, **kwargs), direct
-
-
-# ---------------------------------------------------------------------------------------------
-# ops
-
-
-def kernel_op(device: FakeDevice, cost: float, name: str = "k") -> Callable[[], None]:
-    kernel = Kernel(name, cost)
-    return lambda: device.launch(kernel)
-
-
-def host_sync_op(device: FakeDevice, cost: float) -> Callable[[], None]:
-    """Launches a kernel, then reads its result on the host (``.item()``, ``nonzero``)."""
-
-    def op() -> None:
-        device.launch(Kernel("k", cost))
-        device.synchronize()
-
-    return op
-
-
-def cpu_tensor_op(device: FakeDevice, cost: float) -> Callable[[], None]:
-    """Copies a pageable CPU tensor to the device: torch refuses it during capture."""
-
-    def op() -> None:
-        if device.is_capturing():
-            raise RuntimeError(
-                "Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the "
-                "CPU tensor is pinned."
-            )
-        device.launch(Kernel("k", cost))
-
-    return op
-
-
-def capture_only_failure_op(device: FakeDevice, cost: float) -> Callable[[], None]:
-    """Works eagerly, unsupported under capture (a library call that refuses capture)."""
-
-    def op() -> None:
-        device.random()
-        if device.is_capturing():
-            raise NotImplementedError("this op is not supported during graph capture")
-        device.launch(Kernel("k", cost))
-
-    return op
-
-
-def capture_failure_with_hint_op(device: FakeDevice, cost: float) -> Callable[[], None]:
-    """A non-fatal CUDA error whose message carries torch's device-side-assertion hint."""
-
-    def op() -> None:
-        if device.is_capturing():
-            device.capturing.invalidated = True  # type: ignore[union-attr]
-            raise AcceleratorError(CAPTURE_UNSUPPORTED)
-        device.launch(Kernel("k", cost))
-
-    return op
-
-
-CAPTURE_FAILURES = {
-    "host_sync": (host_sync_op, "operation not permitted when stream is capturing"),
-    "cpu_tensor": (cpu_tensor_op, "RuntimeError: Cannot copy between CPU and CUDA tensors"),
-    "capture_only": (capture_only_failure_op, "NotImplementedError: this op is not supported"),
-    "hint_text": (capture_failure_with_hint_op, "operation not permitted when stream is"),
-}
 
 
 def test_the_fake_is_a_device_api() -> None:
@@ -724,7 +262,9 @@ def test_rng_state_is_restored_after_an_aborted_capture() -> None:
     # the process's generator never entered capture mode; afterwards only eager calls drew: the
     # capture thread's check that the op still runs there, and the direct timer's
     assert not device.gen.capturing
-    assert device.rng_offset == 7 + 1 + 1 + 5  # do_bench: one warmup call and five reps
+    # do_bench: one warmup call and five reps, in the untimed first pass and in the two
+    # passes that reach MIN_SAMPLES
+    assert device.rng_offset == 7 + 1 + 3 * (1 + 5)
 
 
 def test_an_invalidated_capture_poisons_only_the_copy_of_the_generator() -> None:
@@ -1165,7 +705,8 @@ def test_direct_timer_reports_the_median_of_do_bench() -> None:
 
     m = DirectTimer(do_bench, warmup_ms=25, rep_ms=100).measure(lambda: None)
     assert m.ms == 3.0
-    assert (m.spread.p20, m.spread.p80, m.spread.n) == (pytest.approx(1.8), pytest.approx(4.2), 5)
+    # five samples a call: a second call reaches MIN_SAMPLES
+    assert (m.spread.p20, m.spread.p80, m.spread.n) == (pytest.approx(1.8), pytest.approx(4.2), 10)
     assert seen == {"warmup": 25, "rep": 100, "return_mode": "all"}
     assert m.timer == "direct"
     assert m.settings == "warmup=25ms,rep=100ms"
@@ -1173,7 +714,7 @@ def test_direct_timer_reports_the_median_of_do_bench() -> None:
 
 def test_direct_timer_accepts_a_single_number() -> None:
     m = DirectTimer(lambda fn, **kw: 0.5).measure(lambda: None)
-    assert (m.ms, m.spread.n) == (0.5, 1)
+    assert (m.ms, m.spread.n) == (0.5, MIN_SAMPLES)
 
 
 def test_cpu_timer_on_a_virtual_clock() -> None:
@@ -1210,3 +751,129 @@ def test_cpu_timer_on_a_busy_function() -> None:
 
 def test_cpu_timer_default_clock_is_monotonic() -> None:
     assert CpuTimer().clock is time.perf_counter_ns
+
+
+# ---------------------------------------------------------------------------------------------
+# never fewer than MIN_SAMPLES, never an empty or clamped graph
+
+
+def test_direct_timer_takes_ten_samples_when_its_first_estimate_compiled() -> None:
+    """FlagGems' nonzero 64x64 on an H200 had one sample: do_bench's first estimate included
+    compiling FlagGems' own zero_ for the L2 clear, so one repetition was taken."""
+    device = FakeDevice()
+    timer = DirectTimer(fake_do_bench(device, reps=None, first_compiles=True), 25, 100)
+    m = timer.measure(kernel_op(device, 0.25))
+    assert m.spread.n >= MIN_SAMPLES
+    assert m.ms == pytest.approx(0.25)
+
+
+def test_direct_timer_calls_do_bench_again_for_an_op_longer_than_its_budget() -> None:
+    device = FakeDevice()
+    timer = DirectTimer(fake_do_bench(device, reps=None), warmup_ms=1, rep_ms=1)
+    m = timer.measure(kernel_op(device, 0.6))  # one repetition fits in rep=1 ms
+    assert m.spread.n == MIN_SAMPLES
+
+
+def test_cpu_timer_takes_ten_samples() -> None:
+    m = CpuTimer(warmup_ms=0.1, rep_ms=0.0, min_sample_ms=0.01).measure(lambda: None)
+    assert m.spread.n >= MIN_SAMPLES
+
+
+def threaded_op(device: FakeDevice, cost: float) -> Callable[[], None]:
+    """Launches its kernel from another thread (a stream not joined to the capture)."""
+    kernel = Kernel("k", cost)
+
+    def op() -> None:
+        worker = threading.Thread(target=device.launch, args=(kernel,))
+        worker.start()
+        worker.join()
+
+    return op
+
+
+EMPTY_OPS: dict[str, Callable[[FakeDevice], Callable[[], Any]]] = {
+    "host_only": lambda device: lambda: None,
+    "other_thread": lambda device: threaded_op(device, 0.25),
+}
+
+
+@pytest.mark.parametrize("countable", [True, False], ids=["nodes", "plausibility"])
+@pytest.mark.parametrize("kind", EMPTY_OPS)
+def test_a_graph_without_the_op_s_work_falls_back(kind: str, countable: bool) -> None:
+    """Both were timed as timer=graph, 0.0 ms. Where the device API counts a graph's nodes, an
+    empty graph is refused at once; elsewhere its implausible speed gives it away."""
+    device = FakeDevice()
+    device.countable_graphs = countable
+    timer, direct = make_timer(device)
+    m = timer.measure(EMPTY_OPS[kind](device))
+    assert m.timer == "direct"
+    assert direct.calls == 1
+    assert m.fallback is not None
+    assert ("recorded no device work" if countable else "did not capture") in m.fallback
+    assert device.live_graphs == []
+
+
+def test_a_plausible_graph_is_kept_without_node_counts() -> None:
+    device = FakeDevice()
+    device.countable_graphs = False
+    timer, direct = make_timer(device)
+    m = timer.measure(kernel_op(device, 0.015625))
+    assert (m.timer, direct.calls) == ("graph", 0)
+
+
+def test_cold_mode_never_clamps_a_difference_to_zero() -> None:
+    """An op lost in the flush's noise read 0 ms: now it is timed directly, with the reason."""
+    device = FakeDevice(flush_cost=0.5)
+    timer, direct = make_timer(device, cold=True)
+    m = timer.measure(kernel_op(device, 0.0))
+    assert m.timer == "direct"
+    assert m.fallback is not None
+    assert "not slower than the flush-only" in m.fallback
+    assert direct.calls == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# gates: untimed work before the first turn, timed work only inside turns
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_the_graph_timer_times_only_inside_its_turns(cold: bool) -> None:
+    device = FakeDevice(flush_cost=0.5)
+    timer, _ = make_timer(device, replays=10, cold=cold)
+    gate = RecordingGate(device, portions=2)
+    timer.gate = gate
+    m = timer.measure(kernel_op(device, 0.25))
+    assert m.timer == "graph"
+    kinds = [what for what, _ in gate.log]
+    assert kinds == ["enter", "turn", "turned", "turn", "turned", "leave"]
+    calls = int(20.0 // (0.25 + (0.5 if cold else 0.0)))
+    # 10 replays split 5 + 5 over the two turns, of each graph (cold: the flush-only graph's
+    # calls flushes, the other's calls flushes and ops); nothing after the last turn
+    assert gate.inside_turns() == 10 * calls * (3 if cold else 1)
+    assert gate.log[-1][1] == gate.log[-2][1]
+    assert m.spread.n == 10
+
+
+def test_a_fallback_takes_its_turns_inside_the_same_measurement() -> None:
+    device = FakeDevice()
+    timer, direct = make_timer(device)
+    gate = RecordingGate(device, portions=2)
+    timer.gate = gate
+    assert direct.inner.gate is gate
+    m = timer.measure(host_sync_op(device, 0.25))
+    assert m.timer == "direct"
+    kinds = [what for what, _ in gate.log]
+    assert kinds == ["enter", "turn", "turned", "turn", "turned", "leave"]
+    # the direct timer's untimed first pass ran before its first turn: 1 + 5 calls
+    first_turn = next(n for what, n in gate.log if what == "turn")
+    assert first_turn > 0
+    assert m.spread.n >= MIN_SAMPLES
+
+
+def test_the_cpu_timer_splits_its_samples_over_the_turns() -> None:
+    gate = RecordingGate(FakeDevice(), portions=2)
+    timer = CpuTimer(warmup_ms=0.1, rep_ms=0.0, min_sample_ms=0.01)
+    timer.gate = gate
+    m = timer.measure(lambda: None)
+    assert [what for what, _ in gate.log] == ["enter", "turn", "turned", "turn", "turned", "leave"]
+    assert m.spread.n >= MIN_SAMPLES

@@ -54,7 +54,9 @@ class FlagGemsAdapter:
         self.echo = echo
         self.layout: str | None = None
         self._patched: list[tuple[Any, str, Any]] = []
-        self._samples: dict[float, Measurement] = {}
+        # every measurement of the current BenchmarkResult, in call order: per input FlagGems
+        # times the baseline first, then its own op (either may be absent with --metrics)
+        self._calls: list[Measurement] = []
 
     def install(self) -> bool:
         found = find_suite()
@@ -103,8 +105,20 @@ class FlagGemsAdapter:
                 return torch.autograd.grad((out,), xs, grad_outputs=(dout,), retain_graph=True)
 
         m = self.timer.measure(fn)
-        self._samples[m.ms] = m
+        self._calls.append(m)
         return m.ms
+
+    def _take(self, value: Any) -> Measurement | None:
+        """The measurement that returned ``value``: the next one in call order, or (a suite that
+        skipped or reordered a call) the first one in call order that returned it."""
+        if value is None or not self._calls:
+            return None
+        if self._calls[0].ms == value:
+            return self._calls.pop(0)
+        for i, m in enumerate(self._calls):
+            if m.ms == value:
+                return self._calls.pop(i)
+        return None
 
     def capture(self, result: Any) -> None:
         op = str(getattr(result, "op_name", "?"))
@@ -112,8 +126,8 @@ class FlagGemsAdapter:
         for metric in getattr(result, "result", None) or []:
             latency = getattr(metric, "latency", None)
             base = getattr(metric, "latency_base", None)
-            m = self._samples.pop(latency, None) if latency is not None else None
-            mb = self._samples.pop(base, None) if base is not None else None
+            mb = self._take(base)
+            m = self._take(latency)
             shape = str(getattr(metric, "shape_detail", ""))
             error = getattr(metric, "error_msg", None)
             row = Row(
@@ -126,10 +140,12 @@ class FlagGemsAdapter:
                 fallback=m.fallback if m else None,
                 spread=m.spread if m else None,
                 spread_base=mb.spread if mb else None,
+                timer_base=mb.timer if mb else None,
+                fallback_base=mb.fallback if mb else None,
                 status="failed" if error else "ok",
                 error=str(error) if error else None,
             )
             if row.fallback:
                 self.echo(fallback_line(row))
             self.sink(row)
-        self._samples.clear()
+        self._calls.clear()

@@ -24,15 +24,26 @@ FALLBACK_MARK = FALLBACK_MARKER  # the text output marks a row timed directly wi
 PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (GraphTimer)
 # ... of an op whose eager estimate (in cold mode: flush + op) is below this: on an H200 the
 # two device states differ by about 0.18 us per kernel, and rows of 1 ms and more read the same
-# with and without a primer (call 14: median -0.07 %, all within 0.36 %), where 8 more calls of
+# with and without a primer (docs/PERFORMANCE.md, "Two device states"), where 8 more calls of
 # a 100 ms op cost 0.8 s
 PRIMER_BELOW_MS = 1.0
+#: the fewest samples a timer returns: a spread of fewer says nothing about the measurement
+MIN_SAMPLES = 10
+#: a graph whose time per call is below this fraction of the eager estimate did not capture the
+#: op's work (kernels on a stream not joined to the capture, host-only work, a view): real ops
+#: replay at most a few times faster than they run eagerly (launch overhead gone), never 100x
+IMPLAUSIBLE_BELOW = 1 / 100
 #: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
 FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})
 
 
 class FatalDeviceError(RuntimeError):
     """The device context is unusable (illegal address, device-side assert): fail loudly."""
+
+
+class NotCapturedError(RuntimeError):
+    """The graph was captured but cannot be what the op does on the device: it recorded no work,
+    or it replays implausibly fast. The shape is timed directly, with this as the reason."""
 
 
 class BrokenByCaptureError(RuntimeError):
@@ -58,6 +69,51 @@ class Timer(Protocol):
     def describe(self) -> str: ...
 
 
+class Turns(Protocol):
+    """One measurement's share of a gate: ``portions`` turns, each taken with ``turn()``."""
+
+    portions: int
+
+    def turn(self) -> AbstractContextManager[None]: ...
+
+
+class Gate(Protocol):
+    """Who may time when. A timer does every untimed step of a measurement (compiling, warm-up,
+    capture) inside ``measurement()`` but before its first ``turn()``, and only the timed steps
+    inside turns. With another process measuring the same key (the other side of an A/B screen),
+    a gate grants the turns one side at a time in a balanced order and holds each side at the
+    end of the measurement until both are done, so that neither side's untimed work overlaps the
+    other's timed work. ``measurement()`` is re-entrant: a timer that falls back to another one
+    inside a measurement takes further turns of the same measurement."""
+
+    def measurement(self) -> AbstractContextManager[Turns]: ...
+
+
+class _Alone:
+    portions = 1
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        yield
+
+
+class Ungated:
+    """No other process to take turns with: one portion, granted at once."""
+
+    @contextmanager
+    def measurement(self) -> Iterator[Turns]:
+        yield _Alone()
+
+
+UNGATED: Gate = Ungated()
+
+
+def shares(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal positive counts (fewer parts if total is less)."""
+    parts = max(1, min(parts, total))
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
 class DeviceAPI(Protocol):
     """What the graph and direct timers need from a device runtime."""
 
@@ -74,6 +130,7 @@ class DeviceAPI(Protocol):
     def empty_cache(self) -> None: ...
     def error_code(self, exc: BaseException) -> int | None: ...
     def make_flush(self) -> Callable[[], Any]: ...
+    def graph_nodes(self, graph: Any) -> int | None: ...  # work items captured; None: unknown
     # what torch keeps per thread (device, autograd modes, ...), read on the calling thread,
     # to be entered on the capture thread
     def thread_context(self) -> Callable[[], AbstractContextManager[None]]: ...
@@ -220,7 +277,7 @@ class CpuTimer:
         self,
         warmup_ms: float = 10.0,
         rep_ms: float = 50.0,
-        min_samples: int = 9,
+        min_samples: int = MIN_SAMPLES,
         min_sample_ms: float = 0.2,
         clock: Callable[[], int] = time.perf_counter_ns,
     ) -> None:
@@ -229,6 +286,7 @@ class CpuTimer:
         self.min_samples = min_samples
         self.min_sample_ms = min_sample_ms
         self.clock = clock
+        self.gate: Gate = UNGATED
 
     def describe(self) -> str:
         return f"cpu:warmup={self.warmup_ms:g}ms,rep={self.rep_ms:g}ms"
@@ -246,16 +304,28 @@ class CpuTimer:
         per_call = max(elapsed / calls, 1e-6)
         batch = max(1, math.ceil(self.min_sample_ms / per_call))
         samples: list[float] = []
+        with self.gate.measurement() as turns:
+            portions = turns.portions
+            for _ in range(portions):
+                with turns.turn():
+                    samples += self._samples(fn, batch, portions)
+        s = spread(samples)
+        return Measurement(s.p50, s, "direct", settings=self.describe())
+
+    def _samples(self, fn: Callable[[], Any], batch: int, portions: int) -> list[float]:
+        """One portion: at least its share of ``min_samples`` and of ``rep_ms``."""
+        clock = self.clock
+        least = math.ceil(self.min_samples / portions)
+        samples: list[float] = []
         begin = clock()
-        while len(samples) < self.min_samples or (clock() - begin) / 1e6 < self.rep_ms:
+        while len(samples) < least or (clock() - begin) / 1e6 < self.rep_ms / portions:
             t0 = clock()
             for _ in range(batch):
                 fn()
             samples.append((clock() - t0) / 1e6 / batch)
             if len(samples) >= 10_000:
                 break
-        s = spread(samples)
-        return Measurement(s.p50, s, "direct", settings=self.describe())
+        return samples
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,20 +343,64 @@ class DirectTimer:
         self.do_bench = do_bench
         self.warmup_ms = warmup_ms
         self.rep_ms = rep_ms
+        self.gate: Gate = UNGATED
 
     def describe(self) -> str:
         return f"warmup={self.warmup_ms}ms,rep={self.rep_ms}ms"
 
-    def measure(self, fn: Callable[[], Any]) -> Measurement:
-        times = self.do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode="all")
+    def _bench(self, fn: Callable[[], Any], warmup: int, rep: int) -> list[float]:
+        times = self.do_bench(fn, warmup=warmup, rep=rep, return_mode="all")
         if isinstance(times, int | float):
-            times = [float(times)]
-        s = spread([float(t) for t in times])
+            return [float(times)]
+        return [float(t) for t in times]
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        # untimed first pass through the whole timing path: it compiles and tunes what the op
+        # and do_bench itself need (FlagGems' own zero_ for the L2 clear under use_gems), which
+        # would otherwise enter do_bench's estimate and cut the repetitions to one
+        times: list[float] = []
+        with self.gate.measurement() as turns:
+            self._bench(fn, 1, 1)
+            portions = turns.portions
+            least = math.ceil(MIN_SAMPLES / portions)
+            for _ in range(portions):
+                with turns.turn():
+                    got: list[float] = []
+                    # an op slower than rep_ms / MIN_SAMPLES needs more calls
+                    for _ in range(MIN_SAMPLES):
+                        got += self._bench(fn, self.warmup_ms, self.rep_ms)
+                        if len(got) >= least:
+                            break
+                    times += got
+        s = spread(times)
         return Measurement(s.p50, s, "direct", settings=self.describe())
 
 
 # ---------------------------------------------------------------------------------------------
 # Graph
+
+
+def _cold_samples(both: list[float], flush: list[float]) -> list[float]:
+    """Per replay, flush+op minus flush-only. A difference that is not positive means the op is
+    lost in the flush's own noise: never clamped, the shape is timed directly instead."""
+    samples = [b - f for b, f in zip(both, flush, strict=True)]
+    worst = min(samples)
+    if worst <= 0:
+        raise NotCapturedError(
+            f"cold mode: a flush+op replay was not slower than the flush-only one "
+            f"({worst * 1000:+.3g} us per call), the op is below the flush's noise"
+        )
+    return samples
+
+
+def _check_plausible(samples: list[float], estimate_ms: float) -> None:
+    per_call = spread(samples).p50
+    if per_call < estimate_ms * IMPLAUSIBLE_BELOW:
+        raise NotCapturedError(
+            f"the graph replays at {per_call * 1000:.3g} us per call, under "
+            f"{IMPLAUSIBLE_BELOW:.0%} of the eager {estimate_ms * 1000:.3g} us: it did not "
+            "capture the op's work"
+        )
 
 
 class GraphTimer:
@@ -302,10 +416,13 @@ class GraphTimer:
       H200 the device runs every graph's kernels in one of two states, about 0.18 us per
       kernel apart (64x64 abs: 0.92 / 1.10 us per call; 2 % at 17 us): the fast one for a
       process's first three graphs and again after idle gaps, the steady one once a few graphs
-      were made (docs/PERFORMANCE.md, calls 12-14). Without the primer a row's latency depends
-      on how many graphs came just before it and how long the device idled; with it every row
-      is timed in the steady state.
-    * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason.
+      were made (docs/PERFORMANCE.md, "Two device states"). Without the primer a row's latency
+      depends on how many graphs came just before it and how long the device idled; with it
+      every row is timed in the steady state.
+    * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason;
+      so does a graph that captured none of the op's work (no node recorded, where the device API
+      can count them, or a time per call below ``IMPLAUSIBLE_BELOW`` of the eager estimate), and
+      in cold mode a flush+op replay that is not slower than the flush-only one.
     * Graphs are released and the caching allocator emptied after every measurement.
     """
 
@@ -335,6 +452,18 @@ class GraphTimer:
         # reason, so that one operator parks one thread, not one per shape)
         self._test: str | None = None
         self._direct_reason: str | None = None
+        self._gate: Gate = UNGATED
+
+    @property
+    def gate(self) -> Gate:
+        return self._gate
+
+    @gate.setter
+    def gate(self, gate: Gate) -> None:
+        """The gate of this timer and of its direct fallback."""
+        self._gate = gate
+        if hasattr(self.direct, "gate"):
+            self.direct.gate = gate
 
     def describe(self) -> str:
         return (
@@ -376,12 +505,10 @@ class GraphTimer:
             raise
         return graph
 
-    def _time_replays(self, graph: Any, calls: int) -> list[float]:
+    def _time_replays(self, graph: Any, calls: int, replays: int) -> list[float]:
         api = self.api
-        api.replay(graph)  # first replay uploads the graph; not timed
-        api.synchronize()
         out = []
-        for _ in range(self.replays):
+        for _ in range(replays):
             start, end = api.event(), api.event()
             start.record()
             api.replay(graph)
@@ -389,6 +516,21 @@ class GraphTimer:
             api.synchronize()
             out.append(api.elapsed_ms(start, end) / calls)
         return out
+
+    def _timed(self, graphs: list[Any], calls: int, turns: Turns) -> list[float]:
+        """Every graph uploaded by one untimed replay, then ``replays`` timed replays of each,
+        split over the gate's turns; warm: per-call times; cold: flush+op minus flush-only."""
+        for graph in graphs:
+            self.api.replay(graph)
+        self.api.synchronize()
+        timed: list[list[float]] = [[] for _ in graphs]
+        for share in shares(self.replays, turns.portions):
+            with turns.turn():
+                for graph, out in zip(graphs, timed, strict=True):
+                    out += self._time_replays(graph, calls, share)
+        if len(graphs) == 1:
+            return timed[0]
+        return _cold_samples(timed[1], timed[0])
 
     def _prime(self, fn: Callable[[], Any], graphs: list[Any], count: int) -> None:
         """Capture, replay and release ``count`` one-call graphs of ``fn``, one at a time (at
@@ -513,7 +655,22 @@ class GraphTimer:
                 flags.append("after")
             raise
 
+    def _check_recorded(self, graphs: list[Any]) -> None:
+        """The op's graph holds work: more nodes than none (warm), than the flush's (cold)."""
+        counts = [self.api.graph_nodes(g) for g in graphs]
+        if any(c is None for c in counts):
+            return  # this device API cannot count: the plausibility check still applies
+        if counts[-1] == (counts[0] if len(counts) == 2 else 0):
+            raise NotCapturedError(
+                "the capture recorded no device work of the op (a view, host-only "
+                "work, or kernels on a stream not joined to the capture)"
+            )
+
     def measure(self, fn: Callable[[], Any]) -> Measurement:
+        with self.gate.measurement() as turns:
+            return self._measure(fn, turns)
+
+    def _measure(self, fn: Callable[[], Any], turns: Turns) -> Measurement:
         if self._direct_reason is not None:
             m = self.direct.measure(fn)
             return Measurement(
@@ -546,12 +703,10 @@ class GraphTimer:
                 self._on_capture_thread(
                     lambda flags: self._capture_all(fn, flush, both, calls, primers, graphs, flags)
                 )
-                if flush is None:
-                    samples = self._time_replays(graphs[0], calls)
-                else:
-                    flush_t = self._time_replays(graphs[0], calls)
-                    both_t = self._time_replays(graphs[1], calls)
-                    samples = [max(b - f, 0.0) for b, f in zip(both_t, flush_t, strict=True)]
+                self._check_recorded(graphs)
+                samples = self._timed(graphs, calls, turns)
+                if flush is None:  # cold: the estimate is mostly the flush's
+                    _check_plausible(samples, estimate)
             except FatalDeviceError:
                 raise
             except Exception as exc:

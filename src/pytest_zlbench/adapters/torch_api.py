@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -23,6 +24,7 @@ class TorchDeviceAPI:
         self.device = backend.torch_device
         self.m = getattr(torch, backend.torch_device)
         self.graph_class = getattr(self.m, _GRAPH_CLASS.get(backend.torch_device, ""), None)
+        self._get_nodes = _graph_get_nodes(torch) if backend.torch_device == "cuda" else None
 
     def synchronize(self) -> None:
         self.m.synchronize()
@@ -36,7 +38,26 @@ class TorchDeviceAPI:
     def new_graph(self) -> Any:
         if self.graph_class is None:
             raise RuntimeError(f"{self.device} has no graph class")
+        if self._get_nodes is not None:
+            try:  # keep the captured graph (not only its executable) so that it can be counted
+                return self.graph_class(keep_graph=True)
+            except TypeError:  # torch before keep_graph
+                self._get_nodes = None
         return self.graph_class()
+
+    def graph_nodes(self, graph: Any) -> int | None:
+        """The nodes (kernels, copies, memsets) the capture recorded, or ``None`` where this
+        torch or driver cannot say."""
+        if self._get_nodes is None:
+            return None
+        try:
+            handle = graph.raw_cuda_graph()
+        except Exception:
+            return None
+        count = ctypes.c_size_t(0)
+        if self._get_nodes(ctypes.c_void_p(handle), None, ctypes.byref(count)) != 0:
+            return None
+        return int(count.value)
 
     def capture(self, graph: Any) -> Any:
         return self.m.graph(graph)
@@ -139,3 +160,17 @@ def triton_do_bench() -> Callable[..., Any] | None:
     except Exception:
         return None
     return do_bench  # type: ignore[no-any-return]
+
+
+def _graph_get_nodes(torch: Any) -> Any:
+    """The driver's ``cuGraphGetNodes`` (``hipGraphGetNodes`` under ROCm), which counts a
+    captured graph's nodes; ``None`` when the library is not there."""
+    names = ("libamdhip64.so", "hipGraphGetNodes") if torch.version.hip else None
+    lib, symbol = names or ("libcuda.so.1", "cuGraphGetNodes")
+    try:
+        fn = getattr(ctypes.CDLL(lib), symbol)
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+    return fn

@@ -43,6 +43,15 @@ COMPLETE_FILE = ".complete"
 PARTIAL_ROWS_FILE = "rows.partial.jsonl"
 
 
+#: (p80 - p20) / p50 above which a measurement is less certain than its median, per timer. On
+#: an H200 graph-timed microsecond rows spread 1-4 % and tensor-core GEMMs held at the card's
+#: power cap 5-17 % (docs/PERFORMANCE.md). Direct timings spread wider as a rule (each sample is
+#: one call after an L2 flush; on the cpu backend, the host clock under whatever else runs): a
+#: quarter of the median marks one whose middle is unsettled, e.g. a CPU row under load that read
+#: p20 5.3 ms against p50 34.5 ms.
+UNSTEADY_SPREAD: dict[str, float] = {"graph": 0.05, "direct": 0.25}
+
+
 class RecordError(ValueError):
     """A file or value that cannot be a valid record; the message is one line naming the problem."""
 
@@ -68,8 +77,11 @@ class Row:
 
     ``latency`` is the candidate (FlagGems) latency and ``latency_base`` the baseline (torch)
     latency, both in milliseconds; either may be ``None`` when that side was not measured.
-    ``timer`` is the timer that produced ``latency``; ``fallback`` says why a graph timer fell back
-    to the direct one for this shape.
+    ``timer`` is the timer that produced ``latency`` and ``timer_base`` the one that produced
+    ``latency_base`` (``None`` in rows written before it was recorded, and in rows without a
+    baseline); ``fallback`` and ``fallback_base`` say why a graph timer fell back to the direct
+    one for that measurement. A speedup between latencies of unlike timers is never computed
+    (:attr:`unlike_timers` says why).
     """
 
     op: str
@@ -85,12 +97,41 @@ class Row:
     card: str = ""
     status: str = "ok"
     error: str | None = None
+    timer_base: str | None = None
+    fallback_base: str | None = None
+
+    @property
+    def unlike_timers(self) -> str | None:
+        """Why this row's two latencies cannot be compared, or ``None`` when they can: a graph
+        timing (warm, back to back) and a direct one (L2 flushed before each repetition)
+        measure different things."""
+        if self.latency is None or self.latency_base is None or self.timer_base is None:
+            return None
+        if self.timer_base == self.timer:
+            return None
+        return f"latency timed {self.timer}, latency_base {self.timer_base}: no speedup"
 
     @property
     def speedup(self) -> float | None:
+        if self.unlike_timers is not None:
+            return None
         if self.latency and self.latency_base and self.latency > 0 and self.latency_base > 0:
             return self.latency_base / self.latency
         return None
+
+    @property
+    def unsteady(self) -> tuple[str, ...]:
+        """The latencies (``latency``, ``latency_base``) whose samples spread more than their
+        timer's :data:`UNSTEADY_SPREAD` within this measurement."""
+        out = []
+        for name, sp, timer in (
+            ("latency", self.spread, self.timer),
+            ("latency_base", self.spread_base, self.timer_base or self.timer),
+        ):
+            limit = UNSTEADY_SPREAD.get(timer)
+            if sp is not None and sp.p50 > 0 and limit is not None and sp.rel > limit:
+                out.append(name)
+        return tuple(out)
 
     @property
     def usable(self) -> bool:
@@ -99,9 +140,11 @@ class Row:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("spread", "spread_base"):
+        for key in ("spread", "spread_base", "timer_base", "fallback_base"):
             if data[key] is None:
                 del data[key]
+        if self.unsteady:  # derived: recomputed on reading
+            data["unsteady"] = list(self.unsteady)
         return data
 
     @classmethod

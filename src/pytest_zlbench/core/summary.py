@@ -1,5 +1,6 @@
 """The per-run summary: per operator and dtype, how many rows, their median speedup over the
-baseline, and which timers measured them (SPEC §5 ``summary.tsv``)."""
+baseline, and which timers measured each latency (SPEC §5 ``summary.tsv``). Rows whose two
+latencies were timed by unlike timers give no speedup and are counted apart."""
 
 from __future__ import annotations
 
@@ -7,11 +8,20 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .records import Row
+from .records import UNSTEADY_SPREAD, Row
 from .render import fmt_float, read_tsv, table, to_tsv
 from .stats import median
 
-HEADERS: tuple[str, ...] = ("op", "dtype", "rows", "failed", "median_speedup", "timers")
+HEADERS: tuple[str, ...] = (
+    "op",
+    "dtype",
+    "rows",
+    "failed",
+    "median_speedup",
+    "timers",
+    "timers_base",
+    "unlike_timers",
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +32,8 @@ class SummaryLine:
     failed: int
     median_speedup: float | None
     timers: tuple[tuple[str, int], ...]
+    timers_base: tuple[tuple[str, int], ...] = ()
+    unlike_timers: int = 0  # rows whose latencies were timed differently: no speedup
 
     def cells(self) -> list[str]:
         return [
@@ -30,8 +42,20 @@ class SummaryLine:
             str(self.rows),
             str(self.failed),
             fmt_float(self.median_speedup),
-            ",".join(f"{name}={count}" for name, count in self.timers),
+            _counts(self.timers),
+            _counts(self.timers_base),
+            str(self.unlike_timers),
         ]
+
+
+def _counts(counts: tuple[tuple[str, int], ...]) -> str:
+    return ",".join(f"{name}={count}" for name, count in counts)
+
+
+def _parse_counts(text: str) -> tuple[tuple[str, int], ...]:
+    return tuple(
+        (name, int(count)) for name, _, count in (t.partition("=") for t in text.split(",") if t)
+    )
 
 
 def summarize(rows: Iterable[Row]) -> list[SummaryLine]:
@@ -43,6 +67,7 @@ def summarize(rows: Iterable[Row]) -> list[SummaryLine]:
         good = [r for r in members if r.usable]
         speedups = [s for r in good if (s := r.speedup) is not None]
         timers = Counter(r.timer for r in good)
+        timers_base = Counter(r.timer_base for r in good if r.timer_base is not None)
         out.append(
             SummaryLine(
                 op=op,
@@ -51,6 +76,8 @@ def summarize(rows: Iterable[Row]) -> list[SummaryLine]:
                 failed=len(members) - len(good),
                 median_speedup=median(speedups) if speedups else None,
                 timers=tuple(sorted(timers.items())),
+                timers_base=tuple(sorted(timers_base.items())),
+                unlike_timers=sum(1 for r in good if r.unlike_timers is not None),
             )
         )
     return out
@@ -64,10 +91,6 @@ def parse_tsv(text: str, source: str = "summary.tsv") -> list[SummaryLine]:
     out = []
     for rec in read_tsv(text, HEADERS, source):
         try:
-            timers = tuple(
-                (name, int(count))
-                for name, _, count in (t.partition("=") for t in rec["timers"].split(",") if t)
-            )
             out.append(
                 SummaryLine(
                     op=rec["op"],
@@ -75,7 +98,9 @@ def parse_tsv(text: str, source: str = "summary.tsv") -> list[SummaryLine]:
                     rows=int(rec["rows"]),
                     failed=int(rec["failed"]),
                     median_speedup=float(rec["median_speedup"]) if rec["median_speedup"] else None,
-                    timers=timers,
+                    timers=_parse_counts(rec["timers"]),
+                    timers_base=_parse_counts(rec["timers_base"]),
+                    unlike_timers=int(rec["unlike_timers"]),
                 )
             )
         except ValueError as exc:
@@ -84,16 +109,7 @@ def parse_tsv(text: str, source: str = "summary.tsv") -> list[SummaryLine]:
 
 
 def render(lines: Sequence[SummaryLine]) -> list[str]:
-    headers = ("op", "dtype", "rows", "failed", "median speedup", "timers")
-    return table(headers, (line.cells() for line in lines))
-
-
-#: a graph-timed measurement whose samples spread more than this within itself, (p80 - p20) /
-#: p50, is less certain than its median suggests. On an H200 microsecond rows spread 1-4 %;
-#: tensor-core GEMMs held at the card's power cap 5-17 %, and their medians moved 3-5 % between
-#: runs (docs/PERFORMANCE.md, calls 14-24). Direct and CPU timings spread wider as a rule and
-#: are not named
-UNSTEADY_SPREAD = 0.05
+    return table(HEADERS, (line.cells() for line in lines))
 
 
 @dataclass(frozen=True)
@@ -104,15 +120,16 @@ class Unsteady:
 
 
 def unsteady(rows: Iterable[Row]) -> list[Unsteady]:
-    """The measurements of usable graph-timed rows that spread more than ``UNSTEADY_SPREAD``,
-    widest first (a zero median is not a measurement to judge)."""
+    """The measurements of usable rows that spread more than their timer's
+    :data:`~.records.UNSTEADY_SPREAD`, whatever timed them, widest first."""
     out = []
     for row in rows:
-        if not row.usable or row.timer != "graph":
+        if not row.usable:
             continue
-        for baseline, sp in ((False, row.spread), (True, row.spread_base)):
-            if sp is not None and sp.p50 > 0 and sp.rel > UNSTEADY_SPREAD:
-                out.append(Unsteady(row, baseline, sp.rel))
+        for name in row.unsteady:
+            sp = row.spread_base if name == "latency_base" else row.spread
+            assert sp is not None
+            out.append(Unsteady(row, name == "latency_base", sp.rel))
     return sorted(out, key=lambda u: -u.spread)
 
 
@@ -126,9 +143,10 @@ def unsteady_line(found: Sequence[Unsteady], shown: int = 4) -> str | None:
         for u in found[:shown]
     )
     more = f"; {len(found) - shown} more" if len(found) > shown else ""
+    limits = ", ".join(f"{t} {v:.0%}" for t, v in UNSTEADY_SPREAD.items())
     return (
-        f"zlbench: {len(found)} measurement(s) spread over {UNSTEADY_SPREAD:.0%} (p20-p80) within "
-        f"themselves, less certain than their medians: {names}{more}"
+        f"zlbench: {len(found)} measurement(s) spread over their timer's limit ({limits}; "
+        f"p20-p80 / p50) within themselves, less certain than their medians: {names}{more}"
     )
 
 

@@ -192,6 +192,8 @@ class Bench:
             fallback=m.fallback,
             spread=m.spread,
             spread_base=base.spread if base else None,
+            timer_base=base.timer if base else None,
+            fallback_base=base.fallback if base else None,
             node=self._item.nodeid,
         )
         if row.fallback:  # the same marker line the FlagGems adapter prints (SPEC §6)

@@ -1,0 +1,84 @@
+"""The wire between a screen controller and its side workers: JSON lines over a socket pair.
+
+A *side worker* is a long-lived pytest session of one side (A or B) of a screen, over a batch of
+operators, that runs items only on the controller's command and times only when the controller
+grants it a turn (:mod:`.lockstep`). The controller makes a ``socket.socketpair()`` per worker and
+hands the worker its end as an inherited file descriptor named by ``FD_ENV``.
+
+Messages are JSON objects with a type ``t``:
+
+worker → controller
+    ``hello``  (``pid``, ``side``, ``nodeids``: the items it collected, in order) once collected;
+    ``enter``  (``key``: [item index, measurement index]) a measurement starts its untimed steps;
+    ``request`` it is ready to time a portion; ``turned`` that portion is timed;
+    ``leave``  the measurement is done (it then waits for ``release``);
+    ``item``   (``index``, ``outcome``: passed/failed/skipped, ``duration`` s) an item finished;
+    ``op``     (``op``, ``dir``, ``rows``) an operator's results are written in ``dir``;
+    ``bye``    the worker ends (after ``stop``).
+controller → worker
+    ``run``    (``op``, ``items``: indices, ``dir``) run these items, write the results to ``dir``;
+    ``grant``  (``paired``) time one portion now; ``release`` go on after ``leave``;
+    ``stop``   finish the session.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+FD_ENV = "ZLBENCH_WORKER_FD"
+
+WORKER_TYPES = frozenset({"hello", "enter", "request", "turned", "leave", "item", "op", "bye"})
+CONTROLLER_TYPES = frozenset({"run", "grant", "release", "stop"})
+
+
+class ChannelClosed(EOFError):
+    """The other end closed the socket (its process ended)."""
+
+
+class Channel:
+    """One end of the socket pair: whole JSON messages in, whole JSON messages out."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buffer = b""
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def send(self, kind: str, **fields: Any) -> None:
+        data = json.dumps({"t": kind, **fields}, separators=(",", ":")).encode() + b"\n"
+        try:
+            self.sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise ChannelClosed(str(exc)) from None
+
+    def pending(self) -> bool:
+        """A whole message is already buffered."""
+        return b"\n" in self._buffer
+
+    def recv(self, timeout: float | None = None) -> dict[str, Any] | None:
+        """The next message; ``None`` if none came within ``timeout`` seconds."""
+        while b"\n" not in self._buffer:
+            if timeout is not None:
+                ready, _, _ = select.select([self.sock], [], [], timeout)
+                if not ready:
+                    return None
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                raise ChannelClosed("the other end closed the channel")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        message = json.loads(line)
+        if not isinstance(message, Mapping) or not isinstance(message.get("t"), str):
+            raise ValueError(f"not a side-worker message: {line[:80]!r}")
+        return dict(message)
+
+    def close(self) -> None:
+        self.sock.close()
