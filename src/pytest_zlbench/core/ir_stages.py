@@ -15,12 +15,28 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .ir_text import elf_digest, normalise_asm, normalise_llvm_ir, strip_locations, text_hash
 
-if TYPE_CHECKING:
-    from .fingerprint import IrEntry, IrReport
+
+class _Entry(Protocol):
+    """What the comparison reads of a ``fingerprint.IrEntry`` (a Protocol: no import cycle)."""
+
+    @property
+    def kernel(self) -> str: ...
+    @property
+    def hash(self) -> str: ...
+    @property
+    def stages(self) -> tuple[tuple[str, str], ...] | None: ...
+
+
+class _Report(Protocol):
+    """What the comparison reads of a ``fingerprint.IrReport``."""
+
+    @property
+    def entries(self) -> tuple[_Entry, ...]: ...
+
 
 TTGIR = "ttgir"
 
@@ -190,19 +206,19 @@ class StageDiff:
         return text
 
 
-def _stages_of(entry: IrEntry) -> dict[str, str]:
+def _stages_of(entry: _Entry) -> dict[str, str]:
     """An entry's per-stage hashes; a record without them counts as TTGIR only."""
     return dict(entry.stages) if entry.stages is not None else {TTGIR: entry.hash}
 
 
-def _multisets(entries: Iterable[IrEntry], stage: str) -> dict[str, list[str]]:
+def _multisets(entries: Iterable[_Entry], stage: str) -> dict[str, list[str]]:
     per_kernel: dict[str, list[str]] = {}
     for entry in entries:
         per_kernel.setdefault(entry.kernel, []).append(_stages_of(entry)[stage])
     return {k: sorted(v) for k, v in per_kernel.items()}
 
 
-def compare_stages(a: IrReport, b: IrReport) -> StageDiff:
+def compare_stages(a: _Report, b: _Report) -> StageDiff:
     """Compare two runs' IR stage by stage, in compile order (:data:`STAGES`).
 
     Returns a :class:`StageDiff`: whether every compared stage is identical (``identical``), the
@@ -212,7 +228,7 @@ def compare_stages(a: IrReport, b: IrReport) -> StageDiff:
     """
     from .fingerprint import check_comparable
 
-    check_comparable(a, b)
+    check_comparable(a, b)  # type: ignore[arg-type]
     entries = (*a.entries, *b.entries)
     recorded = [set(_stages_of(e)) for e in entries]
     everywhere = set.intersection(*recorded) if recorded else set()
