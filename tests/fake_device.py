@@ -159,6 +159,13 @@ class FakeDevice:
             return
         self._execute(kernel)
 
+    def host_dispatch(self, ms: float) -> None:
+        """Host work before a launch (Python dispatch): outside a capture the device idles that
+        long between the events around an eager call; a captured graph replays without it."""
+        self.check()
+        if not self.is_capturing():
+            self.clock += ms
+
     def random(self) -> None:
         """An op drawing from the default generator (e.g. ``torch.randn``), with torch's checks:
         inside a capture the state must be registered, outside it must not be in capture mode."""

@@ -821,6 +821,23 @@ def test_a_plausible_graph_is_kept_without_node_counts() -> None:
     assert (m.timer, direct.calls) == ("graph", 0)
 
 
+def test_an_op_slow_to_dispatch_eagerly_stays_graph_timed() -> None:
+    """On an H200 FlagGems' 64 x 64 abs ran 150 us a call eagerly (host dispatch) and 1.1 us
+    replayed: a limit of 1/100 of the eager estimate made it fall back to direct."""
+    device = FakeDevice()
+    device.countable_graphs = False  # the plausibility check alone
+    kernel = Kernel("abs", 0.0011)
+
+    def op() -> None:
+        device.host_dispatch(0.35)
+        device.launch(kernel)
+
+    timer, direct = make_timer(device)
+    m = timer.measure(op)
+    assert (m.timer, m.fallback, direct.calls) == ("graph", None, 0)
+    assert m.ms == pytest.approx(0.0011)
+
+
 def test_cold_mode_never_clamps_a_difference_to_zero() -> None:
     """An op lost in the flush's noise read 0 ms: now it is timed directly, with the reason."""
     device = FakeDevice(flush_cost=0.5)
