@@ -4,4 +4,4 @@ conftests register FlagGems' options and import the stub ``flag_gems`` from thei
 
 from __future__ import annotations
 
-collect_ignore = ["current", "legacy"]
+collect_ignore = ["current", "legacy", "_core"]

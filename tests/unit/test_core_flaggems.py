@@ -497,7 +497,8 @@ def test_fake_suites_share_one_flag_gems_stub():
 def run_fake(layout: str, tmp_path: Path, *args: str) -> tuple[Path, str]:
     """Run a copy of a fake suite (it writes record files into its CWD) and return its stdout."""
     root = tmp_path / layout
-    shutil.copytree(FAKE / layout, root, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in (layout, "_core"):  # a layout imports what both share from ../_core
+        shutil.copytree(FAKE / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "FAKE_GEMS_"))}
     env.pop("PYTHONPATH", None)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -573,7 +574,7 @@ def test_fake_legacy_suite_prints_parsable_tables(tmp_path):
 CROSS_CHECK = r"""
 import json, sys
 from dataclasses import asdict
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = sys.argv[1:]
 from benchmark.consts import BenchmarkMetrics, BenchmarkResult
 
 cases = [
@@ -602,7 +603,7 @@ def test_fake_benchmark_result_and_format_table_agree(tmp_path):
     script = tmp_path / "cross_check.py"
     script.write_text(CROSS_CHECK)
     proc = subprocess.run(
-        [sys.executable, str(script), str(FAKE / "current")],
+        [sys.executable, str(script), str(FAKE / "current"), str(FAKE / "_core")],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,45 +1,32 @@
 """Fake FlagGems ``benchmark/conftest.py`` (current layout, flaggems-interface.md §4–§5).
 
-Registers FlagGems' option names, sets the module-level ``Config`` (``None`` at import, a
-``BenchConfig`` after ``pytest_configure``; ``base.py`` binds it by name, so mutate its attributes,
-never rebind it), writes the ``--record log`` file and the ``--record json`` report, and sets
-``report.opid`` to the test's first custom mark. Imports torch and flag_gems at import, as
-upstream does.
+What both layouts do (FlagGems' option names, the ``--record log`` file, ``report.opid``) is
+``fake_bench.hooks``. This era's own: the module-level ``Config`` is ``None`` at import and a
+``BenchConfig`` after ``pytest_configure`` (``base.py`` binds it by name, so mutate its attributes,
+never rebind it), ``--parallel``, and the ``--record json`` report (``--output``). Imports torch and
+flag_gems at import, as upstream does.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import flag_gems
 import pytest
 import torch
+from fake_bench import hooks
+from fake_bench.hooks import emit_record_logger, pytest_runtest_makereport, pytest_unconfigure
 
-from .consts import ALL_AVAILABLE_METRICS, BenchLevel, BenchMode
+from .consts import DEFAULT_ITER_TIME, DEFAULT_WARMUP_TIME, BenchLevel, BenchMode
 
-BUILTIN_MARKS = (
-    "parametrize",
-    "skip",
-    "skipif",
-    "xfail",
-    "usefixtures",
-    "filterwarnings",
-    "timeout",
-    "tryfirst",
-    "trylast",
-)
-DTYPE_NAMES = ("float16", "float32", "bfloat16", "int16", "int32", "bool", "complex64")
-MODE_OPTION = "--fg_mode" if flag_gems.vendor_name == "kunlunxin" else "--mode"
+# pytest finds hooks among the module's attributes: the imported ones are this conftest's too
+__all__ = ["emit_record_logger", "pytest_runtest_makereport", "pytest_unconfigure"]
 
 Config: Any = None
 
-_record_logger = logging.getLogger("flag_gems_benchmark")
-_record_handler: logging.Handler | None = None
 _pending_results: list[dict[str, Any]] = []
 _json_report: dict[str, Any] = {}
 
@@ -73,110 +60,34 @@ class BenchConfig:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        MODE_OPTION,
-        action="store",
-        default="kernel",
-        choices=[m.value for m in BenchMode],
-        help="timing mode (fake: every mode uses the same wall-clock loop)",
-    )
-    parser.addoption(
-        "--level",
-        action="store",
-        default="comprehensive",
-        choices=[level.value for level in BenchLevel],
-        help="core: shape-file shapes only; comprehensive adds each class's extra shapes",
-    )
-    parser.addoption("--warmup", default=1000, help="warm-up budget in (fake-scaled) ms")
-    parser.addoption("--iter", default=100, help="timed budget in (fake-scaled) ms")
-    parser.addoption("--query", action="store_true", default=False, help="print shapes only")
-    parser.addoption(
-        "--metrics", action="append", default=None, choices=ALL_AVAILABLE_METRICS, help="metrics"
-    )
-    parser.addoption(
-        "--dtypes", action="append", default=None, choices=DTYPE_NAMES, help="dtypes to run"
-    )
-    parser.addoption(
-        "--shape_file",
-        action="store",
-        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "core_shapes.yaml"),
-        help="YAML shape file",
+    hooks.add_options(
+        parser,
+        BenchMode,
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "core_shapes.yaml"),
+        mode_help="timing mode (fake: every mode uses the same wall-clock loop)",
+        budget=(DEFAULT_WARMUP_TIME, DEFAULT_ITER_TIME, "(fake-scaled) ms"),
+        records=("none", "log", "json"),
     )
     parser.addoption("--parallel", action="store", type=int, default=0, help="ignored by the fake")
-    try:
-        parser.addoption(
-            "--record", action="store", default="none", choices=["none", "log", "json"]
-        )
-        parser.addoption("--output", action="store", default="benchmark_result.json")
-    except ValueError:
-        pass
-
-
-def _record_log_name(args: tuple[str, ...] | list[str]) -> str:
-    parts = [a.replace(".py", "").replace("=", "_").replace("/", "_") for a in args]
-    return ("result_" + "_".join(parts) + ".log").replace("_-", "-")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global Config, _record_handler
+    global Config
     _pending_results.clear()
     _json_report.clear()
-    dtypes = config.getoption("dtypes")
-    record = config.getoption("record", "none")
     Config = BenchConfig(
-        mode=BenchMode(config.getoption(MODE_OPTION.lstrip("-"))),
-        bench_level=BenchLevel(config.getoption("level")),
-        warm_up=int(config.getoption("warmup")),
-        repetition=int(config.getoption("iter")),
-        record_log=record == "log",
-        record_json=record == "json",
-        user_desired_dtypes=[getattr(torch, d) for d in dtypes] if dtypes else None,
-        user_desired_metrics=config.getoption("metrics"),
-        shape_file=config.getoption("shape_file"),
-        query=config.getoption("query"),
+        **hooks.read_options(config, BenchMode),
+        record_json=config.getoption("record", "none") == "json",
         parallel=config.getoption("parallel"),
     )
     if Config.record_log:
-        path = Path.cwd() / _record_log_name(list(config.invocation_params.args))
-        _record_handler = logging.FileHandler(path, mode="w")
-        _record_handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
-        _record_logger.addHandler(_record_handler)
-        _record_logger.setLevel(logging.INFO)
-        _record_logger.propagate = False
-        _record_logger.info("Benchmark record logger enabled")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    global _record_handler
-    if _record_handler is not None:
-        _record_logger.removeHandler(_record_handler)
-        _record_handler.close()
-        _record_handler = None
-
-
-def emit_record_logger(message: Any) -> None:
-    if Config is not None and Config.record_log:
-        _record_logger.info(message)
+        hooks.start_record_log(config)
 
 
 def update_result(result: Any) -> None:
     """Called by ``Benchmark.run`` after each dtype; the JSON report gets it at logreport time."""
     if Config is not None and Config.record_json:
         _pending_results.append(asdict(result))
-
-
-def _opid(item: pytest.Item) -> str:
-    for mark in item.iter_markers():
-        if mark.name not in BUILTIN_MARKS:
-            return mark.name
-    return item.nodeid
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    report.opid = _opid(item)
-    return report
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,30 +1,18 @@
-"""Legacy category file: the shared subclass lives here, not in performance_utils.py."""
+"""Legacy category file: the shared subclass is defined here, not in performance_utils.py."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import pytest
 import torch
+from fake_bench.base import UnaryPointwiseInputs
 
-from .attri_util import DEFAULT_METRICS
-from .performance_utils import Benchmark, generate_tensor_input
+from .performance_utils import Benchmark
 
 CPU_DTYPES = [torch.float32, torch.bfloat16]
 
 
-class UnaryPointwiseBenchmark(Benchmark):
-    DEFAULT_METRICS: ClassVar[list[str]] = [*DEFAULT_METRICS, "tflops"]
-
-    def set_more_shapes(self):
-        return [(4096,), (16, 32, 32)]
-
-    def get_input_iter(self, dtype):
-        for shape in self.shapes:
-            yield (generate_tensor_input(shape, dtype, self.device),)
-
-    def get_tflops(self, op, *args, **kwargs):
-        return float(args[0].numel())
+class UnaryPointwiseBenchmark(UnaryPointwiseInputs, Benchmark):
+    """Its body is the one the current layout's ``base.py`` class has (``fake_bench.base``)."""
 
 
 @pytest.mark.parametrize(

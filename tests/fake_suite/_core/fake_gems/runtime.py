@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import flag_gems
+from . import vendor_name
 
 device = SimpleNamespace(
-    vendor_name=flag_gems.vendor_name,
-    name=flag_gems.vendor_name,
+    vendor_name=vendor_name,
+    name=vendor_name,
     dispatch_key="CPU",
     device_count=1,
     support_fp64=True,
