@@ -69,8 +69,8 @@ def test_recorded_run(bench_suite: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "*= zlbench run summary =*",
-            "op*dtype*rows*failed*median speedup*timers",
-            "busy*int*2*0*direct=2",
+            "op*dtype*rows*failed*median_speedup*timers*timers_base*unlike_timers",
+            "busy*int*2*0*direct=2*direct=2*0",
             f"zlbench: run complete: {out}",
         ]
     )

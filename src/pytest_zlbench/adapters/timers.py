@@ -295,18 +295,18 @@ class CpuTimer:
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         clock = self.clock
-        calls = 0
-        start = clock()
-        while True:
-            fn()
-            calls += 1
-            elapsed = (clock() - start) / 1e6
-            if elapsed >= self.warmup_ms and calls >= 2:
-                break
-        per_call = max(elapsed / calls, 1e-6)
-        batch = max(1, math.ceil(self.min_sample_ms / per_call))
         samples: list[float] = []
-        with self.gate.measurement() as turns:
+        with self.gate.measurement() as turns:  # the warm-up is untimed: before the first turn
+            calls = 0
+            start = clock()
+            while True:
+                fn()
+                calls += 1
+                elapsed = (clock() - start) / 1e6
+                if elapsed >= self.warmup_ms and calls >= 2:
+                    break
+            per_call = max(elapsed / calls, 1e-6)
+            batch = max(1, math.ceil(self.min_sample_ms / per_call))
             portions = turns.portions
             for _ in range(portions):
                 with turns.turn():
