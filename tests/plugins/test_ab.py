@@ -295,13 +295,16 @@ def test_screen_one_round(suite: pytest.Pytester) -> None:
     text = (root / "screen.tsv").read_text()
     header = text.splitlines()[0].split("\t")
     assert tuple(header) == screening.COLUMNS
-    assert header[12:] == list(CALIBER_FIELDS)
+    assert header[12:19] == list(CALIBER_FIELDS)
+    assert header[19:] == list(screening.NOISE_COLUMNS)
     lines = read_lines(root)
     assert sorted(lines) == ["abs", "relu"]
     assert (lines["abs"].rows, lines["relu"].rows) == ("2", "1")
     for line in lines.values():
         assert line.verdict == screening.NO_TRITON
-        assert (line.range, line.median_delta_pct, line.sign_flips) == ("", "", "")
+        # no Triton, but per-shape deltas all the same; one round: nothing judged, no flips
+        assert re.fullmatch(r"[+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", line.range), line.range
+        assert (line.rounds, line.sign_flips, line.beyond_noise) == ("1", "n/a", "n/a (1 round)")
         assert line.kernels_a == line.kernels_b == "0"
         assert all(line.caliber[k] for k in CALIBER_FIELDS), line.caliber
         assert line.caliber["backend"] == "cpu"
@@ -344,7 +347,7 @@ def test_screen_one_round(suite: pytest.Pytester) -> None:
 
     # --zl-compare with the root re-aggregates it into the same screen.tsv, running nothing
     (root / "screen.tsv").unlink()
-    again = suite.runpytest("--zl-compare", str(root), "-p", "no:cacheprovider")
+    again = suite.runpytest_subprocess("--zl-compare", str(root), "-p", "no:cacheprovider")
     assert again.ret == 0, again.outlines
     assert (root / "screen.tsv").read_text() == text
     again.stdout.fnmatch_lines(["*= zlbench screen =*", "abs*NO_TRITON*"])
@@ -376,14 +379,16 @@ def test_rounds_alternate_and_measure_operators_without_triton(suite: pytest.Pyt
             assert read_identity(root / "gemm" / f"r{k}_{side}").info["round"] == k
     # the per-operator plot (matplotlib is a test dependency): for the operator with a range
     assert "gemm: IR_CHANGED" in (root / "gemm" / "delta.svg").read_text()
-    assert not (root / "abs" / "delta.svg").exists()
+    assert "abs: NO_TRITON" in (root / "abs" / "delta.svg").read_text()
 
     # abs reached no Triton compiler: the IR cannot say the switch did nothing, so every round
     # is measured (only NO_IR_DIFF skips rounds 2..N)
     assert child_steps(root, "abs") == ["r1 A", "r1 B", "r2 B", "r2 A", "r3 A", "r3 B"]
     assert lines["abs"].verdict == screening.NO_TRITON
     assert screening.SKIP_NOTE not in lines["abs"].note
-    assert lines["abs"].range == ""
+    assert re.fullmatch(r"[+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", lines["abs"].range)
+    assert lines["abs"].rounds == "3"
+    assert re.fullmatch(r"\d+/2", lines["abs"].beyond_noise), lines["abs"].beyond_noise
 
 
 def test_rounds_spread_over_xdist_workers(suite: pytest.Pytester) -> None:
@@ -410,7 +415,8 @@ def test_rounds_spread_over_xdist_workers(suite: pytest.Pytester) -> None:
     # the controller shows one line per operator as its worker reports it (the per-round lines
     # of workers go to progress.log only)
     shown = [ln for ln in result.outlines if re.match(r"\[zlbench +[\d.]+s\] (abs|relu): ", ln)]
-    assert sorted(ln.split("] ", 1)[1] for ln in shown) == [
+    shown_ops = sorted(ln.split("] ", 1)[1] for ln in shown)
+    assert [re.sub(r" [+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", "", ln) for ln in shown_ops] == [
         "abs: NO_TRITON; rows 2",
         "relu: NO_TRITON; rows 1",
     ]
@@ -454,7 +460,9 @@ def test_a_a_control_reports_each_noise_floor(suite: pytest.Pytester) -> None:
             assert read_identity(root / op / f"r{k}_B").info["switch"] == {}
     # the range column follows the verdict rule
     assert lines["abs"].range.startswith("noise floor ")
-    assert lines["relu"].range == ""
+    assert re.fullmatch(r"[+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", lines["relu"].range)
+    for line in lines.values():
+        assert line.floor.startswith("A/A control"), line.floor
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pytest_zlbench.core.screening import (
     NO_IR_DIFF,
     NO_ROWS,
     NO_TRITON,
+    SPECIALISATION_ONLY,
     VERDICTS,
     Key,
     Pairing,
@@ -240,12 +241,12 @@ def signed(*variants: tuple[str, str, str]) -> IrReport:
 
 def test_a_changed_specialisation_set_is_labelled() -> None:
     """The H200 case (mul, 2026-11-29): one side compiled fill_scalar_kernel for another
-    specialisation. Still IR_CHANGED (a changed variant set counts), with a note that no shared
-    specialisation changed; a changed shared specialisation gets no such note."""
+    specialisation. Its own verdict (not IR_CHANGED), with a note that no shared specialisation
+    changed; a changed shared specialisation is a change and gets no such note."""
     a = signed(("fill", "s16", "x"), ("fill", "s1", "y"), ("mul", "m", "z"))
     b = signed(("fill", "s16", "x"), ("fill", "s_other", "w"), ("mul", "m", "z"))
     result = aggregate("mul", [rnd(1, ROWS_A, ROWS_B, a, b)])
-    assert result.verdict == IR_CHANGED
+    assert result.verdict == SPECIALISATION_ONLY
     assert result.kernels_changed == ("fill",)
     (note,) = [n for n in result.notes if "specialisations" in n]
     assert note.startswith("fill: only the set of specialisations differs")
@@ -259,11 +260,18 @@ def test_a_changed_specialisation_set_is_labelled() -> None:
     assert not [n for n in old.notes if "specialisations" in n]
 
 
-def test_verdict_no_triton() -> None:
+def test_verdict_no_triton_shows_its_numbers() -> None:
+    """An operator that reached no Triton compiler still has per-shape deltas: they are shown
+    (the README's CPU demo listed four NO_TRITON operators with an empty range)."""
     result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B)])
     assert result.verdict == NO_TRITON
     line = result.to_line()
-    assert (line.range, line.median_delta_pct, line.sign_flips) == ("", "", "")
+    assert (line.range, line.median_delta_pct, line.sign_flips) == (
+        "-10.00% ~ +10.00%",
+        "+0.000",
+        "n/a",
+    )
+    assert line.rounds == "1"
     assert (line.kernels_a, line.kernels_b, line.kernels_changed) == ("0", "0", "")
 
 
@@ -278,14 +286,28 @@ def test_verdict_ir_changed() -> None:
     assert (line.convert_layout_a, line.convert_layout_b) == ("0", "2")
     assert line.range == "-10.00% ~ +10.00%"
     assert line.median_delta_pct == "+0.000"
-    assert line.sign_flips == "0"
+    assert line.sign_flips == "n/a"  # one round cannot flip: not 0
 
 
 def test_verdict_no_ir_diff_is_labelled_noise_floor() -> None:
     same = ir(("k1", "h1"))
-    result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B, same, same)])
+    rounds = [rnd(1, ROWS_A, ROWS_B, same, same), rnd(2, ROWS_A, ROWS_B, same, same)]
+    result = aggregate("abs", rounds)
     assert result.verdict == NO_IR_DIFF
     assert result.to_line().range == "noise floor -10.00% ~ +10.00%"
+    assert result.to_line().rounds == "2"
+
+
+def test_one_round_of_no_ir_diff_is_labelled_one_round_not_noise_floor() -> None:
+    """A NO_IR_DIFF operator whose later rounds were skipped has one round of a switched run:
+    that is no noise floor."""
+    same = ir(("k1", "h1"))
+    notes = ["SWITCH_NO_IR_DIFF: identical IR on both sides; rounds 2..3 skipped"]
+    result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B, same, same)], notes)
+    line = result.to_line()
+    assert line.range == "1 round -10.00% ~ +10.00%"
+    assert "noise floor" not in line.range
+    assert (line.rounds, line.sign_flips, line.beyond_noise) == ("1", "n/a", "n/a (1 round)")
 
 
 def test_verdict_ir_unknown_is_labelled_ir_not_recorded() -> None:
@@ -422,13 +444,14 @@ def test_control_no_triton_reports_its_noise_floor_in_the_note() -> None:
     assert result.verdict == NO_TRITON
     assert result.control
     line = result.to_line()
-    assert line.range == ""  # the range column follows the verdict rule
+    assert line.range == "-1.50% ~ +0.40%"  # per-shape medians, as for every verdict
     match = noise_note(result.notes)
-    # per-shape medians: [1] (1.2%, -0.4%) -> +0.4%; [2] (-1%, -2%) -> -1.5%
-    assert (match["lo"], match["hi"], match["n"]) == ("-1.50", "+0.40", "2")
+    # the floor is the per-round deltas, not the medians that narrow it:
+    # [1] +1.2 %, -0.4 %; [2] -1 %, -2 %
+    assert (match["lo"], match["hi"], match["n"]) == ("-2.00", "+1.20", "2")
     assert match["flips"] == "1"
     assert match["named"] == "float16 [1]"
-    assert "A/A noise floor -1.50% ~ +0.40% over 2 rounds, 1 sign flip: float16 [1]" in line.note
+    assert "A/A noise floor -2.00% ~ +1.20% over 2 rounds, 1 sign flip: float16 [1]" in line.note
 
 
 def test_control_no_ir_diff_keeps_its_range_column_and_notes_the_floor() -> None:
@@ -461,7 +484,9 @@ def test_control_whose_ir_differs_says_so() -> None:
 
 
 def test_columns_are_the_spec_order_then_the_caliber() -> None:
-    assert (*SPEC_COLUMNS, *CALIBER_FIELDS) == COLUMNS
+    """SPEC §7's columns keep their positions; the noise columns follow the caliber ones."""
+    noise = ("rounds", "beyond_noise", "slower", "faster", "effect_pct", "noise_pct", "floor")
+    assert (*SPEC_COLUMNS, *CALIBER_FIELDS, *noise) == COLUMNS
     assert len(CALIBER_FIELDS) == 7
 
 
@@ -487,7 +512,8 @@ def test_screen_round_trip() -> None:
     ]
     assert write_screen(back) == text
     rendered = render_screen(back)
-    assert rendered[-1].startswith("caliber: backend=cpu device=cpu0")
+    (caliber,) = [line for line in rendered if line.startswith("caliber: ")]
+    assert caliber.startswith("caliber: backend=cpu device=cpu0")
 
 
 def test_a_note_with_tabs_and_newlines_stays_one_cell() -> None:

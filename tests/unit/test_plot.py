@@ -60,10 +60,17 @@ def test_a_noise_floor_and_a_control_say_what_they_are(tmp_path: Path) -> None:
     assert "A/A control" in path.read_text()
 
 
+def test_an_operator_without_triton_has_numbers_and_a_plot(tmp_path: Path) -> None:
+    """NO_TRITON operators have per-shape deltas like any other: shown, and plotted."""
+    pytest.importorskip("matplotlib")
+    path = tmp_path / plot.PLOT_FILE
+    assert plot.write(path, result(screening.NO_TRITON))
+    assert "NO_TRITON" in path.read_text()
+
+
 @pytest.mark.parametrize(
     "kw",
     [
-        {"verdict": screening.NO_TRITON},
         {"verdict": screening.NO_ROWS, "shapes": ()},
         {"rounds_failed": 1},  # an operator with a failed round gets no range, and no plot
     ],

@@ -1,0 +1,198 @@
+"""Which shapes of a screen changed beyond noise: the noise floor and the per-shape judgement.
+
+A shape is **beyond noise** only when
+
+1. its delta (B/A − 1) has one sign in every measured round, and there are at least two rounds
+   (one round never shows whether a delta repeats: nothing is beyond noise with one round); and
+2. the magnitude of its median over rounds exceeds the noise measured for that row in the same
+   screen: the larger of its own between-round spread (max − min of its per-round deltas) and
+   the floor of its size class.
+
+The floor of a size class is the 95th percentile (:data:`FLOOR_QUANTILE`) of |per-round delta|
+over every shape of that class of the floor's operators. Per-round deltas, not per-shape medians:
+the median over rounds narrows the spread, and a shape is judged by how far single rounds
+scatter. The floor's operators are, by preference, those of an A/A control (a screen without a
+switch, :func:`core.verdicts.is_control`), else the screen's own ``NO_IR_DIFF`` operators
+(identical IR: whatever their deltas are, the switch did not make them); the floor says which
+(:attr:`NoiseFloor.source`), or that neither exists, and then only the own spread applies.
+
+Size classes by side A's latency: under 10 µs, 10–100 µs, 100 µs and more. Rows of 1–8 µs are
+launch-bound and drift by 0.3–1 % per kernel between processes (two processes: median 1.1–1.8 %,
+worst 5–20 %); rows of 10 µs and more differ by a median 0.2 %, worst 1.4–5 %
+(docs/PERFORMANCE.md, "Timer noise" and "What the rest of the noise is"). Rows of 100 µs and
+more are the long kernels: power-capped tensor-core GEMMs (180–240 µs, 3–5 % after a pause) and
+rows whose length lets the card's power controller move their clock, so they get a class of
+their own rather than borrowing the quiet 10–100 µs one.
+
+A class with fewer than :data:`MIN_SAMPLES` per-round deltas (below 20 values the 95th
+percentile is the largest one) pools them with the next larger class (the largest with the one
+below it); if the pool is still too small, the class has no floor and says "too few".
+
+The judgement uses the raw delta, as the floor does; the baseline-corrected delta is reported
+beside it, not judged (it carries the baseline's own noise as well).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .stats import quantile
+from .verdicts import NO_IR_DIFF
+
+if TYPE_CHECKING:
+    from .opresult import OpResult
+
+FLOOR_QUANTILE = 0.95
+MIN_SAMPLES = 20
+
+CONTROL = "A/A control"
+SAME_SCREEN = "NO_IR_DIFF operators"
+NO_FLOOR = "none"
+NO_FLOOR_TEXT = "no floor available: each shape's between-round spread only"
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    name: str
+    low_ms: float  # inclusive
+    high_ms: float  # exclusive
+
+    def holds(self, latency_ms: float) -> bool:
+        return self.low_ms <= latency_ms < self.high_ms
+
+
+SIZE_CLASSES: tuple[SizeClass, ...] = (
+    SizeClass("< 10 µs", 0.0, 0.010),
+    SizeClass("10–100 µs", 0.010, 0.100),
+    SizeClass("≥ 100 µs", 0.100, math.inf),
+)
+
+
+def size_class(latency_ms: float | None) -> SizeClass | None:
+    """The size class of a latency in milliseconds; ``None`` when it is unknown."""
+    if latency_ms is None or not math.isfinite(latency_ms) or latency_ms < 0:
+        return None
+    return next(c for c in SIZE_CLASSES if c.holds(latency_ms))
+
+
+@dataclass(frozen=True)
+class ClassFloor:
+    """The floor of one size class: ``value`` is a relative delta (0.01 = 1 %), ``None`` when
+    too few per-round deltas were measured; ``samples`` counts those it was taken over."""
+
+    size: str
+    value: float | None
+    samples: int
+    pooled_with: str | None = None
+
+    def text(self) -> str:
+        if self.value is None:
+            return f"{self.size} too few ({self.samples})"
+        pooled = f", with {self.pooled_with}" if self.pooled_with else ""
+        return f"{self.size} {self.value * 100:.2f}% ({self.samples} deltas{pooled})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "value": self.value,
+            "samples": self.samples,
+            "pooled_with": self.pooled_with,
+        }
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """The floor a screen's shapes are judged against, and where it came from."""
+
+    source: str  # CONTROL, SAME_SCREEN or NO_FLOOR
+    ops: tuple[str, ...] = ()
+    classes: tuple[ClassFloor, ...] = ()
+
+    def for_latency(self, latency_ms: float | None) -> ClassFloor | None:
+        """The floor of a row's size class; for a row of unknown size, the highest floor."""
+        cls = size_class(latency_ms)
+        if cls is None:
+            known = [c for c in self.classes if c.value is not None]
+            return max(known, key=lambda c: c.value or 0.0) if known else None
+        return next((c for c in self.classes if c.size == cls.name), None)
+
+    def describe(self) -> str:
+        if self.source == NO_FLOOR:
+            return NO_FLOOR_TEXT
+        classes = ", ".join(c.text() for c in self.classes)
+        return f"{self.source} ({', '.join(self.ops)}): p{FLOOR_QUANTILE * 100:.0f} {classes}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "ops": list(self.ops),
+            "quantile": FLOOR_QUANTILE,
+            "min_samples": MIN_SAMPLES,
+            "classes": [c.to_json() for c in self.classes],
+            "text": self.describe(),
+        }
+
+
+def _floor_ops(results: Sequence[OpResult]) -> tuple[str, list[OpResult]]:
+    control = [r for r in results if r.control and r.has_range]
+    if control:
+        return CONTROL, control
+    return SAME_SCREEN, [r for r in results if r.verdict == NO_IR_DIFF and r.has_range]
+
+
+def noise_floor(results: Iterable[OpResult]) -> NoiseFloor:
+    """The floor of a screen from its operators' results (see the module docstring). Results
+    with a failed round have no range and give nothing; shapes of unknown size are left out."""
+    source, chosen = _floor_ops(list(results))
+    if not chosen:
+        return NoiseFloor(NO_FLOOR)
+    samples: list[list[float]] = [[] for _ in SIZE_CLASSES]
+    for result in chosen:
+        for shape in result.shapes:
+            cls = size_class(shape.latency)
+            if cls is not None:
+                samples[SIZE_CLASSES.index(cls)] += [abs(d) for d in shape.deltas]
+    classes = []
+    for i, cls in enumerate(SIZE_CLASSES):
+        own = samples[i]
+        if len(own) >= MIN_SAMPLES:
+            classes.append(ClassFloor(cls.name, quantile(own, FLOOR_QUANTILE), len(own)))
+            continue
+        j = i + 1 if i + 1 < len(SIZE_CLASSES) else i - 1
+        pool = own + samples[j]
+        if len(pool) >= MIN_SAMPLES:
+            value = quantile(pool, FLOOR_QUANTILE)
+            classes.append(ClassFloor(cls.name, value, len(pool), SIZE_CLASSES[j].name))
+        else:
+            classes.append(ClassFloor(cls.name, None, len(own)))
+    ops = tuple(sorted({r.op for r in chosen}))
+    return NoiseFloor(source, ops, tuple(classes))
+
+
+def classify(result: OpResult, floor: NoiseFloor) -> OpResult:
+    """``result`` with every shape judged against ``floor`` (beyond noise or not, and the noise
+    it was judged against) and the floor recorded. Judging again replaces an earlier judgement."""
+    if not result.has_range:
+        return replace(result, floor=floor)
+    shapes = []
+    for shape in result.shapes:
+        if len(shape.deltas) < 2:
+            shapes.append(replace(shape, noise=None, beyond_noise=False))
+            continue
+        cls = floor.for_latency(shape.latency)
+        noise = max(shape.round_spread, cls.value if cls and cls.value is not None else 0.0)
+        steady = all(d > 0 for d in shape.deltas) or all(d < 0 for d in shape.deltas)
+        shapes.append(
+            replace(shape, noise=noise, beyond_noise=steady and abs(shape.median) > noise)
+        )
+    return replace(result, shapes=tuple(shapes), floor=floor)
+
+
+def judge_screen(results: Sequence[OpResult], floor: NoiseFloor | None = None) -> list[OpResult]:
+    """Every operator of a screen judged against one floor: ``floor`` when given (an A/A
+    control's, say), else the one :func:`noise_floor` finds among ``results``."""
+    chosen = noise_floor(results) if floor is None else floor
+    return [classify(r, chosen) for r in results]
