@@ -429,7 +429,7 @@ def test_identical_ir_skips_later_rounds_unless_allowed(suite: pytest.Pytester) 
     assert child_steps(root, "abs") == ["r1 A", "r1 B"]
     line = read_lines(root)["abs"]
     assert line.verdict == screening.NO_IR_DIFF
-    assert line.note.startswith(f"{screening.SKIP_NOTE}: identical IR on both sides")
+    assert line.note.startswith(f"{screening.SKIP_NOTE}: identical IR at every stage on both sides")
 
     result, root = screen(
         suite, "--zl-ab=OMP_NUM_THREADS=1", "--zl-rounds=2", "--zl-allow-no-ir-diff", root="all"

@@ -11,13 +11,12 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from pytest_zlbench.core.fingerprint import IrEntry, IrReport
+from pytest_zlbench.core.judge import judge_screen, noise_floor
 from pytest_zlbench.core.noise import (
     FLOOR_QUANTILE,
     MIN_SAMPLES,
     NO_FLOOR,
     SIZE_CLASSES,
-    judge_screen,
-    noise_floor,
     size_class,
 )
 from pytest_zlbench.core.records import Row, RunIdentity

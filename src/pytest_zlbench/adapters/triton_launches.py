@@ -36,14 +36,10 @@ from ..core.fingerprint import (
     TTGIR_SUFFIX,
     IrEntry,
     IrReport,
-    NodebugFn,
-    count_convert_layout,
-    kernel_name,
+    file_entry,
     report_method,
-    specialisation_key,
-    strip_locations,
-    text_hash,
 )
+from ..core.ir_stages import NodebugFn
 from ..core.records import write_json
 from .triton_ir import nodebug_text
 
@@ -209,26 +205,8 @@ def ir_entry(kernel: Launched, nodebug: NodebugFn | None = nodebug_text) -> IrEn
     if ttgir is None:
         raise ValueError("its cache entry has no .ttgir (TRITON_STORE_BINARY_ONLY?)")
     path = Path(ttgir)
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: unreadable ({type(exc).__name__})") from None
-    text = nodebug(str(path)) if nodebug is not None else None
-    method = "nodebug"
-    if not isinstance(text, str):
-        text, method = strip_locations(raw), "stripped"
-    meta = _metadata(kernel)
-    return IrEntry(
-        path=f"{path.parent.name}/{path.name}",
-        kernel=kernel_name(path.name),
-        hash=text_hash(text),
-        method=method,
-        convert_layout=count_convert_layout(text),
-        num_warps=_int_or_none(meta.get("num_warps")),
-        num_stages=_int_or_none(meta.get("num_stages")),
-        num_ctas=_int_or_none(meta.get("num_ctas")),
-        signature=specialisation_key(text),
-    )
+    entry, _ = file_entry(path, f"{path.parent.name}/{path.name}", nodebug)
+    return entry
 
 
 def op_ir(

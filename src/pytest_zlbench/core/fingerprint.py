@@ -294,33 +294,42 @@ def scan_cache(
     entries: list[IrEntry] = []
     versions: set[str] = set()
     for path in sorted(found, key=lambda p: p.relative_to(base).as_posix()):
-        try:
-            raw = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path}: unreadable ({type(exc).__name__})") from None
-        method, text, stages = hash_stages(path, raw, nodebug)
-        meta = _read_metadata(path.with_name(path.name[: -len(TTGIR_SUFFIX)] + ".json"))
-        if isinstance(meta.get("triton_version"), str):
-            versions.add(meta["triton_version"])
-        entries.append(
-            IrEntry(
-                path=path.relative_to(base).as_posix(),
-                kernel=kernel_name(path.name),
-                hash=text_hash(text),
-                method=method,
-                convert_layout=count_convert_layout(text),
-                num_warps=_int_or_none(meta.get("num_warps")),
-                num_stages=_int_or_none(meta.get("num_stages")),
-                num_ctas=_int_or_none(meta.get("num_ctas")),
-                signature=specialisation_key(text),
-                stages=tuple((name, stages[name]) for name in stage_order(stages)),
-            )
-        )
+        entry, version = file_entry(path, path.relative_to(base).as_posix(), nodebug)
+        entries.append(entry)
+        if version is not None:
+            versions.add(version)
     if triton_version is None and versions:
         triton_version = ",".join(sorted(versions))
     frozen = tuple(entries)
     default = "nodebug" if nodebug is not None else "stripped"
     return IrReport(frozen, report_method(frozen, default), triton_version)
+
+
+def file_entry(
+    path: Path, rel: str, nodebug: NodebugFn | None = None
+) -> tuple[IrEntry, str | None]:
+    """The entry of one ``.ttgir`` file of a cache (``rel``: its path from the cache root), with
+    every stage beside it, and the Triton version its ``.json`` names (:func:`scan_cache`)."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: unreadable ({type(exc).__name__})") from None
+    method, text, stages = hash_stages(path, raw, nodebug)
+    meta = _read_metadata(path.with_name(path.name[: -len(TTGIR_SUFFIX)] + ".json"))
+    version = meta.get("triton_version")
+    entry = IrEntry(
+        path=rel,
+        kernel=kernel_name(path.name),
+        hash=text_hash(text),
+        method=method,
+        convert_layout=count_convert_layout(text),
+        num_warps=_int_or_none(meta.get("num_warps")),
+        num_stages=_int_or_none(meta.get("num_stages")),
+        num_ctas=_int_or_none(meta.get("num_ctas")),
+        signature=specialisation_key(text),
+        stages=tuple((name, stages[name]) for name in stage_order(stages)),
+    )
+    return entry, version if isinstance(version, str) else None
 
 
 @dataclass(frozen=True)

@@ -35,15 +35,8 @@ beside it, not judged (it carries the baseline's own noise as well).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
-
-from .stats import quantile
-from .verdicts import NO_IR_DIFF
-
-if TYPE_CHECKING:
-    from .opresult import OpResult
+from dataclasses import dataclass
+from typing import Any
 
 FLOOR_QUANTILE = 0.95
 MIN_SAMPLES = 20
@@ -134,65 +127,3 @@ class NoiseFloor:
             "classes": [c.to_json() for c in self.classes],
             "text": self.describe(),
         }
-
-
-def _floor_ops(results: Sequence[OpResult]) -> tuple[str, list[OpResult]]:
-    control = [r for r in results if r.control and r.has_range]
-    if control:
-        return CONTROL, control
-    return SAME_SCREEN, [r for r in results if r.verdict == NO_IR_DIFF and r.has_range]
-
-
-def noise_floor(results: Iterable[OpResult]) -> NoiseFloor:
-    """The floor of a screen from its operators' results (see the module docstring). Results
-    with a failed round have no range and give nothing; shapes of unknown size are left out."""
-    source, chosen = _floor_ops(list(results))
-    if not chosen:
-        return NoiseFloor(NO_FLOOR)
-    samples: list[list[float]] = [[] for _ in SIZE_CLASSES]
-    for result in chosen:
-        for shape in result.shapes:
-            cls = size_class(shape.latency)
-            if cls is not None:
-                samples[SIZE_CLASSES.index(cls)] += [abs(d) for d in shape.deltas]
-    classes = []
-    for i, cls in enumerate(SIZE_CLASSES):
-        own = samples[i]
-        if len(own) >= MIN_SAMPLES:
-            classes.append(ClassFloor(cls.name, quantile(own, FLOOR_QUANTILE), len(own)))
-            continue
-        j = i + 1 if i + 1 < len(SIZE_CLASSES) else i - 1
-        pool = own + samples[j]
-        if len(pool) >= MIN_SAMPLES:
-            value = quantile(pool, FLOOR_QUANTILE)
-            classes.append(ClassFloor(cls.name, value, len(pool), SIZE_CLASSES[j].name))
-        else:
-            classes.append(ClassFloor(cls.name, None, len(own)))
-    ops = tuple(sorted({r.op for r in chosen}))
-    return NoiseFloor(source, ops, tuple(classes))
-
-
-def classify(result: OpResult, floor: NoiseFloor) -> OpResult:
-    """``result`` with every shape judged against ``floor`` (beyond noise or not, and the noise
-    it was judged against) and the floor recorded. Judging again replaces an earlier judgement."""
-    if not result.has_range:
-        return replace(result, floor=floor)
-    shapes = []
-    for shape in result.shapes:
-        if len(shape.deltas) < 2:
-            shapes.append(replace(shape, noise=None, beyond_noise=False))
-            continue
-        cls = floor.for_latency(shape.latency)
-        noise = max(shape.round_spread, cls.value if cls and cls.value is not None else 0.0)
-        steady = all(d > 0 for d in shape.deltas) or all(d < 0 for d in shape.deltas)
-        shapes.append(
-            replace(shape, noise=noise, beyond_noise=steady and abs(shape.median) > noise)
-        )
-    return replace(result, shapes=tuple(shapes), floor=floor)
-
-
-def judge_screen(results: Sequence[OpResult], floor: NoiseFloor | None = None) -> list[OpResult]:
-    """Every operator of a screen judged against one floor: ``floor`` when given (an A/A
-    control's, say), else the one :func:`noise_floor` finds among ``results``."""
-    chosen = noise_floor(results) if floor is None else floor
-    return [classify(r, chosen) for r in results]

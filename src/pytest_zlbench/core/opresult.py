@@ -34,7 +34,7 @@ class ShapeResult:
     latency: float | None = None  # side A's latency (ms), median over rounds: its size class
     #: per round, (1 + delta) / (1 + baseline delta) - 1; empty unless every round had a baseline
     corrected: tuple[float, ...] = ()
-    noise: float | None = None  # what core.noise.classify judged it against (None: not judged)
+    noise: float | None = None  # what core.judge.classify judged it against (None: not judged)
     beyond_noise: bool = False
 
     @property
@@ -115,7 +115,10 @@ class OpResult:
     ir_label: str = NOT_RECORDED  # how an IR_UNKNOWN range is labelled
     rounds_ok: int | None = None  # measured rounds that completed (None: from the shapes)
     floor: NoiseFloor | None = None  # what the shapes were judged against (None: not judged)
-    stage: str = DEFAULT_STAGE  # the IR stage the verdict compared
+    stage: str = DEFAULT_STAGE  # the first IR stage that differs (or the one compared)
+    #: every IR stage was compared (no stage missing on a side, no TTGIR-only record): only
+    #: then does identical IR say that the switch did nothing to this operator
+    ir_complete: bool = True
 
     # ---- the numbers ---------------------------------------------------------------------------
 
@@ -159,7 +162,7 @@ class OpResult:
         values = [m for s in self.shapes if (m := s.corrected_median) is not None]
         return median(values) if values and self.has_range else None
 
-    # ---- beyond noise (set by core.noise.classify) --------------------------------------------
+    # ---- beyond noise (set by core.judge.classify) --------------------------------------------
 
     @property
     def judged(self) -> bool:
@@ -277,6 +280,7 @@ class OpResult:
             "op": self.op,
             "verdict": self.verdict,
             "stage": self.stage,
+            "ir_complete": self.ir_complete,
             "sign": SIGN,
             "rounds": self.rounds,
             "rounds_measured": self.rounds_measured,

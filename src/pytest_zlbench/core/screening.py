@@ -3,7 +3,7 @@
 :func:`aggregate` pairs each round's rows (:mod:`core.pairing`), folds them into per-shape
 results, compares the IR (:func:`core.verdicts.summarise_ir`), takes the verdict of the first
 rule that applies (:data:`core.verdicts.RULES`), and judges which shapes changed beyond noise
-(:mod:`core.noise`). A screen-level pass (:func:`core.noise.judge_screen`) judges every operator
+(:mod:`core.noise`). A screen-level pass (:func:`core.judge.judge_screen`) judges every operator
 again against the floor of the whole screen once all of them are aggregated.
 
 This module also re-exports what callers of the screen use, so that ``core.screening`` stays the
@@ -16,7 +16,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from .noise import NoiseFloor, classify, judge_screen, noise_floor
+from .judge import classify, judge_screen, noise_floor
+from .noise import NoiseFloor
 from .opresult import OpResult, ShapeResult
 from .pairing import Key, Pair, Pairing, RoundInput, key_text, keyed, pair_rows
 from .records import CALIBER_FIELDS, Row
@@ -213,7 +214,7 @@ def aggregate(
     operator. A key counts only when it paired in every measured round; a failed round leaves the
     operator without a range. ``control`` (default: :func:`is_control`) marks an A/A control.
     ``floor`` is the noise floor the shapes are judged against; by default the one this
-    operator alone gives (:func:`core.noise.noise_floor`: its own rows when it is an A/A control
+    operator alone gives (:func:`core.judge.noise_floor`: its own rows when it is an A/A control
     or NO_IR_DIFF, else none), until a screen-level pass judges it again.
     """
     failed = [r for r in rounds if r.failed is not None]
@@ -246,6 +247,7 @@ def aggregate(
         ir_label=decision.ir_label,
         rounds_ok=len(ok),
         stage=ir.stage,
+        ir_complete=ir.incomplete is None,
     )
     result = replace(result, notes=result.notes + decision.notes + result_notes(result, ok))
     return classify(result, noise_floor([result]) if floor is None else floor)

@@ -56,9 +56,27 @@ DEFAULT_STAGE = "ttgir"
 
 
 def stage_of(diff: IrDiff) -> str:
-    """The IR stage at which ``diff`` found its sides different. :func:`core.fingerprint.compare`
-    compares TTGIR; when it reports the first differing stage, this is where it enters."""
+    """The first IR stage, in compile order, at which ``diff`` found its sides different
+    (:class:`core.ir_stages.StageDiff`); TTGIR for records that hold TTGIR only."""
+    if diff.stages is not None and diff.stages.first is not None:
+        return diff.stages.first
     return DEFAULT_STAGE
+
+
+def changed_kernels(diff: IrDiff) -> tuple[str, ...]:
+    """The kernels that differ at any stage: TTGIR's, and those of the first differing stage
+    (a switch acting below TTGIR, in LLVM IR, PTX or the assembler, changes only those)."""
+    below = diff.stages.kernels if diff.stages is not None else ()
+    return tuple(sorted({*diff.kernels_changed, *below}))
+
+
+def not_compared(diff: IrDiff) -> str | None:
+    """What the stage comparison could not look at, or ``None`` when it saw every stage."""
+    if diff.stages is None:
+        return "stages not recorded, TTGIR compared only"
+    if diff.stages.complete:
+        return None
+    return diff.stages.describe()
 
 
 def unpinned(a: RunIdentity | None, b: RunIdentity | None) -> str | None:
@@ -130,6 +148,9 @@ class IrSummary:
     changed: tuple[str, ...] = ()  # kernels that changed in any round
     spec_only: tuple[str, ...] = ()  # of those, the ones whose set of specialisations alone did
     stage: str = DEFAULT_STAGE
+    #: what some round's comparison could not look at (a stage missing on a side, a record of
+    #: TTGIR only): identical IR then does not prove that the switch did nothing
+    incomplete: str | None = None
 
 
 def summarise_ir(rounds: Sequence[RoundInput]) -> IrSummary:
@@ -140,6 +161,7 @@ def summarise_ir(rounds: Sequence[RoundInput]) -> IrSummary:
     changed: set[str] = set()
     spec: dict[str, bool] = {}  # changed kernel -> only its specialisation set differed so far
     stage = DEFAULT_STAGE
+    incomplete: str | None = None
     for r in rounds:
         if r.ir_a is None or r.ir_b is None:
             continue
@@ -156,10 +178,12 @@ def summarise_ir(rounds: Sequence[RoundInput]) -> IrSummary:
         if first is None:
             first = diff
         any_kernels = any_kernels or diff.kernels_a > 0 or diff.kernels_b > 0
-        if diff.changed:
+        kernels = changed_kernels(diff)
+        if kernels and not changed:
             stage = stage_of(diff)
-        changed |= set(diff.kernels_changed)
-        for kernel in diff.kernels_changed:
+        incomplete = incomplete or not_compared(diff)
+        changed |= set(kernels)
+        for kernel in kernels:
             spec[kernel] = spec.get(kernel, True) and kernel in diff.specialisation_only
     return IrSummary(
         missing=missing,
@@ -171,6 +195,7 @@ def summarise_ir(rounds: Sequence[RoundInput]) -> IrSummary:
         changed=tuple(sorted(changed)),
         spec_only=tuple(sorted(k for k, only in spec.items() if only)),
         stage=stage,
+        incomplete=incomplete,
     )
 
 
@@ -271,7 +296,14 @@ RULES: tuple[Rule, ...] = (
         lambda f: (_spec_note(f.ir.spec_only, all_of_them=True),),
     ),
     Rule("ir_changed", IR_CHANGED, lambda f: bool(f.ir.changed), _changed_notes),
-    Rule("no_ir_diff", NO_IR_DIFF, lambda f: True),
+    Rule(
+        "no_ir_diff",
+        NO_IR_DIFF,
+        lambda f: True,
+        lambda f: (
+            (f"identical IR at compared stages; {f.ir.incomplete}",) if f.ir.incomplete else ()
+        ),
+    ),
 )
 
 

@@ -97,6 +97,7 @@ def compare_two(path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any) ->
             identity_b=b.identity,
         )
         results.append(screening.aggregate(op, [rnd], notes))
+    results = screening.judge_screen(results)  # one noise floor for every operator of the pair
     try:
         root.mkdir(parents=True, exist_ok=True)
         records.write_json(
@@ -132,6 +133,8 @@ def reaggregate(root: Path, allow: bool, tw: Any) -> int:
         caliber_line(tw, problem)
     if refusing(problems, allow):
         return refuse(tw)
+    judged = screening.judge_screen([r for _, r in results])  # the screen's one noise floor
+    results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
     for op_dir, result in results:
         write_op_result(op_dir, result)
     write_and_show(root, [r.to_line() for _, r in results], tw)

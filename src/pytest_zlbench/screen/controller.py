@@ -223,11 +223,12 @@ class AbController:
                 continue
             if k == 1 and s.rounds > 1 and not s.allow_no_ir_diff and s.switches:
                 first, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-                # Only identical IR says the switch did nothing to this operator. NO_TRITON says
+                # Only IR identical at every stage says the switch did nothing to this operator
+                # (a switch may act in LLVM IR, PTX or the assembler only). NO_TRITON says
                 # nothing about the switch (it may act on aten or a vendor library), so every
                 # round is measured.
-                if first.verdict == screening.NO_IR_DIFF:
-                    why = "identical IR on both sides"
+                if first.verdict == screening.NO_IR_DIFF and first.ir_complete:
+                    why = "identical IR at every stage on both sides"
                     mark_skipped(
                         op_dir,
                         f"{screening.SKIP_NOTE}: {why}; rounds 2..{s.rounds} skipped "
@@ -267,8 +268,22 @@ class AbController:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if not self.lines:
             return
+        self.judge()
         path = write_screen(self.settings.root, list(self.lines.values()))
         self.progress(f"wrote {path} ({len(self.lines)} operators)", terminal=False)
+
+    def judge(self) -> None:
+        """Judge every screened operator's shapes against one noise floor for the whole screen
+        (an A/A control's own, else its NO_IR_DIFF operators'; ``core.noise``): each operator was
+        aggregated alone as it finished, possibly on another xdist worker, so this reads them
+        back from the root."""
+        root = self.settings.root
+        ops = [op for op in self.lines if (root / op).is_dir()]
+        allow = self.settings.allow_caliber_mismatch
+        results = [aggregate_op_dir(root / op, allow=allow)[0] for op in ops]
+        for op, result in zip(ops, screening.judge_screen(results), strict=True):
+            write_op_result(root / op, result)
+            self.lines[op] = result.to_line()
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
