@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from . import _common
+from . import _common, lifeline
 from ._common import ab_controller_key, op_id
 from .core import records, screening
 from .core.caliber import PREFIX as CALIBER_PREFIX
@@ -35,6 +35,7 @@ from .core.parsing import (
     parse_positive_float,
     parse_positive_int,
     parse_switch,
+    repeated_failure,
     switches_env,
 )
 from .core.records import RecordError, RunIdentity
@@ -169,14 +170,26 @@ def run_compare(config: pytest.Config) -> int | None:
             f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
         )
     tw = _terminal_writer(config)
+    from .claim import COMPARE, SCREEN, claiming
+    from .core.rundir import kind_of
+
     if len(paths) == 1:
         if out:
             raise pytest.UsageError(
                 "--zl-compare with one A/B root rewrites that root's screen.tsv: drop --zl-out"
             )
-        return _reaggregate(Path(paths[0]), allow, tw)
+        if kind_of(Path(paths[0])) != SCREEN:  # refused by _reaggregate in its own words
+            return _reaggregate(Path(paths[0]), allow, tw)
+        with claiming(config, SCREEN, Path(paths[0]), resume=True, option="--zl-compare") as held:
+            rc = _reaggregate(Path(paths[0]), allow, tw)
+            held.keep()
+        return rc
     root = Path(str(out)) if out else _default_root()
-    return _compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
+    with claiming(config, COMPARE, root, resume=True) as held:
+        rc = _compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
+        if rc == 0:
+            held.keep()
+    return rc
 
 
 def _caliber_line(tw: Any, text: str) -> None:
@@ -685,7 +698,7 @@ class AbController:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=lifeline.preexec(),  # dies with this process (kill -9 of the screen)
             )
             try:
                 rc = proc.wait(timeout=self.settings.timeout)
@@ -734,7 +747,7 @@ class AbController:
             self.note(item, f"{label} failed once ({cause}) and passed on retry")
             return None
         if same_failure(cause, again):
-            raise _Deterministic(label)
+            raise _Deterministic(repeated_failure(label, again))
         return again
 
     def requested_dtypes(self) -> list[str]:
@@ -789,11 +802,9 @@ class AbController:
     def _measure(self, item: OpItem, op_dir: Path) -> None:
         try:
             self._measure_rounds(item, op_dir)
-        except _Deterministic as exc:
-            self.progress(f"{item.op}: {exc} failed the same way on retry; not retried again")
-            self.note(
-                item, f"{exc} failed the same way on retry (deterministic); not retried again"
-            )
+        except _Deterministic as exc:  # its text: core.parsing.repeated_failure
+            self.progress(f"{item.op}: {exc}")
+            self.note(item, str(exc))
 
     def _measure_rounds(self, item: OpItem, op_dir: Path) -> None:
         s = self.settings
@@ -915,20 +926,6 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-def _die_with_parent() -> None:
-    """In a child, before exec: die when the controller dies (``kill -9`` of the screen), so no
-    orphan keeps writing into a run directory that ``--zl-resume`` measures again (Linux)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _kill_group(proc: subprocess.Popen[Any]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -1027,20 +1024,15 @@ def start_controller(config: pytest.Config) -> None:
         allow_caliber_mismatch=_common.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
     )
     if not _common.is_worker(config):
-        if root.exists() and not root.is_dir():
-            raise pytest.UsageError(f"--zl-out {root}: not a directory")
-        if root.exists() and any(root.iterdir()):
-            if not resume:
-                raise pytest.UsageError(
-                    f"--zl-out {root}: already holds results; pass --zl-resume to continue it "
-                    "or give a new directory"
-                )
-            _check_resume(root, settings)
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            records.write_json(root / SETTINGS_FILE, settings.describe())
-        except OSError as exc:
-            raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
+        from .claim import SCREEN, claiming
+
+        with claiming(config, SCREEN, root, resume=resume):  # lock, kind, emptiness
+            if resume:
+                _check_resume(root, settings)
+            try:
+                records.write_json(root / SETTINGS_FILE, settings.describe())
+            except OSError as exc:
+                raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
     controller = AbController(config, settings)
     config.stash[ab_controller_key] = controller
     config.pluginmanager.register(controller, "zlbench-ab-controller")

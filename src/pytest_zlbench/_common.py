@@ -64,6 +64,7 @@ def add(
         kwargs["default"] = False
     group.addoption(flag, **kwargs)
     if ini:
+        help = help.replace("%%", "%")  # argparse's escape; ini help is shown verbatim
         if action == "store_true":
             parser.addini(dest, help=help, type="bool", default=None)
         elif action == "append":

@@ -36,9 +36,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     out = _common.raw(early_config, "zl_out")
     if out is None or _common.worker_index() is not None or _common.controller_mode(early_config):
         return  # workers inherit the controller's environment; an A/B root is no run directory
-    from .._run import start_run
+    from pathlib import Path
 
-    start_run(early_config, out)
+    from .._run import start_run
+    from ..claim import RUN, claiming
+
+    with claiming(early_config, RUN, Path(str(out))):  # the lock and kind of the run directory
+        start_run(early_config, out)
 
 
 @pytest.hookimpl
