@@ -47,18 +47,24 @@ def given(config: pytest.Config) -> dict[str, tuple[object, bool]]:
     dests |= {d for d in vars(config.option) if d.startswith("zl_")}
     out: dict[str, tuple[object, bool]] = {}
     for dest in sorted(dests):
+        # early, config.option holds the defaults (False for a flag) and the namespace the
+        # command line: either may hold the value
+        cli = config.option.__dict__.get(dest)
+        if cli in (None, False, []) and ns is not None:
+            cli = getattr(ns, dest, None)
+        if cli not in (None, False, [], ""):
+            out[dest] = (cli, False)
+            continue
         try:
-            value = _common.raw(config, dest)
+            ini = config.getini(dest)
+        except (ValueError, KeyError):
+            continue
         except pytest.UsageError as exc:  # pytest's own refusal of a boolean ini value
             if "''" in str(exc):
                 continue  # ``-o zl_resume=``: how a screen resets an option for its children
             raise pytest.UsageError(f"{dest} (ini): {exc}") from None
-        if value in (None, False, [], ""):
-            continue
-        cli = config.option.__dict__.get(dest)
-        if cli in (None, False, []) and ns is not None:
-            cli = getattr(ns, dest, None)
-        out[dest] = (value, cli in (None, False, []))
+        if ini not in (None, False, [], ""):
+            out[dest] = (ini, True)
     return out
 
 

@@ -147,12 +147,13 @@ def test_a_failed_start_leaves_the_directory_as_it_found_it(
         out.mkdir()
     result = suite.runpytest("-p", "no:cacheprovider", "--zl-backend=cpu", *args, "--zl-out=D")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    if existed:
-        assert list(out.iterdir()) == []
+    if not existed:
         assert not out.exists()
-        # and the directory is free for what the user runs next
-        screened = screen(suite, "D")
-        assert screened.ret == 0, screened.errlines
+        return
+    assert list(out.iterdir()) == []
+    # and the directory is free for what the user runs next
+    screened = screen(suite, "D")
+    assert screened.ret == 0, screened.errlines
 
 
 def test_a_session_that_fails_in_collection_leaves_no_directory(suite: pytest.Pytester) -> None:

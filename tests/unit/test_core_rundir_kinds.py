@@ -76,7 +76,8 @@ def test_which_session_may_write_a_directory(
     if problem is None:
         assert found is None
     else:
-        assert found is not None and problem in found
+        assert found is not None
+        assert problem in found
         assert "\n" not in found
 
 
@@ -164,6 +165,7 @@ def test_units_follow_the_option_name() -> None:
 
 def test_a_repeated_timeout_is_not_called_deterministic() -> None:
     timeout = parsing.repeated_failure("side A of round 1", "timed out after 5s (pgk)")
-    assert "timed out again" in timeout and "deterministic" not in timeout
+    assert "timed out again" in timeout
+    assert "deterministic" not in timeout
     crash = parsing.repeated_failure("side A of round 1", "exit status 3: boom")
     assert crash.endswith("failed the same way on retry (deterministic); not retried again")

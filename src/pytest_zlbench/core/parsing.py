@@ -250,7 +250,7 @@ def idle_options(
     cpu = backend is not None and backend.strip().lower() == "cpu"
     direct = timer is not None and timer.strip().lower() == "direct"
     if mode in _MEASURING and (cpu or direct):
-        why = "the cpu backend's clock" if cpu else "--zl-timer=direct"
+        why = "--zl-timer=direct" if direct else "the cpu backend's clock"
         for dest in GRAPH_ONLY:
             if dest in given:
                 out.append((dest, f"has no effect with {why}: it sets the graph timer only"))
