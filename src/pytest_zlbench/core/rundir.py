@@ -1,6 +1,12 @@
-"""Reading one side of a comparison from disk: a run directory of this plugin, or a directory
-holding a plain FlagGems stdout log (``run.log``) or ``--record log`` file plus a hand-written
-``run_identity.json``."""
+"""Run directories on disk.
+
+* Reading one side of a comparison: a run directory of this plugin, or a directory holding a
+  plain FlagGems stdout log (``run.log``) or ``--record log`` file plus a hand-written
+  ``run_identity.json``.
+* Kinds: which kind of results a directory holds (its marker, else its files), and whether a
+  session of a kind may write it (``claim_problem``); the lock file's record. The lock and the
+  rollback themselves live in ``pytest_zlbench.claim``.
+"""
 
 from __future__ import annotations
 
