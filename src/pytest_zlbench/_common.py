@@ -112,6 +112,8 @@ def add(
     group.addoption(flag, **kwargs)
     _declared[flag] = (child, dest, action in ("store", "append"))
     if ini:
+        help = help.replace("%%", "%")  # argparse's escape; ini help is shown verbatim
+        help = help.replace("%%", "%")  # argparse's escape; ini help is shown verbatim
         if action == "store_true":
             parser.addini(dest, help=help, type="bool", default=None)
         elif action == "append":

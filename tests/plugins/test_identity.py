@@ -15,6 +15,7 @@ from zl_testing import NO_HYPOTHESIS, assert_usage_error, files_under, read_json
 
 RUN_FILES = {
     ".complete",
+    ".zl_kind",  # the directory's kind, written when it is created
     "run_identity.json",
     "rows.jsonl",
     "summary.tsv",

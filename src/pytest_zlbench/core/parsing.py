@@ -49,12 +49,15 @@ def parse_positive_int(value: str | int, option: str) -> int:
 
 
 def parse_positive_float(value: str | float, option: str) -> float:
+    """A positive, finite number; the unit in a refusal is milliseconds for an option whose name
+    ends in ``-ms``, seconds otherwise."""
     try:
         number = float(str(value).strip())
     except ValueError:
         raise ValueError(f"{option}: {value!r} is not a number") from None
     if not number > 0 or number == float("inf"):
-        raise ValueError(f"{option}: must be a positive number of seconds, got {value!r}")
+        unit = "milliseconds" if option.endswith("-ms") else "seconds"
+        raise ValueError(f"{option}: must be a positive number of {unit}, got {value!r}")
     return number
 
 
@@ -116,3 +119,150 @@ def parse_bool(value: str | bool) -> bool:
     if text in ("0", "false", "no", "off", ""):
         return False
     raise ValueError(f"{value!r} is not a boolean (true/false)")
+
+
+# --------------------------------------------------------------------------------------------
+# Where a value came from, and which session it acts in
+
+#: the session modes: what a session does, resolved from its options
+MEASURE = "measure"  # times tests, records nothing (no --zl-out)
+RECORD = "record"  # a recorded run (--zl-out)
+SCREEN = "screen"  # an A/B screen (--zl-ab / --zl-rounds)
+COMPARE = "compare"  # --zl-compare
+CHILD = "child"  # one side of a screen, started by the screen itself
+_IN_MODE = {
+    MEASURE: "in a session that records nothing (no --zl-out)",
+    RECORD: "in a recorded run (--zl-out without --zl-ab or --zl-rounds)",
+    SCREEN: "in an A/B screen",
+    COMPARE: "with --zl-compare",
+}
+_MEASURING = frozenset({MEASURE, RECORD, SCREEN, CHILD})
+_TIMING = "it sets how tests are timed, and --zl-compare runs no test"
+#: every option with the modes it acts in and what it is for (a refusal names both). The
+#: options that choose the mode (--zl-ab, --zl-rounds, --zl-compare, --zl-inventory) refuse
+#: their conflicts themselves.
+ACTS_IN: dict[str, tuple[frozenset[str], str]] = {
+    "zl_backend": (_MEASURING, "--zl-compare reads the backend from the run identities"),
+    "zl_devices": (_MEASURING, "--zl-compare runs nothing on a card"),
+    "zl_timer": (_MEASURING, _TIMING),
+    "zl_cold_cache": (_MEASURING, _TIMING),
+    "zl_graph_replays": (_MEASURING, _TIMING),
+    "zl_graph_budget_ms": (_MEASURING, _TIMING),
+    "zl_out": (frozenset({RECORD, SCREEN, COMPARE, CHILD}), "it names a run directory"),
+    "zl_replay_from": (
+        frozenset({RECORD, SCREEN, CHILD}),
+        "it pins the autotune configs of a recorded run or a screen; add --zl-out=DIR",
+    ),
+    "zl_allow_no_ir_diff": (
+        frozenset({SCREEN}),
+        "it measures rounds 2..N of an A/B screen (--zl-ab with --zl-rounds)",
+    ),
+    "zl_allow_caliber_mismatch": (
+        frozenset({SCREEN, COMPARE}),
+        "it lets an A/B screen or --zl-compare pair runs of different calibers",
+    ),
+    "zl_timeout": (frozenset({SCREEN}), "it limits each child run of an A/B screen (--zl-ab)"),
+    "zl_resume": (
+        frozenset({SCREEN}),
+        "it continues an A/B screen root (--zl-ab or --zl-rounds with --zl-out=ROOT)",
+    ),
+}
+#: options that act only on the graph timer (the cpu backend and the direct timer ignore them)
+GRAPH_ONLY = ("zl_cold_cache", "zl_graph_replays", "zl_graph_budget_ms")
+
+
+def flag_of(dest: str) -> str:
+    """``zl_graph_budget_ms`` -> ``--zl-graph-budget-ms``."""
+    return "--" + dest.replace("_", "-")
+
+
+def shown(value: object) -> str:
+    """A value as the user wrote it in an ini file (a list as its lines joined by spaces)."""
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def label(dest: str, value: object, from_ini: bool) -> str:
+    """How a message names an option: ``--zl-timeout``, or ``zl_timeout = 30 (ini)`` when the
+    value came from the ini file (the user looks for it there)."""
+    return f"{dest} = {shown(value)} (ini)" if from_ini else flag_of(dest)
+
+
+def ini_message(message: str, dest: str, value: object) -> str:
+    """A parser's one-line refusal of an ini value, naming the ini key instead of the option."""
+    flag = flag_of(dest)
+    where = label(dest, value, True)
+    if message.startswith(flag):
+        rest = message[len(flag) :].lstrip(":= ")
+        return f"{where}: {rest}"
+    return f"{where}: {message}"
+
+
+def session_mode(given: set[str], child: bool) -> str:
+    """The mode of a session given the options it has (their ``dest`` names)."""
+    if "zl_compare" in given:
+        return COMPARE
+    if "zl_ab" in given or "zl_rounds" in given:
+        return SCREEN
+    if child:
+        return CHILD
+    return RECORD if "zl_out" in given else MEASURE
+
+
+def idle_options(
+    mode: str,
+    given: dict[str, object],
+    *,
+    rounds: int = 1,
+    switches: int = 0,
+    backend: str | None = None,
+    timer: str | None = None,
+) -> list[tuple[str, str]]:
+    """The options in ``given`` (``dest`` -> value) that have no effect in ``mode``, each with
+    why: ``[(dest, reason)]``. A screen's child is never checked: the screen gave it its
+    options."""
+    if mode == CHILD:
+        return []
+    out: list[tuple[str, str]] = []
+    for dest in given:
+        modes, purpose = ACTS_IN.get(dest, (None, ""))
+        if modes is not None and mode not in modes:
+            out.append((dest, f"has no effect {_IN_MODE[mode]}: {purpose}"))
+    if mode == SCREEN and "zl_allow_no_ir_diff" in given and (rounds < 2 or not switches):
+        why = "one round" if rounds < 2 else "no switch (an A/A control)"
+        out.append(
+            (
+                "zl_allow_no_ir_diff",
+                f"has no effect with {why}: it measures rounds 2..N of operators whose IR the "
+                "switch left unchanged",
+            )
+        )
+    if mode == SCREEN and "zl_resume" in given and "zl_out" not in given:
+        out.append(
+            (
+                "zl_resume",
+                "has nothing to continue without --zl-out=ROOT (a new root is made each time)",
+            )
+        )
+    if "zl_inventory" in given and "zl_out" in given and mode == RECORD:
+        out.append(("zl_out", "has no effect with --zl-inventory, which runs no test"))
+    cpu = backend is not None and backend.strip().lower() == "cpu"
+    direct = timer is not None and timer.strip().lower() == "direct"
+    if mode in _MEASURING and (cpu or direct):
+        why = "--zl-timer=direct" if direct else "the cpu backend's clock"
+        for dest in GRAPH_ONLY:
+            if dest in given:
+                out.append((dest, f"has no effect with {why}: it sets the graph timer only"))
+    return out
+
+
+def repeated_failure(label: str, cause: str) -> str:
+    """The note of a screen's side that failed twice the same way: a timeout is not called
+    deterministic (the side may just need more time)."""
+    if cause.startswith("timed out"):
+        return (
+            f"{label} timed out again on retry; not retried again (a larger --zl-timeout "
+            "may let it finish)"
+        )
+    return f"{label} failed the same way on retry (deterministic); not retried again"

@@ -1,9 +1,16 @@
-"""Reading one side of a comparison from disk: a run directory of this plugin, or a directory
-holding a plain FlagGems stdout log (``run.log``) or ``--record log`` file plus a hand-written
-``run_identity.json``."""
+"""Run directories on disk.
+
+* Reading one side of a comparison: a run directory of this plugin, or a directory holding a
+  plain FlagGems stdout log (``run.log``) or ``--record log`` file plus a hand-written
+  ``run_identity.json``.
+* Kinds: which kind of results a directory holds (its marker, else its files), and whether a
+  session of a kind may write it (``claim_problem``); the lock file's record. The lock and the
+  rollback themselves live in ``pytest_zlbench.claim``.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,3 +108,131 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(f"{path}: unreadable ({exc})") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Kinds of directory: every session that writes a directory claims it for its kind
+
+#: the marker a session writes into a directory it creates: ``{"kind": ..., "created_at": ...}``
+KIND_FILE = ".zl_kind"
+#: the lock file of the session that holds a directory (its PID and start time inside)
+LOCK_FILE = ".zl_lock"
+#: our bookkeeping files: a directory holding only these holds no results
+BOOKKEEPING = frozenset({KIND_FILE, LOCK_FILE})
+
+RUN = "run"
+SCREEN = "screen"
+COMPARE = "compare"
+#: a directory whose files belong to more than one kind (an older version mixed them)
+MIXED = "mixed"
+KIND_NAMES = {
+    RUN: "a recorded run",
+    SCREEN: "an A/B screen root",
+    COMPARE: "the output of --zl-compare",
+    MIXED: "files of more than one kind (a recorded run and an A/B screen root)",
+}
+#: the files that say a directory without a marker is of a kind
+_RUN_FILES = (records.IDENTITY_FILE, records.ROWS_FILE, records.COMPLETE_FILE)
+_SCREEN_FILES = ("screen.json", "screen.tsv", "progress.log")
+_COMPARE_FILES = ("compare.json",)
+
+
+def entries(path: Path) -> list[str]:
+    """The names in ``path`` that are not our bookkeeping files (sorted; [] if it is absent)."""
+    try:
+        return sorted(p.name for p in path.iterdir() if p.name not in BOOKKEEPING)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def marked_kind(path: Path) -> str | None:
+    """The kind written in ``path``'s marker, or None (no marker, or one that is unreadable)."""
+    try:
+        data = json.loads((path / KIND_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    kind = data.get("kind") if isinstance(data, dict) else None
+    return kind if kind in (RUN, SCREEN, COMPARE) else None
+
+
+def inferred_kind(path: Path) -> str | None:
+    """The kind a directory without a marker holds, from its files: ``run_identity.json``,
+    ``rows.jsonl``, ``.complete`` or partial rows say a run; ``screen.json``, ``screen.tsv``,
+    ``progress.log`` or ``<op>/r<k>_A`` say a screen root; ``compare.json`` a comparison.
+    :data:`MIXED` when they say more than one; None when they say nothing."""
+    found = set()
+    if any((path / name).exists() for name in _RUN_FILES) or records.partial_files(path):
+        found.add(RUN)
+    if any((path / name).exists() for name in _SCREEN_FILES) or any(path.glob("*/r*_[AB]")):
+        found.add(SCREEN)
+    if any((path / name).exists() for name in _COMPARE_FILES):
+        found.add(COMPARE)
+    if len(found) > 1:
+        return MIXED
+    return found.pop() if found else None
+
+
+def kind_of(path: Path) -> str | None:
+    """``path``'s kind: its marker's, else inferred from its files (None: holds no run)."""
+    return marked_kind(path) or inferred_kind(path)
+
+
+def claim_problem(path: Path, kind: str, *, resume: bool = False) -> str | None:
+    """Why a session of ``kind`` may not write ``path`` (one line, without the option's name),
+    or None when it may: ``path`` is absent or holds nothing but our bookkeeping, or (with
+    ``resume``) holds a directory of the same kind. A recorded run is never overwritten."""
+    if path.exists() and not path.is_dir():
+        return "not a directory"
+    names = entries(path)
+    if not names:
+        return None
+    found = kind_of(path)
+    if found is None:
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        return (
+            f"not empty and holds no run ({len(names)} entries: {shown}); give a new or empty "
+            "directory"
+        )
+    if found != kind:
+        return (
+            f"holds {KIND_NAMES[found]}, not {KIND_NAMES[kind]}; give a new directory "
+            "(a directory holds one kind of results)"
+        )
+    if kind == RUN:
+        partial = records.partial_files(path)
+        if partial and not (path / records.IDENTITY_FILE).exists():
+            return (
+                f"holds {partial[0].name}, the rows of a run killed before its end; give a new "
+                "directory (runs are never overwritten)"
+            )
+        return "already holds a run; give a new directory (runs are never overwritten)"
+    if kind == SCREEN and not resume:
+        return "already holds results; pass --zl-resume to continue it or give a new directory"
+    return None
+
+
+def kind_marker(kind: str, created_at: str) -> str:
+    """The text of :data:`KIND_FILE`."""
+    return json.dumps({"kind": kind, "created_at": created_at}) + "\n"
+
+
+def lock_record(pid: int, started_at: str) -> str:
+    """What the holder of a directory writes into :data:`LOCK_FILE`."""
+    return json.dumps({"pid": pid, "started_at": started_at}) + "\n"
+
+
+def lock_holder(text: str) -> str:
+    """The holder named in a lock file's text, for a refusal: ``PID 123, started ...``."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+        return "PID unknown: the holder has not written it yet"
+    return f"PID {data['pid']}, started {data.get('started_at', 'at an unknown time')}"
+
+
+def measured_nothing(rows: int, passed: int, failed: int) -> bool:
+    """A run whose every test failed and which measured no row (a backend whose device is
+    absent fails every test): not a result, so it is never marked complete."""
+    return rows == 0 and failed > 0 and passed == 0

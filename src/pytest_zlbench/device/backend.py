@@ -40,7 +40,11 @@ def resolve(config: pytest.Config, known: BackendRegistry, probe: bool = True) -
     try:
         return known.resolve(str(name))
     except ValueError as exc:
-        raise pytest.UsageError(f"--zl-backend: {exc}") from None
+        from ..preflight import value_error
+
+        raise pytest.UsageError(
+            value_error(config, "zl_backend", ValueError(f"--zl-backend: {exc}"))
+        ) from None
 
 
 def pin_cards(early_config: pytest.Config, devices_raw: object) -> None:

@@ -36,8 +36,25 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(DeviceSpec)
 
 
+def _zlbench_given(config: pytest.Config) -> bool:
+    """Whether any ``--zl-*`` option is given, on the command line or in the ini file."""
+    names = vars(config.known_args_namespace).keys() | vars(config.option).keys()
+    for name in names:
+        if name.startswith("zl_"):
+            try:
+                if _common.raw(config, name) not in (None, False, [], ""):
+                    return True
+            except pytest.UsageError:  # a boolean ini value pytest refuses: preflight says so
+                return True
+    return False
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    if _zlbench_given(early_config):  # die with the parent session; refuse bad or idle options
+        from ..preflight import start
+
+        start(early_config)
     devices_raw = _common.raw(early_config, "zl_devices")
     if devices_raw is None:
         return

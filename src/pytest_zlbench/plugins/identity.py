@@ -37,9 +37,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     mode = _common.mode_of(early_config)
     if not mode.records or mode.out is None or _common.worker_index() is not None:
         return  # workers inherit the controller's environment; an A/B root is no run directory
+    from pathlib import Path
+
+    from ..claim import RUN, claiming
     from ..recording.run import start_run
 
-    start_run(early_config, mode.out)
+    with claiming(early_config, RUN, Path(str(mode.out))):  # the run directory's lock and kind
+        start_run(early_config, mode.out)
 
 
 @pytest.hookimpl

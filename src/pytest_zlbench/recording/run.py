@@ -253,6 +253,10 @@ class RunRecorder(WorkerRows):
         self.ir_note = write_ir(run_dir)
         records.write_identity(run_dir, self.identity(exitstatus))
         complete = int(exitstatus) in (0, 1, 5) and not self.errors
+        if complete and not self.rows:  # every test failed and nothing was measured
+            from ..claim import every_test_failed
+
+            complete = not every_test_failed(self.config, len(self.rows))
         if complete:
             records.write_atomic(run_dir / COMPLETE_FILE, now() + "\n")
             # rows.jsonl holds every row now; an interrupted run (Ctrl-C, rows the recorder

@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
+from .. import lifeline
 from ..contract import RECORD_SIDE, child_environment, first_try_file, output_file
 from ..core import records
+from ..core.parsing import repeated_failure
 from .options import dtypes_args, passthrough_args, reset_inis
 from .results import add_note, mark_failed
 from .settings import AbSettings
@@ -147,7 +149,7 @@ class Children:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=die_with_parent,
+                preexec_fn=lifeline.preexec(),  # dies with this process (kill -9 of the screen)
             )
             try:
                 rc = proc.wait(timeout=self.settings.timeout)
@@ -194,7 +196,7 @@ class Children:
             add_note(self.settings.root / op, f"{label} failed once ({cause}) and passed on retry")
             return None
         if same_failure(cause, again):
-            raise Deterministic(label)
+            raise Deterministic(repeated_failure(label, again))
         return again
 
     def requested_dtypes(self) -> list[str]:
@@ -213,20 +215,6 @@ def signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return str(number)
-
-
-def die_with_parent() -> None:
-    """In a child, before exec: die when the controller dies (``kill -9`` of the screen), so no
-    orphan keeps writing into a run directory that ``--zl-resume`` measures again (Linux)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def kill_group(proc: subprocess.Popen[Any]) -> None:

@@ -45,9 +45,23 @@ def run_compare(config: pytest.Config) -> int:
             raise pytest.UsageError(
                 "--zl-compare with one A/B root rewrites that root's screen.tsv: drop --zl-out"
             )
-        return reaggregate(Path(paths[0]), allow, tw)
+        from ..claim import SCREEN, claiming
+        from ..core.rundir import kind_of
+
+        if kind_of(Path(paths[0])) != SCREEN:  # refused by reaggregate in its own words
+            return reaggregate(Path(paths[0]), allow, tw)
+        with claiming(config, SCREEN, Path(paths[0]), resume=True, option="--zl-compare") as held:
+            rc = reaggregate(Path(paths[0]), allow, tw)
+            held.keep()
+        return rc
+    from ..claim import COMPARE, claiming
+
     root = Path(out) if out else default_root()
-    return compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
+    with claiming(config, COMPARE, root, resume=True) as held:
+        rc = compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
+        if rc == 0:
+            held.keep()
+    return rc
 
 
 def refuse(tw: Any) -> int:

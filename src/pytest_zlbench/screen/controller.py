@@ -182,11 +182,9 @@ class AbController:
     def _measure(self, item: OpItem, op_dir: Path) -> None:
         try:
             self._measure_rounds(item, op_dir)
-        except Deterministic as exc:
-            self.progress(f"{item.op}: {exc} failed the same way on retry; not retried again")
-            add_note(
-                op_dir, f"{exc} failed the same way on retry (deterministic); not retried again"
-            )
+        except Deterministic as exc:  # its text: core.parsing.repeated_failure
+            self.progress(f"{item.op}: {exc}")
+            add_note(op_dir, str(exc))
 
     def _measure_rounds(self, item: OpItem, op_dir: Path) -> None:
         s = self.settings
@@ -326,7 +324,10 @@ def start_controller(config: pytest.Config) -> None:
     root = Path(mode.out) if mode.out else default_root()
     settings = load_settings(config, root)
     if not _common.is_worker(config):
-        prepare_root(root, settings)
+        from ..claim import SCREEN, claiming
+
+        with claiming(config, SCREEN, root, resume=settings.resume):  # lock, kind, emptiness
+            prepare_root(root, settings)
     controller = AbController(config, settings)
     config.stash[ab_controller_key] = controller
     config.pluginmanager.register(controller, "zlbench-ab-controller")

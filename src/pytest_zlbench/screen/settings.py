@@ -141,20 +141,12 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
 
 
 def prepare_root(root: Path, settings: AbSettings) -> None:
-    """Create the screen's root (``root`` as given; ``settings.root`` resolved) and write
-    ``screen.json``; a root that holds results is continued only with ``--zl-resume`` and
-    unchanged settings."""
-    if root.exists() and not root.is_dir():
-        raise pytest.UsageError(f"--zl-out {root}: not a directory")
-    if root.exists() and any(root.iterdir()):
-        if not settings.resume:
-            raise pytest.UsageError(
-                f"--zl-out {root}: already holds results; pass --zl-resume to continue it "
-                "or give a new directory"
-            )
+    """Write ``screen.json`` into the screen's root, claimed by the caller
+    (:func:`pytest_zlbench.claim.claiming`); a root that holds results is continued only with
+    ``--zl-resume`` and unchanged settings."""
+    if settings.resume:  # claim.claiming checked the directory's kind, lock and emptiness
         check_resume(root, settings)
     try:
-        root.mkdir(parents=True, exist_ok=True)
         records.write_json(root / SETTINGS_FILE, settings.describe())
     except OSError as exc:
         raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None

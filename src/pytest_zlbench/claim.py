@@ -1,0 +1,242 @@
+"""One session at a time per directory, one kind of results per directory, and nothing left
+behind by a session that failed before it measured (docs/RELIABILITY.md, "Run directories").
+
+A session that writes a directory (a recorded run, an A/B screen root, the output of
+``--zl-compare``) *claims* it before writing anything:
+
+* the lock: ``fcntl.flock`` on ``.zl_lock`` in the directory, held until the session ends and
+  released by the kernel if the process dies; a second session is refused with the holder's PID
+  and start time, which the holder writes into the lock file;
+* the kind: a directory of another kind (its ``.zl_kind`` marker, or for an older directory its
+  files) is refused in one line naming both kinds; a directory the session creates gets a
+  marker, written atomically;
+* the rollback: a session that ends before any test started (a usage error in a later hook, an
+  error during collection) removes what it created, so the directory is as it found it.
+
+Imported only by a session that writes a directory.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .core import records, rundir
+from .core.rundir import COMPARE, RUN, SCREEN
+
+__all__ = ["COMPARE", "RUN", "SCREEN", "Claim", "claiming", "every_test_failed"]
+
+PLUGIN_NAME = "zlbench-dir-claim"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Claim:
+    """A session's hold on one directory; also a plugin that learns whether the session
+    measured anything (then the directory is kept) and how its tests ended."""
+
+    def __init__(self, config: pytest.Config, kind: str, path: Path, option: str) -> None:
+        self.config = config
+        self.kind = kind
+        self.path = path
+        self.option = option  # how messages name the directory's option
+        self.fd: int | None = None
+        self.created: Path | None = None  # the topmost directory this claim created
+        self.before: set[str] = set()  # the names the directory held when claimed
+        self.kept = False
+        self.exitstatus: int | None = None
+        self.passed: set[str] = set()
+        self.failed: set[str] = set()
+
+    # ---- taking and giving back ------------------------------------------------------------
+
+    def take(self, resume: bool) -> None:
+        path = self.path
+        if path.exists() and not path.is_dir():
+            raise pytest.UsageError(f"{self.option} {path}: not a directory")
+        missing = [p for p in (path, *path.parents) if not p.exists()]
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise pytest.UsageError(
+                f"{self.option} {path}: not writable ({exc.strerror or exc})"
+            ) from None
+        self.created = missing[-1] if missing else None
+        self.before = {p.name for p in path.iterdir()}
+        try:
+            self._lock()  # first: a directory in use is refused as such, whatever it holds
+            problem = rundir.claim_problem(path, self.kind, resume=resume)
+            if problem is not None:
+                raise pytest.UsageError(f"{self.option} {path}: {problem}")
+            if not rundir.entries(path) and rundir.marked_kind(path) != self.kind:
+                records.write_atomic(path / rundir.KIND_FILE, rundir.kind_marker(self.kind, _now()))
+        except BaseException:
+            self.release(rollback=True)
+            raise
+
+    def _lock(self) -> None:
+        """Hold ``.zl_lock`` (exclusive, never waiting); refuse when another session holds it."""
+        lock = self.path / rundir.LOCK_FILE
+        while True:
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise pytest.UsageError(
+                    f"{self.option} {self.path}: not writable ({exc.strerror or exc})"
+                ) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                holder = _read_fd(fd)
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise pytest.UsageError(
+                        f"{self.option} {self.path}: cannot lock {rundir.LOCK_FILE} "
+                        f"({exc.strerror or exc})"
+                    ) from None
+                raise pytest.UsageError(
+                    f"{self.option} {self.path}: in use by another session "
+                    f"({rundir.lock_holder(holder)}); wait for it to end or give another "
+                    "directory"
+                ) from None
+            # the holder before us may have removed the file as it ended: lock the one there
+            try:
+                same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        self.fd = fd
+        record = rundir.lock_record(os.getpid(), _now()).encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record, 0)
+
+    def release(self, rollback: bool | None = None) -> None:
+        """Give the directory back; with ``rollback`` (by default: when the session measured
+        nothing and did not end well) remove what the session created in it."""
+        if rollback is None:
+            rollback = not self.kept and self.exitstatus not in (0, 5)
+        if rollback:
+            self._roll_back()
+        if self.fd is not None:
+            try:
+                (self.path / rundir.LOCK_FILE).unlink(missing_ok=True)
+            except OSError:
+                pass
+            os.close(self.fd)  # closing releases the lock
+            self.fd = None
+
+    def _roll_back(self) -> None:
+        import shutil
+
+        try:
+            if self.created is not None:
+                shutil.rmtree(self.created, ignore_errors=True)
+                return
+            for entry in self.path.iterdir():
+                if entry.name in self.before or entry.name == rundir.LOCK_FILE:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        except OSError as exc:
+            sys.stderr.write(f"zlbench: could not tidy {self.path} ({exc})\n")
+
+    def keep(self) -> None:
+        """The session produced results: the directory stays whatever the exit status."""
+        self.kept = True
+
+    # ---- hooks -------------------------------------------------------------------------------
+
+    @pytest.hookimpl
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.kept = True  # a test started: what it writes is the user's to see
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self.failed.add(report.nodeid)
+        elif report.when == "call" and report.passed:
+            self.passed.add(report.nodeid)
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.exitstatus = int(exitstatus)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(
+        self, terminalreporter: pytest.TerminalReporter, exitstatus: int
+    ) -> None:
+        if self.config.get_verbosity() < -1:
+            return
+        if self.kind == SCREEN and int(exitstatus) == pytest.ExitCode.INTERRUPTED:
+            terminalreporter.write_line(
+                f"zlbench: the screen was interrupted; run again with --zl-resume to continue "
+                f"it (the same options and {self.option}={self.path})",
+                yellow=True,
+            )
+        recorder = self.config.pluginmanager.get_plugin("zlbench-run-recorder")
+        if self.kind == RUN and recorder is not None:
+            rows = len(getattr(recorder, "rows", ()))
+            if every_test_failed(self.config, rows):
+                terminalreporter.write_line(
+                    f"zlbench: every test failed and no row was measured: {self.path} is not "
+                    "marked complete (is the backend's device present?)",
+                    red=True,
+                )
+
+
+def _read_fd(fd: int) -> str:
+    try:
+        return os.pread(fd, 4096, 0).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+@contextmanager
+def claiming(
+    config: pytest.Config,
+    kind: str,
+    path: Path,
+    *,
+    resume: bool = False,
+    option: str = "--zl-out",
+) -> Iterator[Claim]:
+    """Claim ``path`` for a session of ``kind`` (see the module's docstring). What the block
+    raises rolls the claim back at once; otherwise the claim is held until the session ends
+    (``config.add_cleanup``), then rolled back unless the session measured or ended well."""
+    from .preflight import check
+
+    check(config)  # nothing touches the disk before the options are validated
+    claim = Claim(config, kind, path.resolve(), option)
+    claim.take(resume)
+    try:
+        yield claim
+    except BaseException:
+        claim.release(rollback=True)
+        raise
+    config.add_cleanup(claim.release)
+    if not config.pluginmanager.is_registered(claim):
+        config.pluginmanager.register(claim, PLUGIN_NAME)
+
+
+def every_test_failed(config: pytest.Config, rows: int) -> bool:
+    """Whether the session's recorded run measured ``rows`` rows and every test failed: then it
+    is not marked complete (``core.rundir.measured_nothing``)."""
+    claim = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if not isinstance(claim, Claim):
+        return False
+    return rundir.measured_nothing(rows, len(claim.passed - claim.failed), len(claim.failed))
