@@ -4,6 +4,7 @@ an A/B root re-aggregated in place. Reads run directories only and runs no tests
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +32,32 @@ def terminal_writer(config: pytest.Config) -> Any:
 
 def run_compare(config: pytest.Config) -> int:
     """``--zl-compare``: pair two run directories into ``--zl-out`` (else a fresh directory
-    under runs/), or re-aggregate one A/B root in place; the session's exit status."""
+    under runs/), or re-aggregate one A/B root in place; the session's exit status. With
+    ``--zl-compare-to=NAME`` the stored run NAME is side A and the one ``--zl-compare`` side B."""
     mode = _common.mode_of(config)
-    paths, out = mode.paths, mode.out
+    paths: list[str | Path] = list(mode.paths)
     allow = _common.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
+    name = _common.raw(config, "zl_compare_to")
+    if name:
+        from ..recording.saving import stored_run
+
+        if len(paths) != 1:
+            raise pytest.UsageError(
+                f"--zl-compare-to pairs the stored run with one run directory, got {len(paths)}"
+            )
+        paths.insert(0, stored_run(config, str(name)))
+    return compare_paths(paths, mode.out, allow, terminal_writer(config))
+
+
+def compare_paths(paths: Sequence[str | Path], out: str | Path | None, allow: bool, tw: Any) -> int:
+    """The one implementation of ``--zl-compare`` and ``zlbench compare``/``zlbench report``:
+    two run directories paired into ``out`` (else a fresh directory under runs/), or one A/B
+    root re-aggregated in place. ``tw`` is anything with pytest's terminal writer's ``line``
+    and ``sep``; bad input raises :class:`pytest.UsageError`; returns the exit status."""
     if len(paths) not in (1, 2):
         raise pytest.UsageError(
             f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
         )
-    tw = terminal_writer(config)
     if len(paths) == 1:
         if out:
             raise pytest.UsageError(
