@@ -20,7 +20,7 @@ USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, without importing pytest for --h
 
 DESCRIPTION = "Compare, report, plot, merge and list pytest-zlbench runs and screens."
 EPILOG = (
-    "exit status: 0 success; 1 an operator failed (report, merge) or nothing could be drawn "
+    "exit status: 0 success; 1 an operator failed (report) or nothing could be drawn "
     "(plot); 4 bad input or a caliber refusal"
 )
 

@@ -226,10 +226,14 @@ def start_saving(config: pytest.Config) -> None:
     save = str(save) if save else None
     compare_to = str(compare_to) if compare_to else None
     if mode.kind not in (mode.RECORD, mode.SCREEN):
-        what = "--zl-save" if save else "--zl-compare-to"
+        if save:
+            raise pytest.UsageError(
+                "--zl-save needs a run to work on: give --zl-out=DIR (a recorded run or an A/B "
+                "screen's root)"
+            )
         raise pytest.UsageError(
-            f"{what} needs a run to work on: give --zl-out=DIR (a recorded run)"
-            + (" or an A/B screen" if save else "")
+            "--zl-compare-to needs a run to work on: give --zl-out=DIR (recorded now) or "
+            "--zl-compare=DIR (recorded before)"
         )
     if compare_to and mode.kind == mode.SCREEN:
         raise pytest.UsageError(

@@ -37,6 +37,10 @@ def run_compare(config: pytest.Config) -> int:
     mode = _common.mode_of(config)
     paths: list[str | Path] = list(mode.paths)
     allow = _common.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
+    if _common.raw(config, "zl_save"):
+        raise pytest.UsageError(
+            "--zl-save stores a recorded run or a screen; --zl-compare records neither"
+        )
     name = _common.raw(config, "zl_compare_to")
     if name:
         from ..recording.saving import stored_run
