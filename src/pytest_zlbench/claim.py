@@ -46,7 +46,7 @@ class Claim:
     """A session's hold on one directory; also a plugin that learns whether the session
     measured anything (then the directory is kept) and how its tests ended."""
 
-    def __init__(self, config: pytest.Config, kind: str, path: Path, option: str) -> None:
+    def __init__(self, config: pytest.Config | None, kind: str, path: Path, option: str) -> None:
         self.config = config
         self.kind = kind
         self.path = path
@@ -180,7 +180,8 @@ class Claim:
     def pytest_terminal_summary(
         self, terminalreporter: pytest.TerminalReporter, exitstatus: int
     ) -> None:
-        if self.config.get_verbosity() < -1:
+        config = self.config
+        if config is None or config.get_verbosity() < -1:  # a plugin only inside a session
             return
         if self.kind == SCREEN and int(exitstatus) == pytest.ExitCode.INTERRUPTED:
             terminalreporter.write_line(
@@ -188,10 +189,10 @@ class Claim:
                 f"it (the same options and {self.option}={self.path})",
                 yellow=True,
             )
-        recorder = self.config.pluginmanager.get_plugin("zlbench-run-recorder")
+        recorder = config.pluginmanager.get_plugin("zlbench-run-recorder")
         if self.kind == RUN and recorder is not None:
             rows = len(getattr(recorder, "rows", ()))
-            if every_test_failed(self.config, rows):
+            if every_test_failed(config, rows):
                 terminalreporter.write_line(
                     f"zlbench: every test failed and no row was measured: {self.path} is not "
                     "marked complete (is the backend's device present?)",
@@ -231,6 +232,22 @@ def claiming(
     config.add_cleanup(claim.release)
     if not config.pluginmanager.is_registered(claim):
         config.pluginmanager.register(claim, PLUGIN_NAME)
+
+
+@contextmanager
+def holding(
+    kind: str, path: Path, *, resume: bool = False, option: str = "--zl-out"
+) -> Iterator[Claim]:
+    """:func:`claiming` outside a pytest session (the ``zlbench`` command): the directory is
+    held for the block only, and rolled back unless the block called ``keep()``."""
+    claim = Claim(None, kind, path.resolve(), option)
+    claim.take(resume)
+    try:
+        yield claim
+    except BaseException:
+        claim.release(rollback=True)
+        raise
+    claim.release(rollback=not claim.kept)
 
 
 def every_test_failed(config: pytest.Config, rows: int) -> bool:

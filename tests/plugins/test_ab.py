@@ -272,11 +272,23 @@ def test_what_a_child_gets_is_declared_with_each_option() -> None:
     assert sorted(f for f, rule in rules.items() if rule == RESET) == [
         "--zl-ab",
         "--zl-compare",
+        "--zl-compare-to",
         "--zl-devices",
         "--zl-resume",
         "--zl-rounds",
+        "--zl-save",
+        "--zl-shard",
     ]
-    assert reset_inis() == ["zl_ab", "zl_compare", "zl_devices", "zl_resume", "zl_rounds"]
+    assert reset_inis() == [
+        "zl_ab",
+        "zl_compare",
+        "zl_compare_to",
+        "zl_devices",
+        "zl_resume",
+        "zl_rounds",
+        "zl_save",
+        "zl_shard",
+    ]
     assert {"--zl-out", "--zl-backend", "--zl-replay-from", "--zl-timeout"} <= set(
         dropped_options()
     )

@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import os
 import platform
+import shutil
 import subprocess
 from typing import Any
 
@@ -95,3 +96,131 @@ def enumerate_cards(backend: Backend) -> list[str]:
         except (OSError, subprocess.SubprocessError):
             pass
     return []
+
+
+# --------------------------------------------------------------------------------------------
+# Driver, clocks and power limit (informational identity fields, never caliber)
+
+#: each backend's tool for the card's driver, clocks and power limit; only NVIDIA's is read so
+#: far, the others are recorded as ``null`` with this as the reason
+STATE_TOOLS: dict[str, str] = {
+    "cuda": "nvidia-smi --query-gpu=... --format=csv,noheader,nounits (or pynvml)",
+    "rocm": "amd-smi static --driver --limit; amd-smi metric --clock --power (not read yet)",
+    "musa": "mthreads-gmi -q (not read yet)",
+    "ascend": "npu-smi info -t common -i ID; npu-smi info -t power -i ID (not read yet)",
+}
+#: nvidia-smi's query fields → our names (clocks in MHz, power in W)
+NVIDIA_FIELDS: dict[str, str] = {
+    "pci.bus_id": "pci_bus_id",
+    "driver_version": "driver_version",
+    "clocks.sm": "sm_clock_mhz",
+    "clocks.mem": "mem_clock_mhz",
+    "clocks.max.sm": "sm_clock_max_mhz",
+    "clocks.max.mem": "mem_clock_max_mhz",
+    "power.limit": "power_limit_w",
+    "pstate": "pstate",
+    "temperature.gpu": "temperature_c",
+}
+#: seconds nvidia-smi may take before the state is recorded as unavailable
+STATE_TIMEOUT = 10.0
+
+
+def _value(text: str) -> Any:
+    text = text.strip()
+    if not text or text.startswith("[") or text in ("N/A", "Not Supported"):
+        return None  # [N/A], [Not Supported], [Unknown Error]
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() else number
+
+
+def _nvidia_smi(cards: list[str]) -> dict[str, Any]:
+    cmd = [
+        "nvidia-smi",
+        f"--query-gpu={','.join(NVIDIA_FIELDS)}",
+        "--format=csv,noheader,nounits",
+        "-i",
+        ",".join(cards),
+    ]
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=STATE_TIMEOUT,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    if proc.returncode != 0:
+        first = (proc.stderr or proc.stdout).strip().splitlines() or [""]
+        raise RuntimeError(f"nvidia-smi exit status {proc.returncode}: {first[0][:200]}")
+    out = []
+    for line in proc.stdout.splitlines():
+        if not line.strip():
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(NVIDIA_FIELDS):
+            raise RuntimeError(f"nvidia-smi: unexpected line {line[:120]!r}")
+        out.append({name: _value(c) for name, c in zip(NVIDIA_FIELDS.values(), cells, strict=True)})
+    if not out:
+        raise RuntimeError("nvidia-smi printed no card")
+    return {"tool": "nvidia-smi", "cards": out}
+
+
+def _pynvml(cards: list[str]) -> dict[str, Any]:
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        out = []
+        for card in cards:
+            if card.isdigit():
+                handle = pynvml.nvmlDeviceGetHandleByIndex(int(card))
+            elif card.startswith(("GPU-", "MIG-")):
+                handle = pynvml.nvmlDeviceGetHandleByUUID(card)
+            else:
+                handle = pynvml.nvmlDeviceGetHandleByPciBusId(card)
+            driver = pynvml.nvmlSystemGetDriverVersion()
+            pci = pynvml.nvmlDeviceGetPciInfo(handle).busId
+            out.append(
+                {
+                    "pci_bus_id": pci.decode() if isinstance(pci, bytes) else str(pci),
+                    "driver_version": driver.decode() if isinstance(driver, bytes) else driver,
+                    "sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                    "mem_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+                    "sm_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(
+                        handle, pynvml.NVML_CLOCK_SM
+                    ),
+                    "mem_clock_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(
+                        handle, pynvml.NVML_CLOCK_MEM
+                    ),
+                    "power_limit_w": pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000.0,
+                    "pstate": f"P{pynvml.nvmlDeviceGetPerformanceState(handle)}",
+                    "temperature_c": pynvml.nvmlDeviceGetTemperature(
+                        handle, pynvml.NVML_TEMPERATURE_GPU
+                    ),
+                }
+            )
+        return {"tool": "pynvml", "cards": out}
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def device_state(backend: str, cards: list[str]) -> dict[str, Any]:
+    """Driver version, SM/memory clocks and power limit of ``cards`` (ids the vendor tool
+    accepts: index, UUID or PCI bus id) as ``{"tool", "cards": [...]}``; where the backend's
+    tool is not read, missing or fails: ``{"tool": None, "reason": ...}``. Never raises."""
+    if backend not in ("cuda",):
+        tool = STATE_TOOLS.get(backend)
+        reason = f"{backend} backend: not read" + (f" (its tool: {tool})" if tool else " (no card)")
+        return {"tool": None, "reason": reason}
+    try:
+        if shutil.which("nvidia-smi"):
+            return _nvidia_smi(cards or ["0"])
+        if importlib.util.find_spec("pynvml") is not None:
+            return _pynvml(cards or ["0"])
+        return {"tool": None, "reason": "neither nvidia-smi on PATH nor pynvml importable"}
+    except Exception as exc:  # a fact we cannot read is recorded as such, never fatal
+        first = (str(exc).splitlines() or [""])[0]
+        return {"tool": None, "reason": f"{type(exc).__name__}: {first}"}

@@ -26,6 +26,14 @@ COMPARE_HELP = (
 MISMATCH_HELP = "Compare despite caliber mismatches (every mismatch is still printed)"
 TIMEOUT_HELP = "Wall-clock limit in seconds for one child run; its whole process group is killed"
 RESUME_HELP = "In an existing --zl-out root, skip operators whose results are complete"
+SHARD_HELP = (
+    "Screen part K of N of the operators (the same split on every host); zlbench merge joins "
+    "the parts"
+)
+SHARD_FROM_HELP = "Balance --zl-shard by the child run durations in an earlier screen root"
+COMPARE_TO_HELP = (
+    "Compare against the stored run NAME (--zl-save): the run --zl-out records, or --zl-compare"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,6 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     add(parser, group, "--zl-timeout", TIMEOUT_HELP, child=DROP, metavar="SECONDS")
     add(parser, group, "--zl-resume", RESUME_HELP, child=RESET, action="store_true")
+    add(parser, group, "--zl-shard", SHARD_HELP, child=RESET, metavar="K/N")
+    add(parser, group, "--zl-shard-from", SHARD_FROM_HELP, child=DROP, metavar="ROOT")
+    add(parser, group, "--zl-compare-to", COMPARE_TO_HELP, child=RESET, metavar="NAME")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -65,6 +76,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "zl_op(name): the operator id this test belongs to")
     if _common.mode_of(config).kind != _common.Mode.SCREEN:
+        if _common.raw(config, "zl_shard") and not _common.is_worker(config):
+            raise pytest.UsageError("--zl-shard splits an A/B screen: give --zl-ab or --zl-rounds")
         return
     from ..screen.controller import start_controller
 

@@ -26,7 +26,7 @@ from ..contract import (
     SUMMARY_FILE,
     TRITON_CACHE_DIR,
 )
-from .identity import shape_mode, versions, write_ir
+from .identity import checkouts, shape_mode, state_of, versions, write_ir
 from .replay import seed_replay
 from .rows import PINS_ATTR, ROWS_ATTR, WorkerRows, card_of
 
@@ -127,9 +127,11 @@ class RunRecorder(WorkerRows):
         self.tuned: list[str] = []
         # core.autotune.Pins: the replayed choices, then the ones recorded (a copy: merged into)
         self.pins: Any = {kernel: dict(keys) for kernel, keys in self.replayed.items()}
+        self.state_start: dict[str, Any] | None = None  # the card's clocks at the start
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.state_start = state_of(self.config, [])
         capture = self.config.getoption("capture", "fd")
         if capture == "no" and not self.config.pluginmanager.hasplugin("dsession"):
             self.tee = _Tee(sys.stdout, self.log)
@@ -201,6 +203,10 @@ class RunRecorder(WorkerRows):
             "test_nodes": list(self.nodes),
             "argv": list(sys.argv),
             "versions": versions(),
+            # informational, never caliber: the commits the code came from, and the card's
+            # driver, clocks and power limit at the start and the end of the run
+            "checkout": checkouts(Path(config.rootpath)),
+            "device_state": {"start": self.state_start, "end": state_of(config, cards)},
             "host": socket.gethostname(),
             "device_ids": cards,
             "visible_devices": os.environ.get(backend.visibility_var, "")

@@ -4,6 +4,8 @@ an A/B root re-aggregated in place. Reads run directories only and runs no tests
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -31,37 +33,76 @@ def terminal_writer(config: pytest.Config) -> Any:
 
 def run_compare(config: pytest.Config) -> int:
     """``--zl-compare``: pair two run directories into ``--zl-out`` (else a fresh directory
-    under runs/), or re-aggregate one A/B root in place; the session's exit status."""
+    under runs/), or re-aggregate one A/B root in place; the session's exit status. With
+    ``--zl-compare-to=NAME`` the stored run NAME is side A and the one ``--zl-compare`` side B."""
     mode = _common.mode_of(config)
-    paths, out = mode.paths, mode.out
+    paths: list[str | Path] = list(mode.paths)
     allow = _common.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
+    if _common.raw(config, "zl_save"):
+        raise pytest.UsageError(
+            "--zl-save stores a recorded run or a screen; --zl-compare records neither"
+        )
+    name = _common.raw(config, "zl_compare_to")
+    if name:
+        from ..recording.saving import stored_run
+
+        if len(paths) != 1:
+            raise pytest.UsageError(
+                f"--zl-compare-to pairs the stored run with one run directory, got {len(paths)}"
+            )
+        paths.insert(0, stored_run(config, str(name)))
+    return compare_paths(paths, mode.out, allow, terminal_writer(config), config)
+
+
+def compare_paths(
+    paths: Sequence[str | Path],
+    out: str | Path | None,
+    allow: bool,
+    tw: Any,
+    config: pytest.Config | None = None,
+) -> int:
+    """The one implementation of ``--zl-compare`` and ``zlbench compare``/``zlbench report``:
+    two run directories paired into ``out`` (else a fresh directory under runs/), or one A/B
+    root re-aggregated in place. ``tw`` is anything with pytest's terminal writer's ``line``
+    and ``sep``; bad input raises :class:`pytest.UsageError`; returns the exit status."""
     if len(paths) not in (1, 2):
         raise pytest.UsageError(
             f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
         )
-    tw = terminal_writer(config)
     if len(paths) == 1:
         if out:
             raise pytest.UsageError(
                 "--zl-compare with one A/B root rewrites that root's screen.tsv: drop --zl-out"
             )
-        from ..claim import SCREEN, claiming
+        from ..claim import SCREEN
         from ..core.rundir import kind_of
 
         if kind_of(Path(paths[0])) != SCREEN:  # refused by reaggregate in its own words
             return reaggregate(Path(paths[0]), allow, tw)
-        with claiming(config, SCREEN, Path(paths[0]), resume=True, option="--zl-compare") as held:
+        with _hold(config, SCREEN, Path(paths[0]), option="--zl-compare") as held:
             rc = reaggregate(Path(paths[0]), allow, tw)
             held.keep()
         return rc
-    from ..claim import COMPARE, claiming
+    from ..claim import COMPARE
 
     root = Path(out) if out else default_root()
-    with claiming(config, COMPARE, root, resume=True) as held:
+    with _hold(config, COMPARE, root) as held:
         rc = compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
         if rc == 0:
             held.keep()
     return rc
+
+
+def _hold(
+    config: pytest.Config | None, kind: str, path: Path, option: str = "--zl-out"
+) -> AbstractContextManager[Any]:
+    """The directory's claim for this comparison: for the session under pytest, for the
+    command's run under ``zlbench``."""
+    from ..claim import claiming, holding
+
+    if config is None:
+        return holding(kind, path, resume=True, option=option)
+    return claiming(config, kind, path, resume=True, option=option)
 
 
 def refuse(tw: Any) -> int:

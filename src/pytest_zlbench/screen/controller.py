@@ -100,6 +100,9 @@ class AbController:
                     f"{item.nodeid}: operator id {op!r} cannot name a directory of the screen"
                 )
             groups.setdefault(op, []).append(item)
+        from .shard import apply_shard  # --zl-shard=K/N: this part's operators only
+
+        groups = apply_shard(config, groups)
         from ..core.compat import dismissed
 
         new_items: list[pytest.Item] = []

@@ -37,6 +37,7 @@ class AbSettings:
     flagtree_prefix: str
     replay_from: Path | None = None
     allow_caliber_mismatch: bool = False
+    shard: str | None = None  # --zl-shard=K/N: this screen is part K of N
 
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
@@ -46,6 +47,7 @@ class AbSettings:
             "backend": self.backend,
             "allow_no_ir_diff": self.allow_no_ir_diff,
             "replay_from": str(self.replay_from) if self.replay_from else None,
+            "shard": self.shard,
         }
 
 
@@ -118,6 +120,9 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         config, "zl_timeout", lambda v: parse_positive_float(v, "--zl-timeout"), None
     )
     check_addopts(config)
+    from .shard import checked_shard
+
+    shard = checked_shard(config)
     from ..device.backend import backend_of
 
     backend = backend_of(config)
@@ -137,6 +142,7 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         flagtree_prefix=backend.flagtree_prefix,
         replay_from=replay_root(config),
         allow_caliber_mismatch=_common.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
+        shard=shard,
     )
 
 

@@ -1,0 +1,289 @@
+"""``zlbench``: the results of runs and screens without a pytest session.
+
+``compare`` and ``report`` run the same code as ``pytest --zl-compare`` (``screen.compare``);
+``plot`` draws what a screen draws; ``merge`` joins a screen run in parts (``--zl-shard``);
+``list`` shows the baseline store (``--zl-save``). Bad input is one ``ERROR:`` line and exit
+status 4, as for pytest's usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar, NoReturn
+
+USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, without importing pytest for --help
+
+DESCRIPTION = "Compare, report, plot, merge and list pytest-zlbench runs and screens."
+EPILOG = (
+    "exit status: 0 success; 1 an operator failed (report) or nothing could be drawn "
+    "(plot); 4 bad input or a caliber refusal"
+)
+
+
+class Usage(Exception):
+    """One line naming the problem; exit status 4."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise Usage(f"{self.prog}: {message}")
+
+
+class Writer:
+    """What ``screen.compare`` writes to: pytest's terminal writer's ``line`` and ``sep``."""
+
+    COLORS: ClassVar[dict[str, str]] = {"red": "31", "yellow": "33", "green": "32", "bold": "1"}
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream if stream is not None else sys.stdout
+        self.color = self.stream.isatty() and "NO_COLOR" not in os.environ
+
+    def line(self, text: str = "", **markup: bool) -> None:
+        codes = [self.COLORS[k] for k, on in markup.items() if on and k in self.COLORS]
+        if codes and self.color:
+            text = f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
+        self.stream.write(text + "\n")
+
+    def sep(self, sepchar: str, title: str = "", **markup: bool) -> None:
+        width = min(shutil.get_terminal_size((80, 24)).columns, 100)
+        text = f" {title} " if title else ""
+        left = max((width - len(text)) // 2, 3)
+        self.line(sepchar * left + text + sepchar * max(width - left - len(text), 3), **markup)
+
+
+def default_store() -> Path:
+    """The ``.zlbench`` of the nearest folder up from here that has one, else ``./.zlbench``."""
+    from .core.store import STORE_DIR
+
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / STORE_DIR).is_dir():
+            return folder / STORE_DIR
+    return here / STORE_DIR
+
+
+def store_of(args: argparse.Namespace) -> Any:
+    from .core.store import Store
+
+    return Store(Path(args.store) if args.store else default_store())
+
+
+def resolve_run(arg: str, args: argparse.Namespace, label: str) -> Path:
+    """A run directory, or the name of a stored run."""
+    path = Path(arg)
+    if path.exists():
+        return path
+    from .core.store import StoreError, check_name
+
+    store = store_of(args)
+    try:
+        check_name(arg)
+        entry = store.find(arg)
+    except StoreError:
+        raise Usage(
+            f"compare {label}: {arg}: no such directory, nor a stored run in {store.root}"
+        ) from None
+    if entry.kind != "run":
+        raise Usage(f"compare {label}: {arg} is a stored {entry.kind}, not a run")
+    return Path(store.path_of(entry))
+
+
+# --------------------------------------------------------------------------------------------
+# Commands
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .screen.compare import compare_paths
+
+    paths = [resolve_run(args.a, args, "A"), resolve_run(args.b, args, "B")]
+    return compare_paths(paths, args.out, args.allow_caliber_mismatch, Writer())
+
+
+def report_files(root: Path) -> list[Path]:
+    """The report files of a re-aggregated A/B root. The hook for issue 18's report file
+    (written from ``screen.tsv`` and the operators' ``ab.json``): none is written yet."""
+    return []
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .screen.compare import compare_paths
+
+    root = Path(args.root)
+    tw = Writer()
+    if not root.exists():
+        return show_stored_screen(args, tw)
+    rc = compare_paths([root], None, args.allow_caliber_mismatch, tw)
+    if rc in (0, 1):
+        for path in report_files(root):
+            tw.line(f"zlbench: wrote {path}")
+    return rc
+
+
+def show_stored_screen(args: argparse.Namespace, tw: Writer) -> int:
+    """``zlbench report NAME`` of a stored screen: its ``screen.tsv`` as stored (the rounds are
+    not stored, so it cannot be aggregated again)."""
+    from .core import screening
+    from .core.store import StoreError, check_name
+    from .screen.results import read_screen
+
+    store = store_of(args)
+    try:
+        check_name(args.root)
+        entry = store.find(args.root)
+    except StoreError:
+        raise Usage(
+            f"report {args.root}: no such directory, nor a stored screen in {store.root}"
+        ) from None
+    if entry.kind != "screen":
+        raise Usage(f"report {args.root}: a stored {entry.kind}; report shows screens")
+    lines = read_screen(store.path_of(entry))
+    tw.sep("=", f"zlbench screen (stored {entry.name}, {entry.saved_at})")
+    for text in screening.render_screen(lines):
+        tw.line(text)
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from .adapters import plot
+    from .contract import ROUND_GLOB
+    from .screen.results import aggregate_op_dir
+
+    root = Path(args.root)
+    if not root.is_dir():
+        raise Usage(f"plot {root}: no such directory")
+    op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
+    if not op_dirs:
+        raise Usage(f"plot {root}: not an A/B root (no <op>/r<k>_A directories)")
+    tw = Writer()
+    if importlib.util.find_spec("matplotlib") is None:
+        tw.line(
+            f"zlbench: matplotlib is not installed: no plot drawn for the {len(op_dirs)} "
+            f"operator(s) of {root}"
+        )
+        return 1
+    for op_dir in op_dirs:
+        result, _ = aggregate_op_dir(op_dir, allow=args.allow_caliber_mismatch, require_done=True)
+        path = op_dir / plot.PLOT_FILE
+        if plot.write(path, result):
+            tw.line(f"zlbench: drew {path}")
+        else:
+            tw.line(f"zlbench: {result.op}: {result.verdict}, no range: no plot")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from .screen.merge import merge
+
+    return merge(args.roots, args.out, Writer())
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .core.render import table
+    from .core.store import list_lines
+
+    store = store_of(args)
+    entries = store.entries()
+    tw = Writer()
+    if not entries:
+        tw.line(f"zlbench: {store.root}: nothing stored")
+        return 0
+    for text in table(
+        ("name", "kind", "saved (UTC)", "commit", "caliber key"), list_lines(entries)
+    ):
+        tw.line(text)
+    tw.line(f"zlbench: store {store.root}")
+    return 0
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="zlbench", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        help="the baseline store (default: the nearest .zlbench up from here, else ./.zlbench)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    allow = {
+        "action": "store_true",
+        "help": "compare despite caliber mismatches (each is still printed)",
+    }
+
+    p = sub.add_parser(
+        "compare",
+        help="pair two run directories (or stored runs), as pytest --zl-compare A --zl-compare B",
+        description="Pair two run directories, or names of stored runs (zlbench list): "
+        "compare.json and screen.tsv in OUT, the same as pytest --zl-compare=A --zl-compare=B "
+        "--zl-out=OUT.",
+    )
+    p.add_argument("a", metavar="A", help="side A: a run directory or a stored run's name")
+    p.add_argument("b", metavar="B", help="side B: a run directory or a stored run's name")
+    p.add_argument("-o", "--out", metavar="OUT", help="where to write (default: runs/zl_<time>)")
+    p.add_argument("--allow-caliber-mismatch", **allow)  # type: ignore[arg-type]
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "report",
+        help="re-aggregate an A/B root and show its screen, as pytest --zl-compare=ROOT",
+        description="Re-aggregate an A/B root in place (ab.json, screen.tsv) and show the "
+        "screen table; the name of a stored screen shows it as stored.",
+    )
+    p.add_argument("root", metavar="ROOT", help="an A/B root, or a stored screen's name")
+    p.add_argument("--allow-caliber-mismatch", **allow)  # type: ignore[arg-type]
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "plot",
+        help="draw each operator's delta.svg of an A/B root (needs matplotlib)",
+        description="Draw <ROOT>/<op>/delta.svg for every operator with a range, as a screen "
+        "does; exit status 1 when matplotlib is not installed.",
+    )
+    p.add_argument("root", metavar="ROOT", help="an A/B root")
+    p.add_argument("--allow-caliber-mismatch", **allow)  # type: ignore[arg-type]
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser(
+        "merge",
+        help="join the parts of a screen run with --zl-shard into one root",
+        description="Join screen roots run in parts (--zl-shard=K/N) into OUT. A part whose "
+        "settings or caliber differ, that repeats a shard, or that screened an operator "
+        "another part screened, is refused.",
+    )
+    p.add_argument("roots", metavar="ROOT", nargs="+", help="the parts' screen roots")
+    p.add_argument("-o", "--out", metavar="OUT", required=True, help="a new or empty directory")
+    p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser(
+        "list",
+        help="show the baseline store",
+        description="Show the runs and screens stored with --zl-save: name, kind, time, the "
+        "FlagGems commit and the caliber key (the folder they are stored in).",
+    )
+    p.set_defaults(func=cmd_list)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``zlbench`` console script; returns the exit status."""
+    import pytest
+
+    from .core.records import RecordError
+    from .core.store import StoreError
+
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args))
+    except (Usage, pytest.UsageError, StoreError, RecordError) as exc:
+        sys.stdout.flush()
+        sys.stderr.write(f"ERROR: {exc}\n")
+        return USAGE_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())
