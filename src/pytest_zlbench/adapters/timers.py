@@ -32,8 +32,8 @@ MIN_SAMPLES = 10
 #: a graph whose time per call is below this fraction of the eager estimate did not capture the
 #: op's work (kernels on a stream not joined to the capture, host-only work, a view). Eager calls
 #: pay the host's dispatch: on an H200 FlagGems' 64 x 64 abs, mul and torch's sum ran 110-350 us
-#: a call eagerly against 1-2 us replayed (up to 1/165); an empty graph replays one call in about
-#: 1/7,000 of the eager time at the default budget (docs/PERFORMANCE.md, "What the timers refuse")
+#: a call eagerly against 1-2 us replayed (up to 1/165); an empty graph's replay spread over its
+#: calls is far below 1/1000 (docs/PERFORMANCE.md, "What the timers refuse")
 IMPLAUSIBLE_BELOW = 1 / 1000
 #: CUDA/HIP error codes after which the context is dead (sticky errors): never a capture failure.
 FATAL_CODES = frozenset({700, 710, 714, 715, 716, 717, 718, 719, 999})
