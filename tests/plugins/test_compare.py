@@ -292,6 +292,27 @@ def test_an_unfinished_operator_of_a_root_has_failed(zl_pytester: pytest.Pyteste
     assert "the screen did not finish this operator (no op.complete)" in line.note
 
 
+def test_a_screen_interrupted_in_its_last_round_names_that_round(
+    zl_pytester: pytest.Pytester,
+) -> None:
+    """A 2-round screen stopped in round 2 (side B, first in that round, done; side A never
+    started) read "round 3 failed" when re-aggregated."""
+    root = ab_root(zl_pytester.path / "root", done=False)
+    make_run(
+        root / "abs" / "r2_B",
+        [r for r in ROWS_B if r.op == "abs"],
+        side="B",
+        switch={"FLAGTREE_X": "1"},
+        round=2,
+    )
+    result = compare(zl_pytester, root)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    note = screen_of(root)["abs"].note
+    assert "round 3" not in note
+    assert "round 2 failed: A: not run" in note
+    assert "the screen did not finish this operator (no op.complete)" in note
+
+
 def test_a_root_with_a_caliber_mismatch_is_refused(zl_pytester: pytest.Pytester) -> None:
     root = ab_root(zl_pytester.path / "root")
     ident = root / "abs" / "r1_B" / records.IDENTITY_FILE

@@ -192,11 +192,9 @@ def aggregate_op_dir(
     if skipped.is_file():
         extra.append(skipped.read_text(encoding="utf-8").strip())
     if require_done and not is_done(op_dir):
-        rounds.append(
-            screening.RoundInput(
-                round=last + 1,
-                order="",
-                failed=f"the screen did not finish this operator (no {OP_DONE_FILE})",
-            )
-        )
+        unfinished = f"the screen did not finish this operator (no {OP_DONE_FILE})"
+        if rounds and rounds[-1].failed is not None and rounds[-1].round == last:
+            extra.append(unfinished)  # the round it stopped in has failed already: name it once
+        else:  # it stopped between rounds: no range from what it left
+            rounds.append(screening.RoundInput(round=last, order="", failed=unfinished))
     return screening.aggregate(op_dir.name, rounds, extra), problems
