@@ -106,6 +106,9 @@ class WorkerRows:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         self._pin()  # a suite that imports Triton only inside its tests
+        from .seeding import seed_generators, seed_of
+
+        seed_generators(seed_of(item.nodeid))  # the same draws on both sides of a screen
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -175,6 +175,7 @@ class RunRecorder(WorkerRows):
         from ..core import records
         from ..core.records import RunIdentity
         from ..core.summary import timer_of_run
+        from . import seeding
 
         config = self.config
         settings = config.stash.get(timing_settings_key, None)
@@ -215,6 +216,7 @@ class RunRecorder(WorkerRows):
             "replay_from": str(self.replay) if self.replay else None,
             "replay_seeded_dbs": self.seeded,
             SEED_FIELD: self.seed or None,
+            "seed": seeding.describe(),
             "autotuned": self.tuned,
             "autotune_pins": sum(len(keys) for keys in self.pins.values()),
             "timer_settings": settings.timer.describe()
