@@ -166,7 +166,10 @@ class Mode:
     * ``screen``: an A/B screen into the root ``out`` (``--zl-ab``/``--zl-rounds``; ``None``:
       a fresh directory under ``runs/``);
     * ``compare``: ``--zl-compare`` of ``paths`` into ``out`` (runs no tests);
-    * ``child``: a child run of a screen, recording into ``out``.
+    * ``child``: a child run of a screen, recording into ``out``;
+    * ``worker``: a side worker of a screen (:data:`WORKER_FD_ENV` set): one long-lived session
+      over a batch of operators that runs items on its screen's command and records one run
+      directory per operator (``pytest_zlbench.screen.worker``).
 
     ``child`` is also true for a screen asked of a process that a screen started (it refuses).
     """
@@ -178,6 +181,7 @@ class Mode:
     SCREEN = "screen"
     COMPARE = "compare"
     CHILD = "child"
+    WORKER = "worker"
 
     kind: str
     out: str | None
@@ -200,14 +204,20 @@ class Mode:
 
     @property
     def records(self) -> bool:
-        """This process records a run directory (its controller does, under xdist)."""
-        return self.kind in (Mode.RECORD, Mode.CHILD)
+        """This process records a run directory (its controller does, under xdist), or one per
+        operator (a side worker)."""
+        return self.kind in (Mode.RECORD, Mode.CHILD, Mode.WORKER)
 
     @property
     def controls(self) -> bool:
         """This process screens or compares: it measures nothing itself, so recording and
         timing stay off in it."""
         return self.kind in (Mode.SCREEN, Mode.COMPARE)
+
+
+#: the environment variable naming a side worker's end of its channel to the screen (an
+#: inherited file descriptor); ``core.sidework.FD_ENV`` is the same name
+WORKER_FD_ENV = "ZLBENCH_WORKER_FD"
 
 
 def _given(value: Any) -> bool:
@@ -228,6 +238,8 @@ def resolve_mode(config: pytest.Config) -> Mode:
                 "--zl-compare runs no tests: it cannot be combined with --zl-ab/--zl-rounds"
             )
         return Mode(Mode.COMPARE, out, tuple(str(p) for p in paths))
+    if not screen and os.environ.get(WORKER_FD_ENV):
+        return Mode(Mode.WORKER, None, child=True)
     if not screen and out is None:
         return Mode(Mode.MEASURE)
     from .contract import CHILD_ENV

@@ -140,7 +140,10 @@ def test_noisy(zl_bench):
     zl_bench(lambda: busy(50), op="noisy", dtype="int", shape="50")
 """
 
-BASE = ("--zl-backend=cpu", "-p", "no:cacheprovider", *NO_HYPOTHESIS)
+#: these tests pin today's one process per side per operator and round (the side workers'
+#: modes: tests/plugins/test_sides.py)
+PROCESS = "--zl-screen-mode=process"
+BASE = ("--zl-backend=cpu", "-p", "no:cacheprovider", *NO_HYPOTHESIS, PROCESS)
 
 
 @pytest.fixture
@@ -731,8 +734,9 @@ def test_tuning_leaves_a_database():
     )
     out = suite.path / "screen"
     result = suite.runpytest_subprocess(
-        "--zl-backend=sim", "-p", "no:cacheprovider", *NO_HYPOTHESIS, f"--zl-out={out}", SWITCH
-    )
+        "--zl-backend=sim", "-p", "no:cacheprovider", *NO_HYPOTHESIS, f"--zl-out={out}", SWITCH,
+        PROCESS,
+    )  # fmt: skip
     assert result.ret == 0, result.outlines
     record = out / "relu" / "record"
     assert is_complete(record)
@@ -763,7 +767,7 @@ def test_children_inherit_their_workers_card(suite: pytest.Pytester) -> None:
     out = suite.path / "screen"
     result = suite.runpytest_subprocess(
         "-p", "no:cacheprovider", *NO_HYPOTHESIS, "-n", "2", "--zl-devices=0,1",
-        "--zl-backend=cuda", f"--zl-out={out}", SWITCH,
+        "--zl-backend=cuda", f"--zl-out={out}", SWITCH, PROCESS,
     )  # fmt: skip
     assert result.ret == 0, result.outlines
     cards = {}

@@ -45,3 +45,17 @@ def test_the_mode_is_frozen() -> None:
     mode = Mode(Mode.RECORD, "run")
     with pytest.raises(AttributeError):
         mode.kind = Mode.SCREEN  # type: ignore[misc]
+
+
+def test_a_side_worker_is_its_own_mode(
+    zl_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process started with a channel to its screen (``core.sidework.FD_ENV``) is a side
+    worker: it records one run directory per operator on command."""
+    from pytest_zlbench._common import WORKER_FD_ENV, resolve_mode
+    from pytest_zlbench.core.sidework import FD_ENV
+
+    assert WORKER_FD_ENV == FD_ENV
+    monkeypatch.setenv(FD_ENV, "7")
+    mode = resolve_mode(zl_pytester.parseconfig("--zl-backend=cpu"))
+    assert (mode.kind, mode.out, mode.child, mode.records) == (Mode.WORKER, None, True, True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -273,8 +273,10 @@ def scan_cache(
     nodebug: NodebugFn | None = None,
     *,
     triton_version: str | None = None,
+    only: Collection[str] | None = None,
 ) -> IrReport:
-    """Fingerprint every ``.ttgir`` under a Triton cache root, skipping ``tmp.*`` directories.
+    """Fingerprint every ``.ttgir`` under a Triton cache root, skipping ``tmp.*`` directories
+    (with ``only``: those of its paths, relative to the root, only).
 
     The text hashed is ``nodebug(path)`` when that callable is given and returns a string (method
     ``nodebug``), else the file's text through :func:`strip_locations` (method ``stripped``).
@@ -291,6 +293,9 @@ def scan_cache(
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("tmp."))
         found.extend(Path(dirpath) / f for f in filenames if f.endswith(TTGIR_SUFFIX))
+    if only is not None:
+        keep = set(only)
+        found = [p for p in found if p.relative_to(base).as_posix() in keep]
     entries: list[IrEntry] = []
     versions: set[str] = set()
     for path in sorted(found, key=lambda p: p.relative_to(base).as_posix()):

@@ -99,6 +99,10 @@ class Row:
     error: str | None = None
     timer_base: str | None = None
     fallback_base: str | None = None
+    #: in a screen's side worker timed in lockstep with the other side: ``paired`` when every
+    #: measurement of the row took its turns with the other side's, ``unpaired`` when one was
+    #: timed alone (the other side did not reach it); ``None`` outside lockstep
+    lockstep: str | None = None
 
     @property
     def unlike_timers(self) -> str | None:
@@ -140,7 +144,7 @@ class Row:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("spread", "spread_base", "timer_base", "fallback_base"):
+        for key in ("spread", "spread_base", "timer_base", "fallback_base", "lockstep"):
             if data[key] is None:
                 del data[key]
         if self.unsteady:  # derived: recomputed on reading

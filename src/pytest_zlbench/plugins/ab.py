@@ -1,7 +1,9 @@
 """zlbench.ab: ``--zl-ab``, ``--zl-rounds``, ``--zl-compare``: the A/B screen (SPEC §7, §8).
 
-Each operator becomes one pytest item. Running it runs each side of each round as a child pytest
-process (own process group, own run directory ``<root>/<op>/r<k>_<A|B>/``, own caches), after a
+Each operator becomes one pytest item. By default (``--zl-screen-mode=lockstep``) the first item
+of a batch runs the whole batch round-major through long-lived side workers, one process per side
+per round, timing in lockstep; ``process`` runs each side of each round as a child pytest process.
+Either way each side of each round has its own run directory ``<root>/<op>/r<k>_<A|B>/``, after a
 recording pass that pins autotune configs which every measured side replays. Under xdist the
 operator items spread over workers, each pinned to a card; children inherit the pinning. The
 work lives in ``pytest_zlbench.screen``, imported only when a screen or a compare is asked for.
@@ -24,7 +26,10 @@ COMPARE_HELP = (
     "Twice: pair two existing run directories. Once: re-aggregate an A/B root. Runs no tests"
 )
 MISMATCH_HELP = "Compare despite caliber mismatches (every mismatch is still printed)"
-TIMEOUT_HELP = "Wall-clock limit in seconds for one child run; its whole process group is killed"
+TIMEOUT_HELP = (
+    "Wall-clock limit in seconds for one side of one operator (a child run, or one operator in a "
+    "side worker); its whole process group is killed"
+)
 RESUME_HELP = "In an existing --zl-out root, skip operators whose results are complete"
 SHARD_HELP = (
     "Screen part K of N of the operators (the same split on every host); zlbench merge joins "
@@ -33,6 +38,11 @@ SHARD_HELP = (
 SHARD_FROM_HELP = "Balance --zl-shard by the child run durations in an earlier screen root"
 COMPARE_TO_HELP = (
     "Compare against the stored run NAME (--zl-save): the run --zl-out records, or --zl-compare"
+)
+SCREEN_MODE_HELP = (
+    "How the sides run: lockstep (default: one worker process per side over all operators per "
+    "round, timing in alternating turns), sequential (the same workers, one side after the "
+    "other), process (one process per side per operator and round)"
 )
 
 
@@ -53,6 +63,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add(parser, group, "--zl-shard", SHARD_HELP, child=RESET, metavar="K/N")
     add(parser, group, "--zl-shard-from", SHARD_FROM_HELP, child=DROP, metavar="ROOT")
     add(parser, group, "--zl-compare-to", COMPARE_TO_HELP, child=RESET, metavar="NAME")
+    add(
+        parser,
+        group,
+        "--zl-screen-mode",
+        SCREEN_MODE_HELP,
+        child=DROP,
+        metavar="lockstep|sequential|process",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -8,6 +8,7 @@ import io
 import os
 import socket
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -128,6 +129,10 @@ class RunRecorder(WorkerRows):
         # core.autotune.Pins: the replayed choices, then the ones recorded (a copy: merged into)
         self.pins: Any = {kernel: dict(keys) for kernel, keys in self.replayed.items()}
         self.state_start: dict[str, Any] | None = None  # the card's clocks at the start
+        #: writes the run's ir.json, returns a note: from the run's own Triton cache, or (in a
+        #: side worker, whose cache serves many operators) from what one operator launched
+        self.ir_writer: Callable[[Path], str] = write_ir
+        self.complete = False
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -200,7 +205,7 @@ class RunRecorder(WorkerRows):
             autotune = "record"
         info: dict[str, Any] = {
             # side, round and switch: set by the screen that started this run, if one did
-            **child_identity(os.environ if self.mode.kind == self.mode.CHILD else {}),
+            **child_identity(os.environ if self.mode.child else {}),
             "test_nodes": list(self.nodes),
             "argv": list(sys.argv),
             "versions": versions(),
@@ -245,6 +250,11 @@ class RunRecorder(WorkerRows):
         if self.tee is not None:
             sys.stdout = self.tee.inner
             self.tee = None
+        self.write(exitstatus)
+
+    def write(self, exitstatus: int) -> bool:
+        """Write the run directory: rows, summary, log, autotune pins, IR, identity, and
+        ``.complete`` last when the run completed; returns whether it did."""
         run_dir = self.run_dir
         from ..core import records, summary
         from ..core.autotune import tuned_keys
@@ -258,7 +268,7 @@ class RunRecorder(WorkerRows):
             from ..core.autotune import pins_to_json
 
             records.write_json(run_dir / PINS_FILE, pins_to_json(self.pins))
-        self.ir_note = write_ir(run_dir)
+        self.ir_note = self.ir_writer(run_dir)
         records.write_identity(run_dir, self.identity(exitstatus))
         complete = int(exitstatus) in (0, 1, 5) and not self.errors
         if complete and not self.rows:  # every test failed and nothing was measured
@@ -273,6 +283,7 @@ class RunRecorder(WorkerRows):
             for path in records.partial_files(run_dir):
                 path.unlink(missing_ok=True)
         self.complete = complete
+        return complete
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -284,7 +295,7 @@ class RunRecorder(WorkerRows):
 
         text = (self.run_dir / SUMMARY_FILE).read_text(encoding="utf-8")
         lines = summary.parse_tsv(text, str(self.run_dir / SUMMARY_FILE))
-        complete = getattr(self, "complete", False)
+        complete = self.complete
         # an incomplete run keeps its partial rows: a test that did not finish (Ctrl-C) has its
         # rows there only, and so has a row the recorder refused
         kept = None if complete else records.partial_rows(self.run_dir)

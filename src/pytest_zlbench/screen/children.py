@@ -103,18 +103,24 @@ class Children:
     def cmd(self, op: str, nodeids: list[str], run_dir: Path, replay: Path | None) -> list[str]:
         """The command line of one child: its tests, the options that pass through, its own run
         directory, the backend, no cache provider and no xdist, the reset ini values."""
+        return self._cmd(nodeids, [f"--zl-out={run_dir}"], replay, op in self.own_dtypes)
+
+    def worker_cmd(self, nodeids: list[str], replay: Path | None) -> list[str]:
+        """The command line of a side worker (``screen.worker``) over the tests of a batch: a
+        child's, without a run directory of its own (one per operator, on command)."""
+        worker = ["-o", "zl_out=", "-p", "pytest_zlbench.screen.worker"]
+        return self._cmd(nodeids, worker, replay, False)
+
+    def _cmd(
+        self, nodeids: list[str], own: list[str], replay: Path | None, own_dtypes: bool
+    ) -> list[str]:
         inv = self.config.invocation_params
         cmd = [sys.executable, "-m", "pytest", *nodeids]
         passed = passthrough_args(inv.args, self.config.args)
-        if op in self.own_dtypes:
+        if own_dtypes:
             passed, _ = dtypes_args(passed)
         cmd += passed
-        cmd += [
-            f"--zl-out={run_dir}",
-            f"--zl-backend={self.settings.backend}",
-            "-p",
-            "no:cacheprovider",
-        ]
+        cmd += [*own, f"--zl-backend={self.settings.backend}", "-p", "no:cacheprovider"]
         if self.config.pluginmanager.hasplugin("xdist"):
             cmd += ["-n", "0"]  # wins over an -n in the ini's addopts: a child is one process
         for name in self.reset:

@@ -18,6 +18,7 @@ from ..contract import PROGRESS_FILE, RECORD_DIR, RECORD_SIDE, SCREEN_FILE, roun
 from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
+from ..core.rounds import RoundView
 from .children import Children, Deterministic, DtypeFallback, same_failure
 from .results import (
     add_note,
@@ -25,7 +26,6 @@ from .results import (
     caliber_line,
     is_done,
     mark_done,
-    mark_skipped,
     read_screen,
     write_op_result,
     write_screen,
@@ -45,10 +45,22 @@ def abs_nodeid(item: pytest.Item) -> str:
 class OpItem(pytest.Item):
     """One operator of the screen: runs every side of every round as child processes."""
 
-    def __init__(self, *, op: str, nodeids: list[str], controller: AbController, **kw: Any):
+    def __init__(
+        self,
+        *,
+        op: str,
+        nodeids: list[str],
+        controller: AbController,
+        members: list[str] | None = None,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         self.op = op
         self.nodeids = nodeids
+        #: the node ids of its tests as a session in the same directory names them
+        self.members = members if members is not None else list(nodeids)
+        #: the batch of side workers it is measured in (not in ``process`` mode)
+        self.batch: str | None = None
         self.controller = controller
         self.caliber_lines: list[str] = []
         self.add_marker(pytest.mark.xdist_group(op))
@@ -85,6 +97,11 @@ class AbController:
         self.started = time.monotonic()
         self.where = _common.worker_id(config) if _common.is_worker(config) else ""
         self.children = Children(config, settings, self.progress)
+        #: the side workers' batches of this process (not in ``process`` mode), and those run
+        self.batches: dict[str, list[OpItem]] = {}
+        self.batches_run: set[str] = set()
+        #: every operator's seconds of side-worker time, for the next screen's cards split
+        self.costs: dict[str, float] = {}
 
     # ---- collection ------------------------------------------------------------------------
 
@@ -105,24 +122,42 @@ class AbController:
         groups = apply_shard(config, groups)
         from ..core.compat import dismissed
 
+        reasons: dict[str, str | None] = {}
+        for op in groups:
+            try:
+                reasons[op] = dismissed(op)
+            except ValueError as exc:
+                raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
+        # the side workers' part of the controller (imported here: it types itself with ours)
+        from .batches import batches_of, workers
+
+        batch_of: dict[str, str] = {}
+        if self.settings.mode != "process":
+            batch_of = batches_of(
+                self.config, {op: m for op, m in groups.items() if reasons[op] is None}
+            )
         new_items: list[pytest.Item] = []
         for op, members in groups.items():
             first_file = members[0].nodeid.split("::", 1)[0]
+            batch = batch_of.get(op)
+            # under xdist, the batch in the node id sends every operator of it to one worker
+            suffix = f"@zl{batch}" if batch is not None and workers(self.config) > 1 else ""
             item = OpItem.from_parent(
                 session,
                 name=f"zlbench[{op}]",
-                nodeid=f"{first_file}::zlbench[{op}]",
+                nodeid=f"{first_file}::zlbench[{op}]{suffix}",
                 op=op,
                 nodeids=[abs_nodeid(m) for m in members],
+                members=[m.nodeid for m in members],
                 controller=self,
                 path=members[0].path,
             )
-            try:
-                reason = dismissed(op)
-            except ValueError as exc:
-                raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
+            reason = reasons[op]
             if reason is not None:  # ops/dismiss.yaml: verified not measurable here
                 item.add_marker(pytest.mark.skip(reason=f"dismissed (ops/dismiss.yaml): {reason}"))
+            elif batch is not None:
+                item.batch = batch
+                self.batches.setdefault(batch, []).append(item)
             new_items.append(item)
         items[:] = new_items
 
@@ -156,12 +191,38 @@ class AbController:
             self.progress(f"{item.op}: complete, reused (--zl-resume)")
             result, item.caliber_lines = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
             return result
-        if op_dir.exists():  # an operator an interrupted screen left unfinished
-            self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
-            shutil.rmtree(op_dir)
-        op_dir.mkdir(parents=True)
+        if item.batch is not None:
+            from .batches import run_batch
+
+            if item.batch not in self.batches_run:
+                self.batches_run.add(item.batch)
+                run_batch(self, self.batches[item.batch])
+        else:
+            if op_dir.exists():  # an operator an interrupted screen left unfinished
+                self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
+                shutil.rmtree(op_dir)
+            op_dir.mkdir(parents=True)
+            self._measure_or_fall_back(item, op_dir)
+        result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+        write_op_result(op_dir, result)
+        item.caliber_lines = problems  # the controller prints them and sets the exit status
+        for problem in problems:
+            self.progress(problem, terminal=False)
+        mark_done(op_dir)
+        return result
+
+    def _measure_or_fall_back(
+        self,
+        item: OpItem,
+        op_dir: Path,
+        start: int = 0,
+        replay: Path | None = None,
+        history: list[RoundView] | None = None,
+    ) -> None:
+        """Measure ``item`` one process per side, from round ``start`` (0: from its recording
+        pass), again on the operator's own dtypes if it refuses the requested ones."""
         try:
-            self._measure(item, op_dir)
+            self._measure(item, op_dir, start, replay, history)
         except DtypeFallback as exc:
             requested = str(exc)
             self.progress(
@@ -174,39 +235,50 @@ class AbController:
                 op_dir, f"--dtypes {requested} not supported by {item.op}; measured its own dtypes"
             )
             self._measure(item, op_dir)
-        result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-        write_op_result(op_dir, result)
-        item.caliber_lines = problems  # the controller prints them and sets the exit status
-        for problem in problems:
-            self.progress(problem, terminal=False)
-        mark_done(op_dir)
-        return result
 
-    def _measure(self, item: OpItem, op_dir: Path) -> None:
+    def _measure(
+        self,
+        item: OpItem,
+        op_dir: Path,
+        start: int = 0,
+        replay: Path | None = None,
+        history: list[RoundView] | None = None,
+    ) -> None:
         try:
-            self._measure_rounds(item, op_dir)
+            self._measure_rounds(item, op_dir, start, replay, history)
         except Deterministic as exc:  # its text: core.parsing.repeated_failure
             self.progress(f"{item.op}: {exc}")
             add_note(op_dir, str(exc))
 
-    def _measure_rounds(self, item: OpItem, op_dir: Path) -> None:
+    def _measure_rounds(
+        self,
+        item: OpItem,
+        op_dir: Path,
+        start: int = 0,
+        replay: Path | None = None,
+        history: list[RoundView] | None = None,
+    ) -> None:
+        from .batches import stop_after
+
         s = self.settings
-        replay = s.replay_from
+        history = list(history or [])
 
         def run_side(run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
             return self.children.run_side(item.op, item.nodeids, run_dir, side, rnd, replay)
 
-        if replay is not None:
-            self.progress(f"{item.op}: every side replays {replay} (no recording pass)")
-        elif s.backend != "cpu":
-            rec_dir = op_dir / RECORD_DIR
-            if run_side(rec_dir, RECORD_SIDE, 0, None) is not None:
-                # each side would tune its own configs: the delta would mix tuning and switch
-                self.progress(f"{item.op}: recording pass failed; no side measured")
-                return
-            replay = rec_dir
+        if start == 0:
+            replay = s.replay_from
+            if replay is not None:
+                self.progress(f"{item.op}: every side replays {replay} (no recording pass)")
+            elif s.backend != "cpu":
+                rec_dir = op_dir / RECORD_DIR
+                if run_side(rec_dir, RECORD_SIDE, 0, None) is not None:
+                    # each side would tune its own configs: the delta would mix tuning and switch
+                    self.progress(f"{item.op}: recording pass failed; no side measured")
+                    return
+                replay = rec_dir
         previous: str | None = None  # the cause the last failed round failed with
-        for k in range(1, s.rounds + 1):
+        for k in range(max(start, 1), s.rounds + 1):
             order = ("A", "B") if k % 2 else ("B", "A")
             failure = None
             for side in order:
@@ -215,6 +287,7 @@ class AbController:
                     failure = cause  # the round is lost: its other side is not run
                     break
             if failure is not None:
+                history.append(RoundView(k, "", failed=True))
                 if previous is not None and same_failure(failure, previous):
                     self.progress(
                         f"{item.op}: round {k} failed as round {k - 1} did; not retried again"
@@ -222,21 +295,8 @@ class AbController:
                     return
                 previous = failure
                 continue
-            if k == 1 and s.rounds > 1 and not s.allow_no_ir_diff and s.switches:
-                first, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-                # Only IR identical at every stage says the switch did nothing to this operator
-                # (a switch may act in LLVM IR, PTX or the assembler only). NO_TRITON says
-                # nothing about the switch (it may act on aten or a vendor library), so every
-                # round is measured.
-                if first.verdict == screening.NO_IR_DIFF and first.ir_complete:
-                    why = "identical IR at every stage on both sides"
-                    mark_skipped(
-                        op_dir,
-                        f"{screening.SKIP_NOTE}: {why}; rounds 2..{s.rounds} skipped "
-                        "(--zl-allow-no-ir-diff measures them)\n",
-                    )
-                    self.progress(f"{item.op}: {screening.SKIP_NOTE}, rounds 2..{s.rounds} skipped")
-                    return
+            if k < s.rounds and stop_after(self, item, op_dir, k, history) is not None:
+                return
 
     # ---- reporting (controller only) ---------------------------------------------------------
 
@@ -261,8 +321,24 @@ class AbController:
         round already counts as failed) makes the screen's exit status 4, unless allowed."""
         return refusing(self.caliber, self.settings.allow_caliber_mismatch)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """Side workers: every batch (``...@zlbatch<j>`` in its operators' node ids) goes to one
+        xdist worker, whose card its side workers share."""
+        if self.settings.mode == "process":
+            return None
+        from xdist.scheduler import LoadGroupScheduling
+
+        return LoadGroupScheduling(config, log)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        cache = getattr(self.config, "cache", None)
+        if cache is not None and self.costs:
+            from .batches import COST_KEY
+
+            for op, seconds in self.costs.items():
+                cache.set(f"{COST_KEY}/{op}", round(seconds, 3))
         if _common.is_worker(self.config):
             return
         if self.refused():

@@ -38,6 +38,9 @@ class AbSettings:
     replay_from: Path | None = None
     allow_caliber_mismatch: bool = False
     shard: str | None = None  # --zl-shard=K/N: this screen is part K of N
+    #: how the sides run: ``lockstep`` and ``sequential`` (side workers over the batch) or
+    #: ``process`` (one child process per side per operator and round)
+    mode: str = "lockstep"
 
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
@@ -119,6 +122,7 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
     timeout = _common.get(
         config, "zl_timeout", lambda v: parse_positive_float(v, "--zl-timeout"), None
     )
+    screen_mode = _common.get(config, "zl_screen_mode", parse_screen_mode, "lockstep")
     check_addopts(config)
     from .shard import checked_shard
 
@@ -143,7 +147,20 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         replay_from=replay_root(config),
         allow_caliber_mismatch=_common.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
         shard=shard,
+        mode=screen_mode,
     )
+
+
+SCREEN_MODES = ("lockstep", "sequential", "process")
+
+
+def parse_screen_mode(value: object) -> str:
+    text = str(value).strip().lower()
+    if text not in SCREEN_MODES:
+        raise ValueError(
+            f"--zl-screen-mode: expected one of {', '.join(SCREEN_MODES)}, not {value!r}"
+        )
+    return text
 
 
 def prepare_root(root: Path, settings: AbSettings) -> None:

@@ -31,9 +31,11 @@ LEFT_OUTCOME = "zlbench-worker-left"
 def keep_row(config: pytest.Config, rows: list[Row], row: Row, nodeid: str) -> None:
     """A measured row joins its test's ``rows``; in a recorded run it is also on disk at once
     (the process's partial-rows file), so that a run killed mid-test keeps it."""
-    rows.append(row)
     pm = config.pluginmanager
     keeper = pm.get_plugin("zlbench-run-recorder") or pm.get_plugin("zlbench-worker-rows")
+    if keeper is not None:
+        row = keeper.amend(row)
+    rows.append(row)
     if keeper is not None:
         keeper.keep_partial(row, nodeid)
 

@@ -1,0 +1,96 @@
+"""How many rounds an operator of a screen needs, and how a batch of operators is split over
+cards: the two planning rules of the side workers' screen, pure.
+
+``--zl-rounds=N`` is the most a screen spends on an operator. After each round the screen asks
+:func:`stop_reason` whether more rounds could still change the operator's verdict; once they
+cannot, the operator leaves the batch and its result says how many rounds it used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+#: the verdicts :func:`stop_reason` looks at (the names of ``core.screening``'s verdicts)
+NO_IR_DIFF = "NO_IR_DIFF"
+IR_CHANGED = "IR_CHANGED"
+
+IDENTICAL_IR = "identical IR at every stage on both sides"
+SETTLED = "its beyond-noise shapes kept their sign and membership for two consecutive rounds"
+
+
+@dataclass(frozen=True)
+class RoundView:
+    """What the screen knew of an operator after one of its rounds.
+
+    ``verdict`` is the verdict of every round so far aggregated; ``beyond`` the shapes judged
+    beyond the noise floor then, each with the sign of its delta (+1 or -1), or ``None`` when no
+    beyond-noise judgement was made (no floor, or no classifier)."""
+
+    round: int
+    verdict: str
+    failed: bool = False
+    beyond: Mapping[str, int] | None = field(default=None)
+
+
+def stop_reason(
+    history: Sequence[RoundView],
+    rounds: int,
+    *,
+    switched: bool,
+    allow_no_ir_diff: bool,
+) -> str | None:
+    """Why the operator needs no round after the last of ``history`` (``None``: it does).
+
+    * After round 1, identical IR on both sides of a switch (``NO_IR_DIFF``) says the switch did
+      nothing to the operator: rounds 2.. would only measure noise (unless
+      ``allow_no_ir_diff``; an A/A control, ``switched=False``, measures every round).
+    * A changed IR whose beyond-noise shapes (with their signs) are the same after two
+      consecutive rounds will not change its verdict with more rounds.
+
+    A failed round never settles anything; ``rounds`` reached needs no reason.
+    """
+    if not history or len(history) >= rounds:
+        return None
+    last = history[-1]
+    if last.failed:
+        return None
+    if len(history) == 1 and switched and not allow_no_ir_diff and last.verdict == NO_IR_DIFF:
+        return IDENTICAL_IR
+    if len(history) >= 2 and last.verdict == IR_CHANGED:
+        before = history[-2]
+        if (
+            not before.failed
+            and before.verdict == IR_CHANGED
+            and last.beyond is not None
+            and before.beyond is not None
+            and dict(last.beyond) == dict(before.beyond)
+        ):
+            return SETTLED
+    return None
+
+
+def split_batches(costs: Sequence[float], parts: int) -> list[list[int]]:
+    """Indices of ``costs`` split into ``parts`` batches of near-equal total cost (the longest
+    first onto the least loaded batch; ties to the lowest batch), each batch in index order.
+    Deterministic: every process that splits the same costs gets the same batches."""
+    parts = max(1, parts)
+    loads = [0.0] * parts
+    batches: list[list[int]] = [[] for _ in range(parts)]
+    for index in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
+        target = min(range(parts), key=lambda b: (loads[b], b))
+        loads[target] += costs[index]
+        batches[target].append(index)
+    return [sorted(b) for b in batches]
+
+
+def expected_costs(tests: Sequence[int], recorded: Sequence[float | None]) -> list[float]:
+    """Each operator's expected cost: its recorded duration where a previous screen measured
+    it; otherwise its count of tests, in seconds per test of the operators that were recorded
+    (in plain test counts when none was)."""
+    known = [(t, d) for t, d in zip(tests, recorded, strict=True) if d is not None and t > 0]
+    per_test = sum(d for _, d in known) / sum(t for t, _ in known) if known else 1.0
+    return [
+        float(d) if d is not None else float(t) * per_test
+        for t, d in zip(tests, recorded, strict=True)
+    ]

@@ -1,0 +1,157 @@
+"""The side workers' batches of a screen, as its controller sees them: which operators form a
+batch (one per xdist worker, balanced by expected cost), measuring a batch
+(``screen.sides``) and then, one process per side, the operators that fell out of it, and the
+rule that stops an operator's rounds early (``core.rounds``)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .. import _common
+from ..core import screening
+from ..core.rounds import IDENTICAL_IR, RoundView, stop_reason
+from .results import add_note, aggregate_op_dir, is_done, mark_skipped
+
+if TYPE_CHECKING:
+    from .controller import AbController, OpItem
+
+#: the pytest cache key of each operator's side-worker seconds in the last screen (the cards
+#: split of the next one balances batches by them)
+COST_KEY = "zlbench/screen_costs"
+
+
+def workers(config: pytest.Config) -> int:
+    """How many xdist workers share the screen (1 without xdist)."""
+    if _common.is_worker(config):
+        return int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
+    return 1
+
+
+def batches_of(config: pytest.Config, groups: dict[str, list[pytest.Item]]) -> dict[str, str]:
+    """The side workers' batch of each operator: one batch in a plain session; under xdist
+    one per worker, balanced by expected cost (``core.rounds.split_batches``): every
+    worker splits the same way, and the controller's scheduler sends each batch to one
+    worker (``AbController.pytest_xdist_make_scheduler``)."""
+    ops = list(groups)
+    count = workers(config)
+    if count <= 1:
+        return dict.fromkeys(ops, "batch0")
+    from ..core.rounds import expected_costs, split_batches
+
+    cache = getattr(config, "cache", None)
+    recorded = [cache.get(f"{COST_KEY}/{op}", None) if cache else None for op in ops]
+    costs = expected_costs(
+        [len(groups[op]) for op in ops],
+        [float(r) if isinstance(r, int | float) and r > 0 else None for r in recorded],
+    )
+    out: dict[str, str] = {}
+    for j, batch in enumerate(split_batches(costs, count)):
+        for i in batch:
+            out[ops[i]] = f"batch{j}"
+    return out
+
+
+def run_batch(self: AbController, items: list[OpItem]) -> None:
+    """Measure a batch of operators with side workers; an operator that fell out of the
+    batch is measured alone afterwards, one process per side, from the round it left."""
+    from .sides import SideWorkers
+
+    s = self.settings
+    todo: list[OpItem] = []
+    for item in items:
+        op_dir = s.root / item.op
+        if s.resume and is_done(op_dir):
+            continue  # reused by run_op
+        if op_dir.exists():
+            self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
+            shutil.rmtree(op_dir)
+        op_dir.mkdir(parents=True)
+        todo.append(item)
+    if not todo:
+        return
+    histories: dict[str, list[RoundView]] = {item.op: [] for item in todo}
+
+    def after_round(item: OpItem, k: int) -> str | None:
+        return stop_after(self, item, s.root / item.op, k, histories[item.op])
+
+    self.progress(
+        f"{len(todo)} operators, {s.mode} side workers, at most {s.rounds} "
+        f"round{'s' if s.rounds > 1 else ''}"
+    )
+    workers = SideWorkers(self, todo, items[0].batch or "batch0")
+    replay = workers.run(after_round)
+    for item in todo:
+        if item.op not in workers.alone:
+            continue
+        start, why = workers.alone[item.op]
+        label = "the recording pass" if start == 0 else f"round {start}"
+        add_note(
+            s.root / item.op,
+            f"{label} failed in a side worker ({why}); measured again alone, one process per side",
+        )
+        history = histories[item.op][: max(0, start - 1)]
+        self._measure_or_fall_back(
+            item, s.root / item.op, start, replay if start > 0 else None, history
+        )
+    for item in todo:
+        self.costs[item.op] = workers.costs.get(item.op, 0.0)
+
+
+def stop_after(
+    self: AbController, item: OpItem, op_dir: Path, k: int, history: list[RoundView]
+) -> str | None:
+    """After round ``k``: why ``item`` needs no more rounds (``core.rounds``), recorded
+    in its directory and the progress log; ``None`` when it does."""
+    s = self.settings
+    result, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+    failed = any(r == k for r in failed_rounds(result))
+    # identical IR settles nothing when some stage could not be compared (a TTGIR-only record)
+    verdict = result.verdict
+    if verdict == screening.NO_IR_DIFF and not result.ir_complete:
+        verdict = f"{verdict} (not every stage compared)"
+    history.append(RoundView(k, verdict, failed, beyond_noise(result)))
+    reason = stop_reason(
+        history, s.rounds, switched=bool(s.switches), allow_no_ir_diff=s.allow_no_ir_diff
+    )
+    if reason is None:
+        return None
+    if reason == IDENTICAL_IR:
+        # Only IR identical at every stage says the switch did nothing to this operator (a
+        # switch may act in LLVM IR, PTX or the assembler only). NO_TRITON says
+        # nothing about the switch (it may act on aten or a vendor library), so every
+        # round is measured.
+        mark_skipped(
+            op_dir,
+            f"{screening.SKIP_NOTE}: {reason}; rounds {k + 1}..{s.rounds} skipped "
+            "(--zl-allow-no-ir-diff measures them)\n",
+        )
+        self.progress(f"{item.op}: {screening.SKIP_NOTE}, rounds {k + 1}..{s.rounds} skipped")
+    else:
+        mark_skipped(op_dir, f"stopped after {k} of {s.rounds} rounds: {reason}\n")
+        self.progress(f"{item.op}: stopped after {k} of {s.rounds} rounds: {reason}")
+    return reason
+
+
+def failed_rounds(result: screening.OpResult) -> list[int]:
+    """The rounds an aggregated result names as failed (its notes say ``round k failed``)."""
+    out = []
+    for note in result.notes:
+        match = re.match(r"round (\d+) failed", note)
+        if match:
+            out.append(int(match.group(1)))
+    return out
+
+
+def beyond_noise(result: screening.OpResult) -> dict[str, int] | None:
+    """The shapes of ``result`` judged beyond the noise floor, each with the sign of its
+    delta, for ``core.rounds.stop_reason``; ``None`` while the screen has no beyond-noise
+    judgement (an operator aggregated alone is judged against its own rows' floor: without an
+    A/A control or NO_IR_DIFF operators of its own there is none, ``core.judge``)."""
+    if not result.judged:
+        return None
+    return {screening.key_text(s.key): 1 if s.median > 0 else -1 for s in result.beyond}

@@ -1,0 +1,422 @@
+"""The side workers of a screen (``--zl-screen-mode=lockstep|sequential``): per round one
+long-lived pytest process per side over a whole batch of operators (``screen.worker``), driven
+over a socket pair (``core.sidework``); the recording pass is one worker over the batch before
+round 1. The screen runs round-major: record the batch, then round 1 over the batch, round 2, ...
+
+* **lockstep**: both sides run each operator at once and time in the turns ``core.lockstep``
+  grants (A B B A within a measurement, mirrored in even rounds); the side whose process starts
+  first alternates by round;
+* **sequential**: the same workers, the sides of each operator one after the other (A then B in
+  odd rounds, B then A in even ones), untimed against each other.
+
+Each worker writes the run directories a child writes (``<root>/<op>/r<k>_<A|B>/``,
+``<root>/<op>/record/``), so ``screen.results`` aggregates them unchanged. Every side keeps its
+own caches under ``<root>/.workers/<batch>/<side>/``, reused by its later rounds (only round 1
+compiles). A worker that dies or fails an operator (a failed test, a sticky device error, a
+segfault, ``--zl-timeout``) is replaced for the next operator, and the operator leaves the batch:
+it is measured again alone, one process per side (``screen.children``), from that round on. An
+operator stops early once more rounds cannot change its verdict (``core.rounds.stop_reason``).
+"""
+
+from __future__ import annotations
+
+import select
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..contract import (
+    PINS_FILE,
+    RECORD_DIR,
+    RECORD_SIDE,
+    round_dir,
+)
+from ..core.lockstep import Grant, Lockstep, order_for
+from ..core.sidework import ChannelClosed
+from .children import kill_group
+from .results import mark_failed
+from .side_process import SideProcess, WorkerDied, start_side
+
+if TYPE_CHECKING:
+    from .controller import AbController, OpItem
+
+#: where a screen's side workers keep their caches and output, under its root (a name no
+#: operator can have: operator ids start with a letter, digit or underscore)
+WORKERS_DIR = ".workers"
+#: the longest a busy worker goes without a progress line
+HEARTBEAT_S = 10.0
+
+
+class SideWorkers:
+    """Runs one batch of operators through side workers (``mode``: lockstep or sequential)."""
+
+    def __init__(self, controller: AbController, items: Sequence[OpItem], name: str) -> None:
+        self.controller = controller
+        self.settings = controller.settings
+        self.children = controller.children
+        self.items = list(items)
+        self.name = name
+        self.lockstep = self.settings.mode == "lockstep"
+        self.workdir = self.settings.root / WORKERS_DIR / name
+        self.workers: dict[str, SideProcess] = {}
+        self.started = time.monotonic()
+        self.units_done = 0
+        self.units_time = 0.0
+        #: operators that left the batch: (the round to measure alone from, why)
+        self.alone: dict[str, tuple[int, str]] = {}
+        self.stopped: set[str] = set()
+        #: seconds each operator kept the workers busy (the next screen's cards split)
+        self.costs: dict[str, float] = {}
+
+    def progress(self, text: str) -> None:
+        self.controller.progress(text)
+
+    # -- workers -----------------------------------------------------------------------------
+
+    def _spawn(self, side: str, rnd: int, nodeids: list[str], replay: Path | None) -> SideProcess:
+        cmd = self.children.worker_cmd(nodeids, replay)
+        env = self.children.env(side, rnd)
+        cwd = self.controller.config.invocation_params.dir
+        worker = start_side(cmd, env, cwd, self.workdir / side, side, rnd)
+        self.workers[side] = worker
+        return worker
+
+    def _greet(self, worker: SideProcess) -> None:
+        try:
+            worker.hello(self.settings.timeout)
+        except WorkerDied:
+            self.workers.pop(worker.side, None)
+            worker.channel.close()
+            raise
+
+    def worker(self, side: str, rnd: int, nodeids: list[str], replay: Path | None) -> SideProcess:
+        """The live worker of ``side`` in round ``rnd``, started (and greeted) if there is none.
+        Raises :class:`WorkerDied` when a fresh one dies before its hello."""
+        current = self.workers.get(side)
+        if current is not None and current.gone is None and current.round == rnd:
+            return current
+        if current is not None:
+            current.stop()
+            del self.workers[side]
+        worker = self._spawn(side, rnd, nodeids, replay)
+        self._greet(worker)
+        return worker
+
+    def start(
+        self, sides: Sequence[str], rnd: int, nodeids: list[str], replay: Path | None
+    ) -> None:
+        """Start the workers of ``sides`` in this order, then greet them: their start-up
+        (imports, collection) overlaps, and the process started first alternates by round."""
+        fresh = [self._spawn(side, rnd, nodeids, replay) for side in sides]
+        for worker in fresh:
+            try:
+                self._greet(worker)
+            except WorkerDied:
+                pass  # started again for its first operator, whose failure says why
+
+    def stop_all(self) -> None:
+        """Stop every worker (all asked at once) and kill their process groups."""
+        workers = list(self.workers.values())
+        self.workers.clear()
+        for worker in workers:
+            worker.ask_stop()
+        for worker in workers:
+            worker.stop()
+
+    def kill_all(self) -> None:
+        """Kill every worker's process group at once."""
+        workers = list(self.workers.values())
+        self.workers.clear()
+        for worker in workers:
+            kill_group(worker.proc)
+            worker.channel.close()
+
+    # -- one operator on some sides ----------------------------------------------------------
+
+    def drive(
+        self,
+        item: OpItem,
+        rnd: int,
+        sides: Sequence[str],
+        run_dirs: dict[str, Path],
+        after: dict[str, list[str]],
+        nodeids: list[str],
+        replay: Path | None,
+    ) -> dict[str, str | None]:
+        """Run ``item`` on ``sides`` at once (in lockstep when this screen is), each into its
+        run directory; ``after``: the tests the same worker runs next, if any. Returns each
+        side's failure (``None``: measured)."""
+        lock = Lockstep(order=order_for(rnd)) if self.lockstep and len(sides) == 2 else None
+        results: dict[str, str | None] = {}
+        running: dict[str, tuple[SideProcess, float]] = {}
+        for side in sides:
+            try:
+                worker = self.worker(side, rnd, nodeids, replay)
+            except WorkerDied as exc:
+                results[side] = f"its side worker died before it started ({exc})"
+                continue
+            indices = worker.indices(item.members)
+            following = worker.indices(after.get(side, []))
+            try:
+                worker.channel.send(
+                    "run",
+                    op=item.op,
+                    items=indices,
+                    dir=str(run_dirs[side]),
+                    next=following[0] if following else None,
+                    gate="lockstep" if lock is not None else "none",
+                )
+            except ChannelClosed:
+                worker.gone = "closed"
+                results[side] = f"its side worker died ({worker.death()})"
+                continue
+            running[side] = (worker, time.monotonic())
+        if lock is not None:
+            for side in sides:
+                if side not in running:
+                    self._send(lock.finished(side), running)
+        last_beat = time.monotonic()
+        timeout = self.settings.timeout
+        while running:
+            now = time.monotonic()
+            wait = HEARTBEAT_S - (now - last_beat)
+            if timeout is not None:
+                wait = min(wait, *(t0 + timeout - now for _, t0 in running.values()))
+            channels = {w.channel.fileno(): side for side, (w, _) in running.items()}
+            ready, _, _ = select.select(list(channels), [], [], max(0.0, wait))
+            for fd in ready:
+                side = channels[fd]
+                if side in running:
+                    self._read(side, running, results, lock)
+            now = time.monotonic()
+            if timeout is not None:
+                for side, (worker, t0) in list(running.items()):
+                    if now - t0 >= timeout:
+                        kill_group(worker.proc)
+                        worker.gone = "timed out"
+                        results[side] = (
+                            f"timed out after {timeout:g}s (its side worker's process group "
+                            "was killed)"
+                        )
+                        del running[side]
+                        if lock is not None:
+                            self._send(lock.finished(side), running)
+            if running and now - last_beat >= HEARTBEAT_S:
+                last_beat = now
+                busy = ", ".join(f"{s} {now - t0:.0f}s" for s, (_, t0) in running.items())
+                self.progress(f"{item.op} {self._label(rnd)}: still running ({busy})")
+        return results
+
+    def _read(
+        self,
+        side: str,
+        running: dict[str, tuple[SideProcess, float]],
+        results: dict[str, str | None],
+        lock: Lockstep | None,
+    ) -> None:
+        worker = running[side][0]
+        while True:
+            try:
+                message = worker.channel.recv(timeout=0)
+            except (ChannelClosed, ValueError):
+                worker.gone = "died"
+                results[side] = f"its side worker died ({worker.death()})"
+                del running[side]
+                if lock is not None:
+                    self._send(lock.finished(side), running)
+                return
+            if message is None:
+                return
+            kind = message["t"]
+            if kind == "op":
+                failed = message.get("failed")
+                results[side] = str(failed) if failed else None
+                del running[side]
+                if lock is not None:
+                    self._send(lock.finished(side), running)
+                if not worker.channel.pending():
+                    return
+                continue
+            if kind == "bye":  # it leaves after this operator (a lost device context)
+                worker.gone = str(message.get("reason") or "left")
+                continue
+            if lock is None:
+                continue
+            if kind == "enter":
+                key = message.get("key") or (0, 0)
+                actions = lock.enter(side, (int(key[0]), int(key[1])))
+            elif kind == "request":
+                actions = lock.request(side)
+            elif kind == "turned":
+                actions = lock.turned(side)
+            elif kind == "leave":
+                actions = lock.leave(side)
+            elif kind == "item":
+                actions = lock.item_done(side, int(message["index"]))
+            else:
+                continue
+            self._send(actions, running)
+
+    def _send(self, actions: list[Any], running: dict[str, tuple[SideProcess, float]]) -> None:
+        for action in actions:
+            target = running.get(action.side)
+            if target is None:
+                continue  # it finished or died: nothing more reaches it
+            try:
+                if isinstance(action, Grant):
+                    target[0].channel.send("grant", paired=action.paired)
+                else:
+                    target[0].channel.send("release")
+            except ChannelClosed:
+                pass  # its EOF is read next
+
+    # -- the batch ---------------------------------------------------------------------------
+
+    def _label(self, rnd: int) -> str:
+        return "record" if rnd == 0 else f"r{rnd}"
+
+    def _eta(self, units_left: int) -> str:
+        elapsed = time.monotonic() - self.started
+        if not self.units_done:
+            return f"{elapsed:.0f}s elapsed"
+        left = self.units_time / self.units_done * units_left
+        return f"{elapsed:.0f}s elapsed, about {left:.0f}s left"
+
+    def _units_left(self, rnd: int, position: int, todo: int) -> int:
+        """Operator-rounds still to measure after the ``position``-th operator of round
+        ``rnd`` (of ``todo`` operators this round), assuming none stops early."""
+        active = [i for i in self.items if i.op not in self.alone and i.op not in self.stopped]
+        later = max(0, self.settings.rounds - max(rnd, 0)) * len(active)
+        return (todo - position - 1) + later + len(self.alone)
+
+    def _fell_out(
+        self, item: OpItem, rnd: int, run_dirs: dict[str, Path], causes: dict[str, str]
+    ) -> None:
+        """``item`` leaves the batch; its failed run directories are kept beside the retry."""
+        what = "; ".join(f"{side}: {cause}" for side, cause in causes.items())
+        self.alone[item.op] = (rnd, what)
+        for side in causes:
+            run_dir = run_dirs[side]
+            mark_failed(run_dir, causes[side])
+            kept = run_dir.with_name(run_dir.name + ".worker")
+            if kept.exists():
+                shutil.rmtree(kept)
+            run_dir.rename(kept)
+
+    def pass_over(
+        self, rnd: int, todo: list[OpItem], sides: tuple[str, ...], replay: Path | None
+    ) -> None:
+        """One pass of the batch: the recording pass (``rnd`` 0) or one round."""
+        nodeids = [n for item in todo for n in item.nodeids]
+        total = len(todo)
+        for position, item in enumerate(todo):
+            t0 = time.monotonic()
+            op_dir = self.settings.root / item.op
+            if rnd == 0:
+                run_dirs = {RECORD_SIDE: op_dir / RECORD_DIR}
+            else:
+                run_dirs = {side: round_dir(op_dir, rnd, side) for side in sides}
+            later = todo[position + 1 :]
+            after = {side: later[0].members if later else [] for side in sides}
+            results: dict[str, str | None] = {}
+            if self.lockstep and rnd > 0:
+                results = self.drive(item, rnd, sides, run_dirs, after, nodeids, replay)
+            else:
+                for side in sides:
+                    results.update(self.drive(item, rnd, (side,), run_dirs, after, nodeids, replay))
+                    if results[side] is not None:
+                        break  # the round is lost: its other side is not run
+            causes = {side: cause for side, cause in results.items() if cause is not None}
+            elapsed = time.monotonic() - t0
+            self.units_done += 1
+            self.units_time += elapsed
+            self.costs[item.op] = self.costs.get(item.op, 0.0) + elapsed
+            if causes:
+                self._fell_out(item, rnd, run_dirs, causes)
+            state = ", ".join(
+                ("" if side == RECORD_SIDE else f"{side} ")
+                + ("ok" if results.get(side) is None else "failed")
+                for side in sides
+                if side in results
+            )
+            where = f"operator {position + 1} of {total}, " + (
+                "recording pass" if rnd == 0 else f"round {rnd} of {self.settings.rounds}"
+            )
+            eta = self._eta(self._units_left(rnd, position, total))
+            self.progress(
+                f"{item.op} {self._label(rnd)}: {state} ({elapsed:.1f}s) [{where}; {eta}]"
+            )
+            if causes:
+                self.progress(
+                    f"{item.op}: {'; '.join(f'{s}: {c}' for s, c in causes.items())}; "
+                    "measured again alone, one process per side, after the batch"
+                )
+
+    def run(self, after_round: Callable[[OpItem, int], str | None]) -> Path | None:
+        """Measure the batch; returns the recording the sides replayed (or ``None``).
+        ``after_round(item, k)`` says why an operator needs no round after ``k`` (or None)."""
+        s = self.settings
+        if self.workdir.exists():
+            shutil.rmtree(self.workdir)
+        self.workdir.mkdir(parents=True)
+        replay = s.replay_from
+        try:
+            if replay is None and s.backend != "cpu":
+                self.pass_over(0, self.items, (RECORD_SIDE,), None)
+                self.stop_all()
+                replay = self.workdir / RECORD_SIDE
+                self._merge_pins(replay)
+            elif replay is not None:
+                self.progress(f"every side replays {replay} (no recording pass)")
+            for k in range(1, s.rounds + 1):
+                todo = [
+                    i for i in self.items if i.op not in self.alone and i.op not in self.stopped
+                ]
+                if not todo:
+                    break
+                first = ("A", "B") if k % 2 else ("B", "A")
+                self.start(first, k, [n for item in todo for n in item.nodeids], replay)
+                self.pass_over(k, todo, first, replay)
+                self.stop_all()
+                for item in todo:
+                    if item.op in self.alone:
+                        continue
+                    reason = after_round(item, k)
+                    if reason is not None:
+                        self.stopped.add(item.op)
+        except BaseException:
+            self.kill_all()  # an interrupt or an error of the screen: nothing waits for them
+            raise
+        finally:
+            self.stop_all()
+        return replay
+
+    def _merge_pins(self, replay: Path) -> None:
+        """The recording worker's ``autotune.json``: every operator's choices, which the
+        measured workers replay (its tuner databases are already in its cache)."""
+        import json
+
+        from ..core import records
+        from ..core.autotune import merge_pins, pins_from_json, pins_to_json
+
+        pins: Any = {}
+        for item in self.items:
+            path = self.settings.root / item.op / RECORD_DIR / PINS_FILE
+            if not path.is_file():
+                continue
+            try:
+                found = pins_from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
+            except (OSError, ValueError):
+                continue
+            merge_pins(
+                pins,
+                (
+                    (kernel, key, pin.index, pin.config)
+                    for kernel, keys in found.items()
+                    for key, pin in keys.items()
+                ),
+            )
+        if pins:
+            records.write_json(replay / PINS_FILE, pins_to_json(pins))

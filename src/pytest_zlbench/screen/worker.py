@@ -1,0 +1,235 @@
+"""A side worker of a screen: one long-lived pytest session of one side (A, B, or the recording
+pass) over a whole batch of operators, loaded with ``-p pytest_zlbench.screen.worker``.
+
+Like pytest-xdist's worker, it takes over ``pytest_runtestloop``: after collection it says
+``hello`` with its items and then runs items only on its screen's command (``core.sidework``):
+
+* ``run`` (``op``, ``items``: indices into its items, ``dir``: the operator's run directory,
+  ``next``: the index the screen will send next or ``None``, ``gate``: ``lockstep`` or
+  ``none``) runs the operator's items, times them through a :class:`RowGate` in lockstep, and
+  writes the same run directory a child run writes (``recording.run.RunRecorder``, one per
+  operator; its ``ir.json`` from ``recording.op_ir``), then answers ``op``;
+* ``stop`` ends the session.
+
+The worker's process, its caches (``TRITON_CACHE_DIR``, ``FLAGGEMS_CACHE_DIR``), its side, round
+and switch come from the screen (``screen.sides``). A worker that lost its device context leaves
+after answering for its operator, so that the screen starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import _common
+from .._common import WORKER_FD_ENV, timing_settings_key
+from ..adapters.gates import ChannelGate
+from ..contract import FLAGGEMS_CACHE_DIR, SIDE_ENV
+from ..core.sidework import Channel
+
+#: exit status of a side worker that left after its process lost its device context
+LOST_CONTEXT_EXIT = 70
+
+_seed_key = pytest.StashKey[tuple[int, str]]()
+
+
+def _active(config: pytest.Config) -> bool:
+    return _common.mode_of(config).kind == _common.Mode.WORKER
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Seed the replayed tuner databases before any conftest imports FlagGems."""
+    if not _active(early_config):
+        return
+    replay = _common.raw(early_config, "zl_replay_from")
+    seeded = (0, "")
+    if replay:
+        from ..recording.replay import seed_replay
+
+        cache = Path(os.environ.get("FLAGGEMS_CACHE_DIR") or Path.cwd() / FLAGGEMS_CACHE_DIR)
+        seeded = seed_replay(Path(str(replay)).resolve(), cache)
+    early_config.stash[_seed_key] = seeded
+
+
+@pytest.hookimpl
+def pytest_configure(config: pytest.Config) -> None:
+    if _active(config):
+        config.pluginmanager.register(SideWorker(config), "zlbench-side-worker")
+
+
+class RowGate(ChannelGate):
+    """The lockstep gate of a side worker's timers, which remembers how each measurement took
+    its turns until the row it belongs to is kept (:meth:`take`)."""
+
+    def __init__(self, channel: Channel, portions: int = 2) -> None:
+        super().__init__(channel, portions)
+        self.seen: list[bool | None] = []
+
+    @contextmanager
+    def measurement(self) -> Iterator[Any]:
+        outer = self._open is None
+        with super().measurement() as turns:
+            yield turns
+        if outer:
+            self.seen.append(self.paired)
+
+    def take(self) -> str | None:
+        """``paired``/``unpaired`` for the measurements since the last row, or ``None``."""
+        seen, self.seen = [p for p in self.seen if p is not None], []
+        if not seen:
+            return None
+        return "paired" if all(seen) else "unpaired"
+
+
+def _last_error(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if line.startswith(("E ", "Error", "RuntimeError", "Fatal")):
+            return line[:200]
+    return lines[-1][:200] if lines else "failed"
+
+
+class SideWorker:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        fd = int(os.environ[WORKER_FD_ENV])
+        self.channel = Channel(socket.socket(fileno=fd))
+        self.side = os.environ.get(SIDE_ENV, "")
+        replay = _common.raw(config, "zl_replay_from")
+        self.replay = str(Path(str(replay)).resolve()) if replay else None
+        self.seeded, self.seed = config.stash.get(_seed_key, (0, ""))
+        cache = Path(os.environ.get("TRITON_CACHE_DIR") or Path.cwd() / "triton_cache")
+        from ..recording.op_ir import OpIrRecorder
+
+        self.ir = OpIrRecorder(cache)
+        self.gate: RowGate | None = None
+        self.recorder: Any = None  # the current operator's RunRecorder
+        self.failure: str | None = None  # the current operator's first failed report
+        self.fails = 0  # failed reports of this session
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        items = session.items
+        self.channel.send(
+            "hello", pid=os.getpid(), side=self.side, nodeids=[i.nodeid for i in items]
+        )
+        while True:
+            message = self.channel.recv()
+            if message is None or message["t"] == "stop":
+                break
+            if message["t"] == "run":
+                self.run_op(session, message)
+                lost = self._lost()
+                if lost is not None:
+                    self.channel.send("bye", reason=lost)
+                    os._exit(LOST_CONTEXT_EXIT)
+        self.channel.send("bye")
+        return True
+
+    def _lost(self) -> str | None:
+        timing = self.config.pluginmanager.get_plugin("zlbench-timing-session")
+        if timing is not None and timing.lost_in is not None:
+            return f"{timing.lost_what} in {timing.lost_in}"
+        return None
+
+    def _set_gate(self, gate: RowGate | None) -> None:
+        from ..adapters.timers import UNGATED
+
+        settings = self.config.stash.get(timing_settings_key, None)
+        timer: Any = settings.timer if settings is not None else None
+        if timer is not None:
+            timer.gate = gate if gate is not None else UNGATED
+
+    def run_op(self, session: pytest.Session, message: dict[str, Any]) -> None:
+        from ..recording.run import RunRecorder
+
+        items = session.items
+        indices: list[int] = [int(i) for i in message["items"]]
+        after = message.get("next")
+        run_dir = Path(message["dir"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.gate = RowGate(self.channel) if message.get("gate") == "lockstep" else None
+        rows = self.config.pluginmanager.get_plugin("zlbench-worker-rows")
+        if rows is not None:
+            rows.retarget(run_dir)
+            rows.lockstep_of = self.gate.take if self.gate is not None else None
+        recorder = RunRecorder(self.config, run_dir, self.replay, self.seeded, self.seed)
+        recorder.ir_writer = self.ir.write
+        self._begin(recorder)
+        self.ir.begin(str(message["op"]))
+        for pos, index in enumerate(indices):
+            item = items[index]
+            nextitem: pytest.Item | None
+            if pos + 1 < len(indices):
+                nextitem = items[indices[pos + 1]]
+            else:
+                nextitem = items[after] if isinstance(after, int) else None
+            if self.gate is not None:
+                self.gate.begin_item(index)
+            started = time.monotonic()
+            fails = self.fails
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            outcome = "failed" if self.fails > fails else "passed"
+            self.channel.send(
+                "item", index=index, outcome=outcome, duration=time.monotonic() - started
+            )
+            if self._lost() is not None:
+                break
+        session.shouldstop = session.shouldfail = False  # -x and --maxfail act per operator
+        if rows is not None:
+            rows.close_partial()
+            rows.lockstep_of = None
+        complete = recorder.write(1 if self.failure else 0)
+        self.recorder = None
+        failure = self.failure
+        if failure is None and not complete:
+            failure = "the run directory is incomplete: " + "; ".join(recorder.errors)
+        self.channel.send(
+            "op", op=message["op"], dir=str(run_dir), rows=len(recorder.rows), failed=failure
+        )
+
+    def _begin(self, recorder: Any) -> None:
+        self.recorder, self.failure = recorder, None
+
+    # -- each test's reports reach the operator's recorder -----------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        """The session's timer (built here, after the test's fixtures, if no test built it
+        yet) times through this operator's gate."""
+        if self.gate is None:
+            self._set_gate(None)
+            return
+        from ..timing.timer import active_timer
+
+        if self.config.stash.get(timing_settings_key, None) is not None:
+            active_timer(self.config)
+        self._set_gate(self.gate)
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.recorder is None:
+            return
+        self.recorder.pytest_runtest_logreport(report)
+        if report.failed:
+            self.fails += 1
+        if report.failed and self.failure is None:
+            self.failure = f"{report.nodeid} ({report.when}): {_last_error(report.longreprtext)}"
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.ir.uninstall()
+        try:
+            self.channel.close()
+        except OSError:
+            pass

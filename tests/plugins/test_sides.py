@@ -1,0 +1,337 @@
+"""The screen's side workers (``--zl-screen-mode=lockstep|sequential``) on the cpu backend: per
+round one long-lived pytest process per side over the whole batch of operators, driven over a
+socket pair; the recording pass one worker over the batch (issue 17).
+
+Every pytest process these screens start appends its pid to a file (the suite's conftest), so
+the tests count processes. ``sim`` is a GPU-like backend timed on the CPU clock, so that the
+screen runs its recording pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_zlbench.core import screening
+from pytest_zlbench.core.records import is_complete, read_identity, read_rows
+from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS
+
+SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
+
+CONFTEST = (
+    FAST_CPU_TIMER_CONFTEST
+    + """
+import dataclasses
+import os
+
+import pytest_zlbench.screen.sides as sides
+import pytest_zlbench.timing.timer as timing
+from pytest_zlbench.adapters.timers import CpuTimer
+from pytest_zlbench.core.backends import BUILTIN_BACKENDS
+
+# every pytest process of the screen (controller, workers, children) leaves its pid
+with open(os.environ["PID_LOG"], "a") as _log:
+    _log.write(f"{os.getpid()} {os.environ.get('ZLBENCH_SIDE', '-')}\\n")
+
+sides.HEARTBEAT_S = 0.5  # the controller's heartbeat, short enough to be seen here
+
+
+def pytest_zlbench_device_register(registry):
+    # a GPU-like backend (so the screen records and replays autotune configs) timed on the
+    # CPU clock
+    cpu = [b for b in BUILTIN_BACKENDS if b.name == "cpu"][0]
+    registry.add(dataclasses.replace(cpu, name="sim", aliases=(), visibility_var="SIM_VISIBLE"))
+
+
+timing.build_timer = lambda *args, **kwargs: CpuTimer(warmup_ms=1.0, rep_ms=2.0, min_samples=5)
+
+
+def pytest_configure(config):
+    for name in ("abs", "gemm", "steady", "dies", "slow"):
+        config.addinivalue_line("markers", f"{name}: operator {name}")
+"""
+)
+
+TESTS = (
+    """
+import os
+import signal
+import sys
+import time
+
+import pytest
+"""
+    + BUSY
+    + '''
+
+def write_ttgir(kernel, body):
+    """Stand in for Triton: one TTGIR file in this process's cache."""
+    folder = os.path.join(os.environ["TRITON_CACHE_DIR"], "h_" + kernel)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, kernel + ".ttgir"), "w") as handle:
+        handle.write(body)
+
+
+@pytest.mark.abs
+@pytest.mark.parametrize("size", [100, 300])
+def test_abs(zl_bench, size):
+    zl_bench(lambda: busy(size), baseline=lambda: busy(size), op="abs", dtype="int",
+             shape=str(size))
+
+
+@pytest.mark.gemm
+def test_gemm(zl_bench):
+    switched = os.environ.get("OMP_NUM_THREADS") == "1"
+    body = "ttg.convert_layout\\n" if switched else "tt.dot\\n"
+    write_ttgir("gemm_kernel", "tt.func @gemm_kernel() {\\n" + body + "}\\n")
+    zl_bench(lambda: busy(300), baseline=lambda: busy(300), op="gemm", dtype="float16",
+             shape="[64, 64]")
+
+
+@pytest.mark.steady
+def test_steady(zl_bench):
+    write_ttgir("steady_kernel", "tt.func @steady_kernel() {\\n  tt.return\\n}\\n")
+    zl_bench(lambda: busy(200), op="steady", dtype="int", shape="[8]")
+
+
+@pytest.mark.zl_op("relu")
+def test_relu(zl_bench):
+    zl_bench(lambda: busy(50), op="relu", dtype="int", shape="[50]")
+'''
+)
+
+#: an operator whose side-B process dies in every round (after measuring one row)
+DIES = """
+
+@pytest.mark.dies
+@pytest.mark.parametrize("n", [1, 2])
+def test_dies(zl_bench, n):
+    zl_bench(lambda: busy(100), op="dies", dtype="int", shape=str(n))
+    if n == 2 and os.environ.get("ZLBENCH_SIDE") == "B":
+        if os.environ.get("DIE_BY") == "sigkill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(3)
+"""
+
+#: an operator busy for a while (the heartbeat)
+SLOW = """
+
+@pytest.mark.slow
+def test_slow(zl_bench):
+    time.sleep(1.5)
+    zl_bench(lambda: busy(50), op="slow", dtype="int", shape="[1]")
+"""
+
+
+@pytest.fixture
+def suite(zl_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.setenv("PID_LOG", str(zl_pytester.path / "pids.log"))
+    zl_pytester.makeconftest(CONFTEST)
+    return zl_pytester
+
+
+def screen(
+    pytester: pytest.Pytester, mode: str, *args: str, root: str | None = None
+) -> tuple[pytest.RunResult, Path, list[tuple[int, str]]]:
+    """Run a screen; returns its result, root and the (pid, side) of every pytest process."""
+    log = pytester.path / "pids.log"
+    log.unlink(missing_ok=True)
+    out = pytester.path / (root or mode)
+    result = pytester.runpytest_subprocess(
+        "--zl-backend=sim", "-p", "no:cacheprovider", *NO_HYPOTHESIS, f"--zl-out={out}",
+        f"--zl-screen-mode={mode}", *args,
+    )  # fmt: skip
+    pids = [(int(p), side) for p, side in (ln.split() for ln in log.read_text().splitlines())]
+    return result, out, pids
+
+
+def lines(root: Path) -> dict[str, screening.ScreenLine]:
+    text = (root / "screen.tsv").read_text()
+    return {line.op: line for line in screening.read_screen(text)}
+
+
+def ab(root: Path, op: str) -> dict[str, object]:
+    data = json.loads((root / op / "ab.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def run_dirs(root: Path) -> dict[str, list[str]]:
+    """Every operator's run directories (complete ones only)."""
+    out = {}
+    for op_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        out[op_dir.name] = sorted(p.name for p in op_dir.iterdir() if is_complete(p))
+    return out
+
+
+def progress(root: Path) -> list[str]:
+    return [ln.split("] ", 1)[1] for ln in (root / "progress.log").read_text().splitlines()]
+
+
+def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_ops=TESTS)
+    result, root, pids = screen(
+        suite, "lockstep", SWITCH, "--zl-rounds=3", "-o", "console_output_style=progress"
+    )
+    assert result.ret == 0, result.outlines + result.errlines
+    result.assert_outcomes(passed=4)
+    # the controller, one recording worker, then two workers per round: 8 processes (25 as
+    # one process per side per operator and round)
+    sides = sorted(side for _, side in pids)
+    assert len({pid for pid, _ in pids}) == len(pids) == 8, pids
+    assert sides == ["-", "A", "A", "A", "B", "B", "B", "record"]
+
+    process, proot, ppids = screen(suite, "process", SWITCH, "--zl-rounds=3")
+    assert process.ret == 0, process.outlines
+    assert len(ppids) > 20  # a process per side per operator and round
+
+    # the same verdicts, rows, kernels, rounds and run directories as one process per side
+    mine, theirs = lines(root), lines(proot)
+    assert sorted(mine) == sorted(theirs) == ["abs", "gemm", "relu", "steady"]
+    for op in mine:
+        for column in ("verdict", "rows", "kernels_a", "kernels_b", "kernels_changed", "note"):
+            if column == "note" and op != "steady":
+                continue  # sign flips differ from run to run
+            assert getattr(mine[op], column) == getattr(theirs[op], column), (op, column)
+        assert ab(root, op)["rounds"] == ab(proot, op)["rounds"]
+        assert ab(root, op)["rounds_failed"] == 0
+    assert mine["gemm"].verdict == screening.IR_CHANGED
+    assert mine["steady"].verdict == screening.NO_IR_DIFF
+    assert mine["steady"].note.startswith(f"{screening.SKIP_NOTE}: identical IR on both sides")
+    assert run_dirs(root) == run_dirs(proot)
+    assert run_dirs(root)["gemm"] == [
+        "r1_A", "r1_B", "r2_A", "r2_B", "r3_A", "r3_B", "record",
+    ]  # fmt: skip
+    assert run_dirs(root)["steady"] == ["r1_A", "r1_B", "record"]
+
+    # each side's run records its side, round and switch, and replays the one recording
+    seeds = set()
+    for k in (1, 2, 3):
+        for side, switch in (("A", {}), ("B", {"OMP_NUM_THREADS": "1"})):
+            identity = read_identity(root / "gemm" / f"r{k}_{side}")
+            assert (identity.info["side"], identity.info["round"]) == (side, k)
+            assert identity.info["switch"] == switch
+            assert identity.autotune_mode == "replay"
+            seeds.add(identity.info["replay_seed"])
+            # every measurement took its turns with the other side's
+            rows = read_rows(root / "gemm" / f"r{k}_{side}")
+            assert rows
+            assert all(r.lockstep == "paired" for r in rows), rows
+    assert len(seeds) == 1
+    assert read_identity(root / "gemm" / "record").autotune_mode == "record"
+
+    # one line per operator per round, with where the screen is and what is left
+    result.stdout.fnmatch_lines(
+        [
+            "*4 operators, lockstep side workers, at most 3 rounds",
+            "*abs record: ok (*s) [[]operator 1 of 4, recording pass; *",
+            "*gemm r1: A ok, B ok (*s) [[]operator 2 of 4, round 1 of 3; *s elapsed, about *s*",
+            "*steady: SWITCH_NO_IR_DIFF, rounds 2..3 skipped",
+            "*gemm r2: B ok, A ok (*s) [[]operator 2 of 3, round 2 of 3; *",
+            "*= zlbench screen =*",
+        ]
+    )
+    # pytest's percentage counter still ends the lines of the tests
+    counted = [ln for ln in result.outlines if re.search(r"\[ *\d+%\]$", ln)]
+    assert counted, result.outlines
+    assert counted[-1].endswith("[100%]"), result.outlines
+
+
+def test_sequential_mode_times_the_sides_in_turn(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=TESTS + SLOW)
+    result, root, pids = screen(suite, "sequential", SWITCH, "--zl-rounds=2", "-k", "gemm or slow")
+    assert result.ret == 0, result.outlines
+    result.assert_outcomes(passed=2)
+    assert len(pids) == 1 + 1 + 2 * 2
+    assert run_dirs(root) == {
+        "gemm": ["r1_A", "r1_B", "r2_A", "r2_B", "record"],
+        "slow": ["r1_A", "r1_B", "r2_A", "r2_B", "record"],
+    }
+    assert lines(root)["gemm"].verdict == screening.IR_CHANGED
+    for run in ("r1_A", "r2_B"):
+        assert all(r.lockstep is None for r in read_rows(root / "gemm" / run))
+    log = progress(root)
+    assert any(ln.startswith("gemm r2: B ok, A ok") for ln in log), log
+    # a heartbeat while a worker is busy on one operator
+    assert any(re.match(r"slow r1: still running \([AB] \d+s\)", ln) for ln in log), log
+
+
+@pytest.mark.parametrize("how", ["exit", "sigkill"])
+def test_a_worker_that_dies_is_replaced_and_its_operator_retried_alone(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    monkeypatch.setenv("DIE_BY", how)
+    suite.makepyfile(test_ops=TESTS + DIES)
+    result, root, pids = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines
+    result.assert_outcomes(passed=4, failed=1)
+    got = lines(root)
+    # every other operator was measured in every round, after the worker died
+    for op in ("abs", "gemm", "relu"):
+        assert ab(root, op)["rounds"] == 2, op
+        assert ab(root, op)["rounds_failed"] == 0, op
+    assert got["gemm"].verdict == screening.IR_CHANGED
+    # the operator it died on: retried alone (one process per side), reported with the reason
+    note = got["dies"].note
+    cause = "exit status 3" if how == "exit" else "killed by signal SIGKILL"
+    assert "round 1 failed in a side worker (B: its side worker died (" in note, note
+    assert cause in note
+    assert "measured again alone, one process per side" in note
+    assert (root / "dies" / "r1_B.worker" / "child.failed").is_file()
+    # the rows it measured before it died stay
+    partial = list((root / "dies" / "r1_B.worker").glob("rows.partial*.jsonl"))
+    assert partial
+    assert "dies" in partial[0].read_text()
+    log = progress(root)
+    assert any(ln.startswith("dies r1 B: ") for ln in log), log  # the process-mode retry
+    # a fresh side-B worker took the operators after it
+    b_workers = [pid for pid, side in pids if side == "B"]
+    assert len(b_workers) >= 3, pids
+    # nothing is left running
+    for pid, _ in pids:
+        assert _gone(pid), pid
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def test_each_xdist_worker_runs_its_own_batch(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=TESTS)
+    result, root, pids = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "-n", "2")
+    assert result.ret == 0, result.outlines
+    result.assert_outcomes(passed=4)
+    batches = sorted(p.name for p in (root / ".workers").iterdir())
+    assert batches == ["batch0", "batch1"]
+    # each batch ran on one xdist worker, with its own side workers
+    seen: dict[str, set[str]] = {}
+    for ln in (root / "progress.log").read_text().splitlines():
+        match = re.match(r"\[zlbench (gw\d) +[\d.]+s\] (\w+) r1: A ok, B ok", ln)
+        if match:
+            seen.setdefault(match.group(1), set()).add(match.group(2))
+    assert len(seen) == 2, seen
+    assert sum(len(ops) for ops in seen.values()) == 4, seen
+    assert sorted(lines(root)) == ["abs", "gemm", "relu", "steady"]
+    assert run_dirs(root)["gemm"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+    # controller, 2 xdist workers, per batch: a recording worker and two per round
+    assert len(pids) <= 3 + 2 * (1 + 2 * 2), pids
+
+
+def test_the_screen_mode_is_checked(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=TESTS)
+    result = suite.runpytest("--zl-backend=cpu", SWITCH, "--zl-screen-mode=parallel", "--zl-out=x")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --zl-screen-mode: expected one of lockstep, sequential, process, not 'parallel'"]
+    )
+    assert os.environ.get("ZLBENCH_WORKER_FD") is None

@@ -1,0 +1,67 @@
+"""core.rounds: when an operator needs no more rounds, and how a batch is split over cards."""
+
+from __future__ import annotations
+
+from pytest_zlbench.core.rounds import (
+    IDENTICAL_IR,
+    SETTLED,
+    RoundView,
+    expected_costs,
+    split_batches,
+    stop_reason,
+)
+
+
+def stop(history: list[RoundView], rounds: int = 4, switched: bool = True, allow: bool = False):
+    return stop_reason(history, rounds, switched=switched, allow_no_ir_diff=allow)
+
+
+def test_identical_ir_after_round_one_stops_a_switch_screen() -> None:
+    first = [RoundView(1, "NO_IR_DIFF")]
+    assert stop(first) == IDENTICAL_IR
+    assert stop(first, allow=True) is None  # --zl-allow-no-ir-diff measures every round
+    assert stop(first, switched=False) is None  # an A/A control measures every round
+    assert stop(first, rounds=1) is None  # nothing left to spend
+    assert stop([RoundView(1, "NO_IR_DIFF", failed=True)]) is None
+    # only after round 1: identical IR later never stops a screen that went on
+    assert stop([RoundView(1, "IR_CHANGED"), RoundView(2, "NO_IR_DIFF")]) is None
+    for verdict in ("NO_TRITON", "IR_UNKNOWN", "NO_ROWS", "IR_CHANGED"):
+        assert stop([RoundView(1, verdict)]) is None, verdict
+
+
+def test_a_changed_ir_stops_once_its_beyond_noise_shapes_hold_for_two_rounds() -> None:
+    a = {"int 100": 1, "int 300": -1}
+    assert stop([RoundView(1, "IR_CHANGED", beyond=a)]) is None
+    assert stop([RoundView(1, "IR_CHANGED", beyond=a), RoundView(2, "IR_CHANGED", beyond=a)]) == (
+        SETTLED
+    )
+    flipped = {"int 100": 1, "int 300": 1}
+    grown = {**a, "int 500": 1}
+    for later in (flipped, grown, {}):
+        history = [RoundView(1, "IR_CHANGED", beyond=a), RoundView(2, "IR_CHANGED", beyond=later)]
+        assert stop(history) is None, later
+    # no judgement (no floor, no classifier): every round is measured
+    assert stop([RoundView(1, "IR_CHANGED"), RoundView(2, "IR_CHANGED")]) is None
+    # a failed round in between settles nothing
+    history = [
+        RoundView(1, "IR_CHANGED", beyond=a),
+        RoundView(2, "", failed=True),
+        RoundView(3, "IR_CHANGED", beyond=a),
+    ]
+    assert stop(history) is None
+    # the most a screen spends is its rounds
+    assert stop([*history[:1], RoundView(2, "IR_CHANGED", beyond=a)], rounds=2) is None
+
+
+def test_batches_balance_cost_deterministically() -> None:
+    assert split_batches([5, 1, 1, 1, 1, 1], 2) == [[0], [1, 2, 3, 4, 5]]
+    assert split_batches([3, 3, 2, 2, 1, 1], 2) == [[0, 2, 4], [1, 3, 5]]
+    assert split_batches([1, 2], 3) == [[1], [0], []]
+    assert split_batches([], 2) == [[], []]
+    assert split_batches([4, 4, 4], 1) == [[0, 1, 2]]
+
+
+def test_expected_costs_use_recorded_durations_else_test_counts() -> None:
+    assert expected_costs([2, 1, 3], [None, None, None]) == [2.0, 1.0, 3.0]
+    # 10 s for 2 tests recorded: 5 s per test for the operator never measured
+    assert expected_costs([2, 3], [10.0, None]) == [10.0, 15.0]
