@@ -32,7 +32,7 @@ PRIMER_BELOW_MS = 1.0
 #: op's work (kernels on a stream not joined to the capture, host-only work, a view). Eager calls
 #: pay the host's dispatch: on an H200 FlagGems' 64 x 64 abs, mul and torch's sum ran 110-350 us
 #: a call eagerly against 1-2 us replayed (up to 1/165); an empty graph replays one call in about
-#: 1/7,000 of the eager time at the default budget (docs/PERFORMANCE.md, "What the timers refuse")
+#: 1/7,000 of the eager time at the default budget
 IMPLAUSIBLE_BELOW = 1 / 1000
 
 
