@@ -23,7 +23,7 @@ through torch:
 * memory: each graph holds a private pool until released; freed memory stays reserved by the
   caching allocator until ``empty_cache``; the cold-cache flush buffer lives as long as its
   flush callable;
-* the two states an H200 runs graphs in (calls 12-13, docs/PERFORMANCE.md), with
+* the two states an H200 runs graphs in (docs/PERFORMANCE.md, "Two device states"), with
   ``steady_extra``: the first three graphs a process makes replay at the kernels' cost, and from
   the fourth graph on every replay (of old graphs too) costs ``steady_extra`` more per kernel,
   until the device idles (``idle()``) and the count starts again.
@@ -408,10 +408,11 @@ class Library:
     """A library with one handle per thread from a pool, as torch keeps cuSOLVER's and
     cuBLAS's (``DeviceThreadHandlePool``: a thread reserves a handle at its first call, and an
     ended thread's handle goes back to the pool for the next new thread). On an H200
-    (``benchmarks/gpu/capture_probe.py``): ``linalg_eigvals``'s capture failed inside cuSOLVER,
-    after which every eager call *of that thread* failed with CUSOLVER_STATUS_INTERNAL_ERROR,
-    while a fresh thread's calls worked, and a capture on a side thread left the main thread's
-    calls working. Making a handle allocates device memory: not allowed while capturing."""
+    (docs/VALIDATION.md, "Captures that fail, break or kill"): ``linalg_eigvals``'s capture
+    failed inside cuSOLVER, after which every eager call *of that thread* failed with
+    CUSOLVER_STATUS_INTERNAL_ERROR, while a fresh thread's calls worked, and a capture on a side
+    thread left the main thread's calls working. Making a handle allocates device memory: not
+    allowed while capturing."""
 
     def __init__(self, device: FakeDevice) -> None:
         self.device = device

@@ -208,6 +208,17 @@ def _read_fd(fd: int) -> str:
 
 
 @contextmanager
+def _taken(claim: Claim, resume: bool) -> Iterator[None]:
+    """``claim`` taken for the block; what the block raises rolls it back at once."""
+    claim.take(resume)
+    try:
+        yield
+    except BaseException:
+        claim.release(rollback=True)
+        raise
+
+
+@contextmanager
 def claiming(
     config: pytest.Config,
     kind: str,
@@ -223,12 +234,8 @@ def claiming(
 
     check(config)  # nothing touches the disk before the options are validated
     claim = Claim(config, kind, path.resolve(), option)
-    claim.take(resume)
-    try:
+    with _taken(claim, resume):
         yield claim
-    except BaseException:
-        claim.release(rollback=True)
-        raise
     config.add_cleanup(claim.release)
     if not config.pluginmanager.is_registered(claim):
         config.pluginmanager.register(claim, PLUGIN_NAME)
@@ -241,12 +248,8 @@ def holding(
     """:func:`claiming` outside a pytest session (the ``zlbench`` command): the directory is
     held for the block only, and rolled back unless the block called ``keep()``."""
     claim = Claim(None, kind, path.resolve(), option)
-    claim.take(resume)
-    try:
+    with _taken(claim, resume):
         yield claim
-    except BaseException:
-        claim.release(rollback=True)
-        raise
     claim.release(rollback=not claim.kept)
 
 

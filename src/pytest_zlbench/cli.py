@@ -73,21 +73,25 @@ def store_of(args: argparse.Namespace) -> Any:
     return Store(Path(args.store) if args.store else default_store())
 
 
+def find_stored(store: Any, name: str, kind: str, where: str) -> Any:
+    """The entry ``name`` of ``store``, of any kind; a name that is not stored is a usage error
+    that starts with ``where`` and says what was looked for (a directory, a stored ``kind``)."""
+    from .core.store import StoreError, check_name
+
+    try:
+        check_name(name)
+        return store.find(name)
+    except StoreError:
+        raise Usage(f"{where}: no such directory, nor a stored {kind} in {store.root}") from None
+
+
 def resolve_run(arg: str, args: argparse.Namespace, label: str) -> Path:
     """A run directory, or the name of a stored run."""
     path = Path(arg)
     if path.exists():
         return path
-    from .core.store import StoreError, check_name
-
     store = store_of(args)
-    try:
-        check_name(arg)
-        entry = store.find(arg)
-    except StoreError:
-        raise Usage(
-            f"compare {label}: {arg}: no such directory, nor a stored run in {store.root}"
-        ) from None
+    entry = find_stored(store, arg, "run", f"compare {label}: {arg}")
     if entry.kind != "run":
         raise Usage(f"compare {label}: {arg} is a stored {entry.kind}, not a run")
     return Path(store.path_of(entry))
@@ -98,6 +102,10 @@ def resolve_run(arg: str, args: argparse.Namespace, label: str) -> Path:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    """pair two run directories (or stored runs), as pytest --zl-compare A --zl-compare B
+
+    Pair two run directories, or names of stored runs (zlbench list): compare.json and screen.tsv
+    in OUT, the same as pytest --zl-compare=A --zl-compare=B --zl-out=OUT."""
     from .screen.compare import compare_paths
 
     paths = [resolve_run(args.a, args, "A"), resolve_run(args.b, args, "B")]
@@ -111,6 +119,10 @@ def report_files(root: Path) -> list[Path]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """re-aggregate an A/B root and show its screen, as pytest --zl-compare=ROOT
+
+    Re-aggregate an A/B root in place (ab.json, screen.tsv) and show the screen table; the name
+    of a stored screen shows it as stored."""
     from .screen.compare import compare_paths
 
     root = Path(args.root)
@@ -128,17 +140,10 @@ def show_stored_screen(args: argparse.Namespace, tw: Writer) -> int:
     """``zlbench report NAME`` of a stored screen: its ``screen.tsv`` as stored (the rounds are
     not stored, so it cannot be aggregated again)."""
     from .core import screening
-    from .core.store import StoreError, check_name
     from .screen.results import read_screen
 
     store = store_of(args)
-    try:
-        check_name(args.root)
-        entry = store.find(args.root)
-    except StoreError:
-        raise Usage(
-            f"report {args.root}: no such directory, nor a stored screen in {store.root}"
-        ) from None
+    entry = find_stored(store, args.root, "screen", f"report {args.root}")
     if entry.kind != "screen":
         raise Usage(f"report {args.root}: a stored {entry.kind}; report shows screens")
     lines = read_screen(store.path_of(entry))
@@ -149,6 +154,10 @@ def show_stored_screen(args: argparse.Namespace, tw: Writer) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    """draw each operator's delta.svg of an A/B root (needs matplotlib)
+
+    Draw <ROOT>/<op>/delta.svg for every operator with a range, as a screen does; exit status 1
+    when matplotlib is not installed."""
     import importlib.util
 
     from .adapters import plot
@@ -179,12 +188,20 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    """join the parts of a screen run with --zl-shard into one root
+
+    Join screen roots run in parts (--zl-shard=K/N) into OUT. A part whose settings or caliber
+    differ, that repeats a shard, or that screened an operator another part screened, is refused."""
     from .screen.merge import merge
 
     return merge(args.roots, args.out, Writer())
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """show the baseline store
+
+    Show the runs and screens stored with --zl-save: name, kind, time, the FlagGems commit and
+    the caliber key (the folder they are stored in)."""
     from .core.render import table
     from .core.store import list_lines
 
@@ -202,6 +219,23 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command(sub: Any, name: str, func: Any) -> Any:
+    """The subcommand ``name``, run by ``func``: the first paragraph of the function's docstring
+    is the command's line in ``zlbench --help``, the rest its description."""
+    help, _, description = (func.__doc__ or "").partition("\n\n")  # none under python -OO
+    p = sub.add_parser(name, help=help, description=description)
+    p.set_defaults(func=func)
+    return p
+
+
+def _allow_caliber_mismatch(p: Any) -> None:
+    p.add_argument(
+        "--allow-caliber-mismatch",
+        action="store_true",
+        help="compare despite caliber mismatches (each is still printed)",
+    )
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="zlbench", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument(
@@ -210,62 +244,26 @@ def build_parser() -> Parser:
         help="the baseline store (default: the nearest .zlbench up from here, else ./.zlbench)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    allow = {
-        "action": "store_true",
-        "help": "compare despite caliber mismatches (each is still printed)",
-    }
 
-    p = sub.add_parser(
-        "compare",
-        help="pair two run directories (or stored runs), as pytest --zl-compare A --zl-compare B",
-        description="Pair two run directories, or names of stored runs (zlbench list): "
-        "compare.json and screen.tsv in OUT, the same as pytest --zl-compare=A --zl-compare=B "
-        "--zl-out=OUT.",
-    )
+    p = _command(sub, "compare", cmd_compare)
     p.add_argument("a", metavar="A", help="side A: a run directory or a stored run's name")
     p.add_argument("b", metavar="B", help="side B: a run directory or a stored run's name")
     p.add_argument("-o", "--out", metavar="OUT", help="where to write (default: runs/zl_<time>)")
-    p.add_argument("--allow-caliber-mismatch", **allow)  # type: ignore[arg-type]
-    p.set_defaults(func=cmd_compare)
+    _allow_caliber_mismatch(p)
 
-    p = sub.add_parser(
-        "report",
-        help="re-aggregate an A/B root and show its screen, as pytest --zl-compare=ROOT",
-        description="Re-aggregate an A/B root in place (ab.json, screen.tsv) and show the "
-        "screen table; the name of a stored screen shows it as stored.",
-    )
+    p = _command(sub, "report", cmd_report)
     p.add_argument("root", metavar="ROOT", help="an A/B root, or a stored screen's name")
-    p.add_argument("--allow-caliber-mismatch", **allow)  # type: ignore[arg-type]
-    p.set_defaults(func=cmd_report)
+    _allow_caliber_mismatch(p)
 
-    p = sub.add_parser(
-        "plot",
-        help="draw each operator's delta.svg of an A/B root (needs matplotlib)",
-        description="Draw <ROOT>/<op>/delta.svg for every operator with a range, as a screen "
-        "does; exit status 1 when matplotlib is not installed.",
-    )
+    p = _command(sub, "plot", cmd_plot)
     p.add_argument("root", metavar="ROOT", help="an A/B root")
-    p.add_argument("--allow-caliber-mismatch", **allow)  # type: ignore[arg-type]
-    p.set_defaults(func=cmd_plot)
+    _allow_caliber_mismatch(p)
 
-    p = sub.add_parser(
-        "merge",
-        help="join the parts of a screen run with --zl-shard into one root",
-        description="Join screen roots run in parts (--zl-shard=K/N) into OUT. A part whose "
-        "settings or caliber differ, that repeats a shard, or that screened an operator "
-        "another part screened, is refused.",
-    )
+    p = _command(sub, "merge", cmd_merge)
     p.add_argument("roots", metavar="ROOT", nargs="+", help="the parts' screen roots")
     p.add_argument("-o", "--out", metavar="OUT", required=True, help="a new or empty directory")
-    p.set_defaults(func=cmd_merge)
 
-    p = sub.add_parser(
-        "list",
-        help="show the baseline store",
-        description="Show the runs and screens stored with --zl-save: name, kind, time, the "
-        "FlagGems commit and the caliber key (the folder they are stored in).",
-    )
-    p.set_defaults(func=cmd_list)
+    _command(sub, "list", cmd_list)
     return parser
 
 

@@ -417,7 +417,8 @@ def test_an_interrupted_run_keeps_the_rows_its_rows_jsonl_lacks(
     assert [r.shape for r in records.read_rows(out)] == ["[50]"]
     assert not is_complete(out)
     # the summary says where the interrupted test's row went (an H200 run stopped in its first
-    # test printed "no rows were measured" while its partial file held 5 rows: call 22)
+    # test once printed "no rows were measured" while its partial file held 5 rows; see
+    # docs/VALIDATION.md, "Killed and interrupted runs")
     result.stdout.fnmatch_lines(
         [
             "zlbench: rows.partial.jsonl holds 2 row(s) measured, 1 of them not in rows.jsonl or "

@@ -398,8 +398,8 @@ def test_malformed_no_capture_is_a_one_line_error(text: str, needle: str) -> Non
 
 
 def test_packaged_no_capture_list() -> None:
-    """Seen on the H200 (2026-11-30, benchmarks/gpu/chol_probe.py): torch's batched
-    cholesky_solve aborts in MAGMA under capture. Both op ids are in the inventory; nothing
+    """Seen on the H200 (docs/VALIDATION.md, "Captures that fail, break or kill"): torch's
+    batched cholesky_solve aborts in MAGMA under capture. Both op ids are in the inventory; nothing
     is both timed directly and dismissed."""
     table = compat.load_no_capture(compat.NO_CAPTURE_PATH.read_text())
     assert set(table) == {"cholesky_solve", "cholesky_solve_out"}

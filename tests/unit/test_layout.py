@@ -12,12 +12,6 @@ PACKAGE = "pytest_zlbench"
 PLUGINS = f"{PACKAGE}.plugins"
 #: the most lines one source module may have
 MAX_LINES = 450
-#: modules over MAX_LINES today, each split by its owner; this set is to be emptied, not grown
-KNOWN_LONG = {
-    "adapters/timers.py",  # split by its owner
-    "core/flaggems.py",  # not split yet
-    "core/inventory.py",  # not split yet
-}
 
 
 def _modules() -> dict[str, Path]:
@@ -126,22 +120,10 @@ def test_nothing_imports_upward_into_plugins() -> None:
 
 
 def test_no_module_is_too_long() -> None:
-    """Every module of src/ (all of them are read) has at most MAX_LINES lines, but those in
-    KNOWN_LONG."""
+    """Every module of src/ (all of them are read) has at most MAX_LINES lines."""
     long = sorted(
-        f"{rel}: {lines} lines"
+        f"{path.relative_to(SRC / PACKAGE).as_posix()}: {lines} lines"
         for path in (SRC / PACKAGE).rglob("*.py")
-        if (rel := path.relative_to(SRC / PACKAGE).as_posix()) not in KNOWN_LONG
-        and (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     )
     assert long == []
-
-
-def test_known_exceptions_are_still_long() -> None:
-    """An exception that was split leaves KNOWN_LONG with it."""
-    short = sorted(
-        rel
-        for rel in KNOWN_LONG
-        if len((SRC / PACKAGE / rel).read_text(encoding="utf-8").splitlines()) <= MAX_LINES
-    )
-    assert short == []

@@ -1,0 +1,387 @@
+"""The graph timer: the op captured into one device graph, replayed and timed with device
+events, with a per-shape fallback to a direct timer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..core.stats import spread
+from .capture import (
+    BrokenByCaptureError,
+    CaptureThread,
+    DeviceAPI,
+    FatalDeviceError,
+    NotCapturedError,
+    error_line,
+    error_reason,
+    is_fatal,
+    raise_if_fatal,
+)
+from .measurement import Measurement, Timer
+from .turns import UNGATED, Gate, Turns, shares
+
+PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (GraphTimer)
+# ... of an op whose eager estimate (in cold mode: flush + op) is below this: on an H200 the
+# two device states differ by about 0.18 us per kernel, and rows of 1 ms and more read the same
+# with and without a primer (docs/PERFORMANCE.md, "Two device states"), where 8 more calls of
+# a 100 ms op cost 0.8 s
+PRIMER_BELOW_MS = 1.0
+#: a graph whose time per call is below this fraction of the eager estimate did not capture the
+#: op's work (kernels on a stream not joined to the capture, host-only work, a view). Eager calls
+#: pay the host's dispatch: on an H200 FlagGems' 64 x 64 abs, mul and torch's sum ran 110-350 us
+#: a call eagerly against 1-2 us replayed (up to 1/165); an empty graph's replay spread over its
+#: calls is far below 1/1000 (docs/PERFORMANCE.md, "What the timers refuse")
+IMPLAUSIBLE_BELOW = 1 / 1000
+
+
+def _cold_samples(both: list[float], flush: list[float]) -> list[float]:
+    """Per replay, flush+op minus flush-only. A difference that is not positive means the op is
+    lost in the flush's own noise: never clamped, the shape is timed directly instead."""
+    samples = [b - f for b, f in zip(both, flush, strict=True)]
+    worst = min(samples)
+    if worst <= 0:
+        raise NotCapturedError(
+            f"cold mode: a flush+op replay was not slower than the flush-only one "
+            f"({worst * 1000:+.3g} us per call), the op is below the flush's noise"
+        )
+    return samples
+
+
+def _check_plausible(samples: list[float], estimate_ms: float) -> None:
+    per_call = spread(samples).p50
+    if per_call < estimate_ms * IMPLAUSIBLE_BELOW:
+        raise NotCapturedError(
+            f"the graph replays at {per_call * 1000:.3g} us per call, under 1/"
+            f"{round(1 / IMPLAUSIBLE_BELOW)} of the eager {estimate_ms * 1000:.3g} us: it did "
+            "not capture the op's work"
+        )
+
+
+class GraphTimer:
+    """Capture ``calls`` back-to-back calls of the op into one device graph, replay it
+    ``replays`` times, time each replay with device events; latency = replay time / calls.
+
+    * ``calls`` is chosen from an eager estimate so that one replay lasts about ``budget_ms``.
+    * ``cold=True`` captures an L2 flush before every call and subtracts a flush-only graph.
+    * Captures run under a throwaway RNG state (restored even when capture aborts), on the
+      :class:`CaptureThread`, so that an aborted capture cannot break the caller's library handles.
+    * ``primer`` one-call graphs of the op (one whose call takes under ``PRIMER_BELOW_MS``) are
+      captured, replayed once and released right before the timed graph is captured. On an
+      H200 the device runs every graph's kernels in one of two states, about 0.18 us per
+      kernel apart (64x64 abs: 0.92 / 1.10 us per call; 2 % at 17 us): the fast one for a
+      process's first three graphs and again after idle gaps, the steady one once a few graphs
+      were made (docs/PERFORMANCE.md, "Two device states"). Without the primer a row's latency
+      depends on how many graphs came just before it and how long the device idled; with it
+      every row is timed in the steady state.
+    * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason;
+      so does a graph that captured none of the op's work (no node recorded, where the device API
+      can count them, or a time per call below ``IMPLAUSIBLE_BELOW`` of the eager estimate), and
+      in cold mode a flush+op replay that is not slower than the flush-only one.
+    * Graphs are released and the caching allocator emptied after every measurement.
+    """
+
+    name = "graph"
+
+    def __init__(
+        self,
+        api: DeviceAPI,
+        direct: Timer,
+        budget_ms: float = 20.0,
+        replays: int = 10,
+        warmup_calls: int = 3,
+        max_calls: int = 2000,
+        cold: bool = False,
+        primer: int = PRIMER_GRAPHS,
+    ) -> None:
+        self.api = api
+        self.direct = direct
+        self.budget_ms = budget_ms
+        self.replays = replays
+        self.warmup_calls = warmup_calls
+        self.max_calls = max_calls
+        self.cold = cold
+        self.primer = primer
+        # the test being measured, and why its shapes are timed directly without a capture
+        # attempt, if they are (begin_test sets both; a capture that broke its thread sets the
+        # reason, so that one operator parks one thread, not one per shape)
+        self._test: str | None = None
+        self._direct_reason: str | None = None
+        self._gate: Gate = UNGATED
+
+    @property
+    def gate(self) -> Gate:
+        return self._gate
+
+    @gate.setter
+    def gate(self, gate: Gate) -> None:
+        """The gate of this timer and of its direct fallback."""
+        self._gate = gate
+        if hasattr(self.direct, "gate"):
+            self.direct.gate = gate
+
+    def describe(self) -> str:
+        return (
+            f"graph:{'cold' if self.cold else 'warm'},budget={self.budget_ms:g}ms,"
+            f"replays={self.replays},primer={self.primer}<{PRIMER_BELOW_MS:g}ms"
+        )
+
+    @contextmanager
+    def _throwaway_rng(self) -> Iterator[None]:
+        """The capture registers a copy of the generator state, never the caller's own: an aborted
+        capture leaves the state it registered in capture mode for good (torch ends the capture
+        before its generator epilogue), and every later random draw of the process would fail
+        with "Offset increment outside graph capture"."""
+        token = self.api.isolate_rng()
+        try:
+            yield
+        finally:
+            self.api.restore_rng(token)
+
+    def _eager_ms(self, fn: Callable[[], Any], n: int) -> float:
+        api = self.api
+        api.synchronize()
+        start, end = api.event(), api.event()
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        api.synchronize()
+        return api.elapsed_ms(start, end) / n
+
+    def _capture(self, body: Callable[[], Any], calls: int) -> Any:
+        graph = self.api.new_graph()
+        try:
+            with self._throwaway_rng(), self.api.capture(graph):
+                for _ in range(calls):
+                    body()
+        except BaseException:
+            self.api.release(graph)
+            raise
+        return graph
+
+    def _time_replays(self, graph: Any, calls: int, replays: int) -> list[float]:
+        api = self.api
+        out = []
+        for _ in range(replays):
+            start, end = api.event(), api.event()
+            start.record()
+            api.replay(graph)
+            end.record()
+            api.synchronize()
+            out.append(api.elapsed_ms(start, end) / calls)
+        return out
+
+    def _timed(self, graphs: list[Any], calls: int, turns: Turns) -> list[float]:
+        """Every graph uploaded by one untimed replay, then ``replays`` timed replays of each,
+        split over the gate's turns; warm: per-call times; cold: flush+op minus flush-only."""
+        for graph in graphs:
+            self.api.replay(graph)
+        self.api.synchronize()
+        timed: list[list[float]] = [[] for _ in graphs]
+        for share in shares(self.replays, turns.portions):
+            with turns.turn():
+                for graph, out in zip(graphs, timed, strict=True):
+                    out += self._time_replays(graph, calls, share)
+        if len(graphs) == 1:
+            return timed[0]
+        return _cold_samples(timed[1], timed[0])
+
+    def _prime(self, fn: Callable[[], Any], graphs: list[Any], count: int) -> None:
+        """Capture, replay and release ``count`` one-call graphs of ``fn``, one at a time (at
+        most one primer's memory is held): the device is in its steady state when the timed
+        graph is made and replayed. ``graphs`` holds the primer while it lives."""
+        for _ in range(count):
+            graph = self._capture(fn, 1)
+            graphs.append(graph)
+            self.api.replay(graph)
+            self.api.synchronize()
+            graphs.remove(graph)
+            self.api.release(graph)
+
+    def _empty_cache(self) -> None:
+        """``empty_cache`` reports a dead context too (it frees device memory); as fatal."""
+        try:
+            self.api.empty_cache()
+        except Exception as exc:
+            raise_if_fatal(self.api, exc)
+            raise
+
+    def _recover(self, exc: BaseException) -> None:
+        """After a failed capture: leave no capture open, and surface a dead context."""
+        raise_if_fatal(self.api, exc)
+        try:
+            self.api.synchronize()
+        except BaseException as sync_exc:
+            raise_if_fatal(self.api, sync_exc)
+            raise
+        if self.api.is_capturing():
+            raise FatalDeviceError("stream is still capturing after a failed capture")
+
+    def _plain_call_error(self, fn: Callable[[], Any]) -> Exception | None:
+        """A plain call of the op, synchronised: the error it raised, or ``None``; a fatal one
+        raises :class:`FatalDeviceError`."""
+        try:
+            fn()
+            self.api.synchronize()
+        except Exception as exc:
+            raise_if_fatal(self.api, exc)
+            return exc
+        return None
+
+    def _raise_if_broken(self, fn: Callable[[], Any], reason: str) -> None:
+        """The direct fallback failed. If a plain call now fails too, where the warm-up calls
+        before the capture ran, the aborted capture broke the operator for this process."""
+        eager = self._plain_call_error(fn)
+        if eager is not None:
+            raise BrokenByCaptureError(
+                f"ran before the graph capture but fails after it was aborted ({reason}): "
+                f"{error_line(eager)}; the capture left a library's state broken, so time this "
+                "operator with --zl-timer=direct"
+            ) from eager
+
+    def begin_test(self, test: str, direct_reason: str | None = None) -> None:
+        """``test`` is being measured (a no-op while it stays the same): its shapes are
+        captured, whatever broke a capture thread in the previous test, unless
+        ``direct_reason`` says why they must be timed directly (``ops/no_capture.yaml``)."""
+        if test != self._test:
+            self._test = test
+            self._direct_reason = direct_reason
+
+    def _on_capture_thread(self, job: Callable[[list[str]], None]) -> None:
+        """Run ``job`` on the capture thread, inside this thread's per-thread torch state.
+        ``job`` reports in its list: ``"before"`` when the plain call before capturing failed
+        (the thread was broken earlier: parked, and ``job`` runs once more on a fresh thread),
+        ``"after"`` when the op fails on that thread after its capture aborted (parked)."""
+        enter = self.api.thread_context()
+        for attempt in (1, 2):
+            thread = CaptureThread.get()
+            flags: list[str] = []
+
+            def run(flags: list[str] = flags) -> None:
+                with enter():
+                    job(flags)
+
+            try:
+                thread.run(run)
+                return
+            except Exception as exc:
+                if flags:
+                    CaptureThread.park(thread)
+                if "after" in flags:  # this op broke it: its later shapes are timed directly
+                    self._direct_reason = (
+                        "NotCaptured: an earlier capture in this test broke its thread "
+                        f"({error_reason(exc)})"
+                    )
+                if flags == ["before"] and attempt == 1:
+                    continue
+                raise
+
+    def _capture_all(
+        self,
+        fn: Callable[[], Any],
+        flush: Callable[[], Any] | None,
+        both: Callable[[], None],
+        calls: int,
+        primers: int,
+        graphs: list[Any],
+        flags: list[str],
+    ) -> None:
+        """On the capture thread: one plain call first (this thread's library handles are made
+        outside the capture), then ``primers`` primer graphs (each released before the next),
+        then the timed graphs, appended to ``graphs`` as they are made."""
+        api = self.api
+        before = self._plain_call_error(fn)
+        if before is not None:
+            flags.append("before")
+            raise before
+        try:
+            self._prime(fn, graphs, primers)
+            if flush is None:
+                graphs.append(self._capture(fn, calls))
+            else:
+                graphs.append(self._capture(flush, calls))
+                graphs.append(self._capture(both, calls))
+        except Exception as exc:
+            if api.is_capturing():  # only this thread can see its stream still capturing
+                flags.append("after")
+                raise FatalDeviceError("stream is still capturing after a failed capture") from exc
+            if not is_fatal(api, exc) and self._plain_call_error(fn) is not None:
+                flags.append("after")
+            raise
+
+    def _check_recorded(self, graphs: list[Any]) -> None:
+        """The op's graph holds work: more nodes than none (warm), than the flush's (cold)."""
+        counts = [self.api.graph_nodes(g) for g in graphs]
+        if any(c is None for c in counts):
+            return  # this device API cannot count: the plausibility check still applies
+        if counts[-1] == (counts[0] if len(counts) == 2 else 0):
+            raise NotCapturedError(
+                "the capture recorded no device work of the op (a view, host-only "
+                "work, or kernels on a stream not joined to the capture)"
+            )
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        with self.gate.measurement() as turns:
+            return self._measure(fn, turns)
+
+    def _measure(self, fn: Callable[[], Any], turns: Turns) -> Measurement:
+        if self._direct_reason is not None:
+            m = self.direct.measure(fn)
+            return Measurement(
+                m.ms, m.spread, "direct", fallback=self._direct_reason, settings=m.settings
+            )
+        api = self.api
+        flush = api.make_flush() if self.cold else None
+
+        def both() -> None:
+            assert flush is not None
+            flush()
+            fn()
+
+        try:
+            for _ in range(self.warmup_calls):  # compiles and autotunes outside any capture
+                fn()
+            api.synchronize()
+            # cold: the budget covers flush + op, else a tiny op would put max_calls flushes
+            # (each ~70 us on an H200) into every replay
+            estimate = max(self._eager_ms(fn if flush is None else both, 3), 1e-5)
+        except BaseException as exc:
+            # a dead context shows up at whichever call comes next, often a launch
+            raise_if_fatal(api, exc)
+            raise
+        calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
+        primers = self.primer if estimate < PRIMER_BELOW_MS else 0
+        graphs: list[Any] = []
+        try:
+            try:
+                self._on_capture_thread(
+                    lambda flags: self._capture_all(fn, flush, both, calls, primers, graphs, flags)
+                )
+                self._check_recorded(graphs)
+                samples = self._timed(graphs, calls, turns)
+                if flush is None:  # cold: the estimate is mostly the flush's
+                    _check_plausible(samples, estimate)
+            except FatalDeviceError:
+                raise
+            except Exception as exc:
+                self._recover(exc)
+                reason = error_reason(exc)
+                for g in graphs:
+                    api.release(g)
+                graphs.clear()
+                self._empty_cache()
+                try:
+                    m = self.direct.measure(fn)
+                except Exception as after:
+                    raise_if_fatal(api, after)
+                    self._raise_if_broken(fn, reason)
+                    raise
+                return Measurement(m.ms, m.spread, "direct", fallback=reason, settings=m.settings)
+        finally:
+            for g in graphs:
+                api.release(g)
+            self._empty_cache()
+        s = spread(samples)
+        return Measurement(s.p50, s, "graph", settings=self.describe())

@@ -1,0 +1,54 @@
+"""The gate protocol: who may time when (:class:`Gate`, :class:`Turns`), and the gate of a
+timer with no other process to take turns with (:data:`UNGATED`). The gate of a screen's side
+worker is :class:`.gates.ChannelGate`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol
+
+
+class Turns(Protocol):
+    """One measurement's share of a gate: ``portions`` turns, each taken with ``turn()``."""
+
+    portions: int
+
+    def turn(self) -> AbstractContextManager[None]: ...
+
+
+class Gate(Protocol):
+    """Who may time when. A timer does every untimed step of a measurement (compiling, warm-up,
+    capture) inside ``measurement()`` but before its first ``turn()``, and only the timed steps
+    inside turns. With another process measuring the same key (the other side of an A/B screen),
+    a gate grants the turns one side at a time in a balanced order and holds each side at the
+    end of the measurement until both are done, so that neither side's untimed work overlaps the
+    other's timed work. ``measurement()`` is re-entrant: a timer that falls back to another one
+    inside a measurement takes further turns of the same measurement."""
+
+    def measurement(self) -> AbstractContextManager[Turns]: ...
+
+
+class _Alone:
+    portions = 1
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        yield
+
+
+class Ungated:
+    """No other process to take turns with: one portion, granted at once."""
+
+    @contextmanager
+    def measurement(self) -> Iterator[Turns]:
+        yield _Alone()
+
+
+UNGATED: Gate = Ungated()
+
+
+def shares(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal positive counts (fewer parts if total is less)."""
+    parts = max(1, min(parts, total))
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
