@@ -754,3 +754,16 @@ def test_rows_without_a_baseline_have_no_control() -> None:
     assert result.shapes[0].base_deltas == ()
     assert result.baseline_delta is None
     assert result.to_json()["baseline_delta"] is None
+
+
+def test_no_baseline_delta_between_unlike_timers() -> None:
+    """A baseline graph-timed on one side and timed directly on the other is not one quantity:
+    no baseline delta (and so no corrected delta) is computed between them."""
+    from pytest_zlbench.core.pairing import Pair
+
+    a = Row("nonzero", "float16", "[64]", 0.01, 0.02, timer="direct", timer_base="graph")
+    b = Row("nonzero", "float16", "[64]", 0.01, 0.03, timer="direct", timer_base="direct")
+    key = ("nonzero", "float16", "[64]", 0)
+    assert Pair(key, a, b).base_delta is None
+    alike = Row("nonzero", "float16", "[64]", 0.01, 0.03, timer="direct", timer_base="graph")
+    assert Pair(key, a, alike).base_delta == pytest.approx(0.5)

@@ -53,6 +53,9 @@ class Pair:
         a, b = self.a.latency_base, self.b.latency_base
         if a is None or b is None or not (a > 0 and b > 0):
             return None
+        ta, tb = self.a.timer_base, self.b.timer_base
+        if ta is not None and tb is not None and ta != tb:
+            return None  # a graph and a direct timing of the baseline: not one quantity
         if not (math.isfinite(a) and math.isfinite(b)):
             return None
         return b / a - 1.0
