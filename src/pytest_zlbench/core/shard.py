@@ -17,7 +17,11 @@ from collections.abc import Iterable, Mapping
 
 #: one line of a screen's ``progress.log`` that reports a finished child run, e.g.
 #: ``[zlbench gw0    12.3s] abs r1 A: ok (3.4s)`` or ``... mm record: exit status 1: ... (9.0s)``
-_CHILD_LINE = re.compile(r"^\[zlbench[^\]]*\] (\S+) (?:record|r\d+ [AB]): .*\((\d+(?:\.\d+)?)s\)$")
+#: a child run's line (``op r1 A: ok (3.9s)``) or a side workers' round of one operator
+#: (``op r1: A ok, B ok (0.2s) [operator 1 of 2, ...]``) in a screen's progress.log
+_CHILD_LINE = re.compile(
+    r"^\[zlbench[^\]]*\] (\S+) (?:record|r\d+(?: [AB])?): [^\[]*\((\d+(?:\.\d+)?)s\)(?: \[.*\])?$"
+)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

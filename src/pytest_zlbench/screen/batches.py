@@ -95,8 +95,10 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             f"{label} failed in a side worker ({why}); measured again alone, one process per side",
         )
         history = histories[item.op][: max(0, start - 1)]
+        from .controller import Since
+
         self._measure_or_fall_back(
-            item, s.root / item.op, start, replay if start > 0 else None, history
+            item, s.root / item.op, Since(start, replay if start > 0 else None, tuple(history))
         )
     for item in todo:
         self.costs[item.op] = workers.costs.get(item.op, 0.0)

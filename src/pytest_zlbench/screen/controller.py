@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,19 @@ def abs_nodeid(item: pytest.Item) -> str:
     nodeid = item.nodeid
     rest = nodeid[nodeid.index("::") :] if "::" in nodeid else ""
     return f"{item.path}{rest}"
+
+
+@dataclass(frozen=True)
+class Since:
+    """Where one process per side takes an operator up: from round ``start`` (0: from its
+    recording pass), replaying ``replay``, after the rounds ``history`` a side worker measured."""
+
+    start: int = 0
+    replay: Path | None = None
+    history: tuple[RoundView, ...] = ()
+
+
+FROM_START = Since()
 
 
 class OpItem(pytest.Item):
@@ -211,18 +225,11 @@ class AbController:
         mark_done(op_dir)
         return result
 
-    def _measure_or_fall_back(
-        self,
-        item: OpItem,
-        op_dir: Path,
-        start: int = 0,
-        replay: Path | None = None,
-        history: list[RoundView] | None = None,
-    ) -> None:
-        """Measure ``item`` one process per side, from round ``start`` (0: from its recording
-        pass), again on the operator's own dtypes if it refuses the requested ones."""
+    def _measure_or_fall_back(self, item: OpItem, op_dir: Path, since: Since = FROM_START) -> None:
+        """Measure ``item`` one process per side, from round ``since.start`` (0: from its
+        recording pass), again on the operator's own dtypes if it refuses the requested ones."""
         try:
-            self._measure(item, op_dir, start, replay, history)
+            self._measure(item, op_dir, since)
         except DtypeFallback as exc:
             requested = str(exc)
             self.progress(
@@ -236,32 +243,18 @@ class AbController:
             )
             self._measure(item, op_dir)
 
-    def _measure(
-        self,
-        item: OpItem,
-        op_dir: Path,
-        start: int = 0,
-        replay: Path | None = None,
-        history: list[RoundView] | None = None,
-    ) -> None:
+    def _measure(self, item: OpItem, op_dir: Path, since: Since = FROM_START) -> None:
         try:
-            self._measure_rounds(item, op_dir, start, replay, history)
+            self._measure_rounds(item, op_dir, since)
         except Deterministic as exc:  # its text: core.parsing.repeated_failure
             self.progress(f"{item.op}: {exc}")
             add_note(op_dir, str(exc))
 
-    def _measure_rounds(
-        self,
-        item: OpItem,
-        op_dir: Path,
-        start: int = 0,
-        replay: Path | None = None,
-        history: list[RoundView] | None = None,
-    ) -> None:
+    def _measure_rounds(self, item: OpItem, op_dir: Path, since: Since = FROM_START) -> None:
         from .batches import stop_after
 
+        start, replay, history = since.start, since.replay, list(since.history)
         s = self.settings
-        history = list(history or [])
 
         def run_side(run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
             return self.children.run_side(item.op, item.nodeids, run_dir, side, rnd, replay)

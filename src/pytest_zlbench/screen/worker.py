@@ -158,6 +158,11 @@ class SideWorker:
         after = message.get("next")
         run_dir = Path(message["dir"])
         run_dir.mkdir(parents=True, exist_ok=True)
+        from ..core import records, rundir
+        from ..recording.run import now
+
+        # the directory is a run, as one a child run claims (the screen's lock covers its root)
+        records.write_atomic(run_dir / rundir.KIND_FILE, rundir.kind_marker(rundir.RUN, now()))
         self.gate = RowGate(self.channel) if message.get("gate") == "lockstep" else None
         rows = self.config.pluginmanager.get_plugin("zlbench-worker-rows")
         if rows is not None:
