@@ -203,7 +203,9 @@ def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode
         assert ab(root, op)["rounds_failed"] == 0
     assert mine["gemm"].verdict == screening.IR_CHANGED
     assert mine["steady"].verdict == screening.NO_IR_DIFF
-    assert mine["steady"].note.startswith(f"{screening.SKIP_NOTE}: identical IR at every stage on both sides")
+    assert mine["steady"].note.startswith(
+        f"{screening.SKIP_NOTE}: identical IR at every stage on both sides"
+    )
     assert run_dirs(root) == run_dirs(proot)
     assert run_dirs(root)["gemm"] == [
         "r1_A", "r1_B", "r2_A", "r2_B", "r3_A", "r3_B", "record",
