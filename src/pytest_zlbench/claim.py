@@ -73,9 +73,9 @@ class Claim:
                 f"{self.option} {path}: not writable ({exc.strerror or exc})"
             ) from None
         self.created = missing[-1] if missing else None
-        self.before = {p.name for p in path.iterdir()}
         try:
             self._lock()  # first: a directory in use is refused as such, whatever it holds
+            self.before = {p.name for p in path.iterdir()}  # under the lock: no one else writes
             problem = rundir.claim_problem(path, self.kind, resume=resume)
             if problem is not None:
                 raise pytest.UsageError(f"{self.option} {path}: {problem}")
@@ -141,6 +141,8 @@ class Claim:
     def _roll_back(self) -> None:
         import shutil
 
+        if self.fd is None:
+            return  # never locked (another session holds the directory): nothing here is ours
         try:
             if self.created is not None:
                 shutil.rmtree(self.created, ignore_errors=True)

@@ -36,7 +36,14 @@ _PARSERS: dict[str, Callable[[Any], object]] = {
     "zl_allow_caliber_mismatch": parsing.parse_bool,
     "zl_timeout": lambda v: parsing.parse_positive_float(v, "--zl-timeout"),
     "zl_resume": parsing.parse_bool,
+    "zl_screen_mode": lambda v: _screen_mode(v),
 }
+
+
+def _screen_mode(value: object) -> str:
+    from .screen.settings import parse_screen_mode
+
+    return parse_screen_mode(value)
 
 
 def given(config: pytest.Config) -> dict[str, tuple[object, bool]]:

@@ -166,6 +166,10 @@ ACTS_IN: dict[str, tuple[frozenset[str], str]] = {
         frozenset({SCREEN}),
         "it continues an A/B screen root (--zl-ab or --zl-rounds with --zl-out=ROOT)",
     ),
+    "zl_screen_mode": (
+        frozenset({SCREEN}),
+        "it chooses how an A/B screen runs its sides (--zl-ab or --zl-rounds)",
+    ),
 }
 #: options that act only on the graph timer (the cpu backend and the direct timer ignore them)
 GRAPH_ONLY = ("zl_cold_cache", "zl_graph_replays", "zl_graph_budget_ms")

@@ -79,7 +79,9 @@ class OpIrRecorder:
         if not made and earlier is not None:
             # a later round reuses the side's round-1 cache: nothing is compiled again, and the
             # operator's IR is the one round 1 fingerprinted (from the cache, not from launches)
-            (run_dir / IR_FILE).write_bytes(earlier.read_bytes())
+            from ..core.records import write_atomic
+
+            write_atomic(run_dir / IR_FILE, earlier.read_text(encoding="utf-8"))
             return f"nothing compiled: the IR of {earlier.parent.name}"
         from ..core.fingerprint import scan_cache
 

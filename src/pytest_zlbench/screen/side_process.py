@@ -70,9 +70,13 @@ class SideProcess:
         except (ChannelClosed, ValueError):
             message = None
         if message is None or message.get("t") != "hello":
-            if message is None and self.proc.poll() is None:
+            if message is None and timeout is not None and self.proc.poll() is None:
                 kill_group(self.proc)
                 raise WorkerDied(f"no hello within {timeout:g}s (its process group was killed)")
+            try:
+                self.proc.wait(timeout=5)  # it closed its end: let it finish dying first
+            except subprocess.TimeoutExpired:
+                kill_group(self.proc)
             raise WorkerDied(self.death())
         self.index = {}
         for i, nodeid in enumerate(message.get("nodeids") or []):
