@@ -42,6 +42,10 @@ _EXIT_MEANING = {
 }
 
 
+#: a child run that is still running says so at least this often (seconds)
+HEARTBEAT_S = 10.0
+
+
 class DtypeFallback(Exception):
     """An operator refused the requested ``--dtypes``: measure it again on its own dtypes."""
 
@@ -78,6 +82,8 @@ class Children:
         self.reset = reset_inis()
         #: operators measured without the user's --dtypes (they refused them)
         self.own_dtypes: set[str] = set()
+        #: seconds between two "still running" lines of a child run
+        self.heartbeat = HEARTBEAT_S
 
     def env(self, side: str, rnd: int, op: str | None = None) -> dict[str, str]:
         """The environment of one child: the screen's own, side B's switch on side B only, the
@@ -135,6 +141,7 @@ class Children:
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         out_path = output_file(run_dir)
         cmd = self.cmd(op, nodeids, run_dir, replay)
+        label = "record" if side == RECORD_SIDE else f"r{rnd} {side}"
         t0 = time.monotonic()
         cause = None
         rc: int | None = None
@@ -152,9 +159,7 @@ class Children:
                 preexec_fn=lifeline.preexec(),  # dies with this process (kill -9 of the screen)
             )
             try:
-                rc = proc.wait(timeout=self.settings.timeout)
-            except subprocess.TimeoutExpired:
-                cause = f"timed out after {self.settings.timeout:g}s (process group killed)"
+                rc, cause = self.wait(proc, f"{op} {label}", t0)
             finally:
                 kill_group(proc)  # a timeout, an interrupt, or grandchildren left behind
         if cause is None:
@@ -167,11 +172,30 @@ class Children:
             elif not records.is_complete(run_dir):
                 cause = "child finished without a complete run directory"
         elapsed = time.monotonic() - t0
-        label = "record" if side == RECORD_SIDE else f"r{rnd} {side}"
         self.progress(f"{op} {label}: {'ok' if cause is None else cause} ({elapsed:.1f}s)")
         if cause is not None:
             mark_failed(run_dir, cause)
         return cause
+
+    def wait(
+        self, proc: subprocess.Popen[Any], what: str, t0: float
+    ) -> tuple[int | None, str | None]:
+        """Wait for a child, saying every :attr:`heartbeat` seconds that it still runs (a
+        recording pass or a long side is minutes of silence otherwise); returns its exit status
+        or the cause of a timeout."""
+        timeout = self.settings.timeout
+        while True:
+            left = None if timeout is None else t0 + timeout - time.monotonic()
+            step = self.heartbeat if left is None else max(min(self.heartbeat, left), 0.0)
+            try:
+                return proc.wait(timeout=step), None
+            except subprocess.TimeoutExpired:
+                pass
+            elapsed = time.monotonic() - t0
+            if timeout is not None and elapsed >= timeout:
+                return None, f"timed out after {timeout:g}s (process group killed)"
+            limit = f" of {timeout:g}s" if timeout is not None else ""
+            self.progress(f"{what}: running, {elapsed:.0f}s{limit} (pid {proc.pid})")
 
     def run_side(
         self, op: str, nodeids: list[str], run_dir: Path, side: str, rnd: int, replay: Path | None

@@ -142,12 +142,14 @@ class AbController:
             return
         if self.config.pluginmanager.has_plugin("dsession"):
             reporter.write("\n")  # xdist's progress characters do not end their line
+        from .terminal_line import write_progress  # keeps pytest's progress counter going
+
         capman = self.config.pluginmanager.getplugin("capturemanager")
         if capman is None:
-            reporter.write_line(line)
+            write_progress(reporter, line)
             return
         with capman.global_and_fixture_disabled():  # runtest output is captured otherwise
-            reporter.write_line(line)
+            write_progress(reporter, line)
 
     def run_op(self, item: OpItem) -> screening.OpResult:
         s = self.settings
