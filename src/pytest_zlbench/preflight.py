@@ -36,7 +36,14 @@ _PARSERS: dict[str, Callable[[Any], object]] = {
     "zl_allow_caliber_mismatch": parsing.parse_bool,
     "zl_timeout": lambda v: parsing.parse_positive_float(v, "--zl-timeout"),
     "zl_resume": parsing.parse_bool,
+    "zl_fail_beyond": lambda v: _percent(v),
 }
+
+
+def _percent(value: object) -> float:
+    from .core.gate import parse_percent
+
+    return parse_percent(value)
 
 
 def given(config: pytest.Config) -> dict[str, tuple[object, bool]]:

@@ -173,6 +173,7 @@ def _parse_row(line: str, header: _Header, op: str, dtype: str, timer: str, wher
         latency_base=metric("latency_base"),
         timer=timer,
         status=status,
+        tflops=metric("tflops") if "tflops" in header.numeric else None,
     )
 
 
@@ -336,8 +337,10 @@ def _result_rows(data: Any, where: str) -> list[Row]:
                 op=op,
                 dtype=dtype,
                 shape=render_shape_detail(metrics.get("shape_detail")),
+                shape_detail=metrics.get("shape_detail"),
                 latency=_record_number(metrics, "latency", n, where),
                 latency_base=_record_number(metrics, "latency_base", n, where),
+                tflops=_record_number(metrics, "tflops", n, where),
                 status="failed" if error else "ok",
                 error=str(error) if error else None,
             )
@@ -415,7 +418,7 @@ def _table_metrics(row: Row | Mapping[str, Any]) -> dict[str, Any]:
             "latency_base": row.latency_base,
             "latency": row.latency,
             "speedup": _speedup(row.latency_base, row.latency),
-            "tflops": None,
+            "tflops": row.tflops,
             "gbps_base": None,
             "gbps": None,
             "shape": row.shape,

@@ -18,6 +18,7 @@ from ..contract import PROGRESS_FILE, RECORD_DIR, RECORD_SIDE, SCREEN_FILE, roun
 from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
+from ..core.result import RESULT_FILE
 from .children import Children, Deterministic, DtypeFallback, same_failure
 from .results import (
     add_note,
@@ -28,7 +29,6 @@ from .results import (
     mark_skipped,
     read_screen,
     write_op_result,
-    write_screen,
 )
 from .settings import AbSettings, default_root, load_settings, prepare_root
 
@@ -85,6 +85,7 @@ class AbController:
         self.started = time.monotonic()
         self.where = _common.worker_id(config) if _common.is_worker(config) else ""
         self.children = Children(config, settings, self.progress)
+        self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
 
     # ---- collection ------------------------------------------------------------------------
 
@@ -106,6 +107,7 @@ class AbController:
         from ..core.compat import dismissed
 
         new_items: list[pytest.Item] = []
+        planned: dict[str, str | None] = {}  # screen_result.json: op -> why it is skipped
         for op, members in groups.items():
             first_file = members[0].nodeid.split("::", 1)[0]
             item = OpItem.from_parent(
@@ -123,8 +125,10 @@ class AbController:
                 raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
             if reason is not None:  # ops/dismiss.yaml: verified not measurable here
                 item.add_marker(pytest.mark.skip(reason=f"dismissed (ops/dismiss.yaml): {reason}"))
+            planned[op] = None if reason is None else f"dismissed (ops/dismiss.yaml): {reason}"
             new_items.append(item)
         items[:] = new_items
+        self.result_update(planned)
 
     # ---- running one operator --------------------------------------------------------------
 
@@ -162,6 +166,7 @@ class AbController:
             self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
             shutil.rmtree(op_dir)
         op_dir.mkdir(parents=True)
+        self.result_update()  # screen_result.json: this operator is running
         try:
             self._measure(item, op_dir)
         except DtypeFallback as exc:
@@ -182,7 +187,14 @@ class AbController:
         for problem in problems:
             self.progress(problem, terminal=False)
         mark_done(op_dir)
+        self.result_update()  # screen_result.json: this operator is complete (or failed)
         return result
+
+    def result_update(self, planned: dict[str, str | None] | None = None) -> None:
+        """Write ``screen_result.json`` from the root's directories (``result_file.update``)."""
+        from . import result_file
+
+        result_file.update(self.settings.root, planned)
 
     def _measure(self, item: OpItem, op_dir: Path) -> None:
         try:
@@ -269,11 +281,14 @@ class AbController:
             return
         if self.refused():
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        if not self.lines:
+        if not self.lines and not (self.settings.root / RESULT_FILE).is_file():
             return
         self.judge()
-        path = write_screen(self.settings.root, list(self.lines.values()))
-        self.progress(f"wrote {path} ({len(self.lines)} operators)", terminal=False)
+        from . import outputs  # screen_result.json, screen.tsv, the gate, the report
+
+        self.outputs = outputs.finish_screen(self.config, self.settings.root)
+        session.exitstatus = outputs.exit_status(int(session.exitstatus), self.outputs)
+        self.progress(f"wrote {self.outputs.tsv} ({len(self.lines)} operators)", terminal=False)
 
     def judge(self) -> None:
         """Judge every screened operator's shapes against one noise floor for the whole screen
@@ -302,7 +317,7 @@ class AbController:
                 "--zl-allow-caliber-mismatch measures them anyway",
                 red=True,
             )
-        if not self.lines or not path.is_file():
+        if self.outputs is None or not path.is_file():
             terminalreporter.write_line("no operator was screened")
             return
         back = read_screen(self.settings.root)
@@ -314,7 +329,7 @@ class AbController:
         terminalreporter.write_line(
             f"zlbench: switch on side B: {switch}; rounds={self.settings.rounds}"
         )
-        terminalreporter.write_line(f"zlbench: wrote {path}")
+        self.outputs.show(terminalreporter)
 
     @pytest.hookimpl
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
