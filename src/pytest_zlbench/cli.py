@@ -21,7 +21,7 @@ USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, without importing pytest for --h
 DESCRIPTION = "Compare, report, plot, merge and list pytest-zlbench runs and screens."
 EPILOG = (
     "exit status: 0 success; 1 an operator failed (report) or nothing could be drawn "
-    "(plot); 4 bad input or a caliber refusal"
+    "(plot); 4 bad input or a caliber refusal; 6 an operator slower than --fail-beyond allows"
 )
 
 
@@ -109,13 +109,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .screen.compare import compare_paths
 
     paths = [resolve_run(args.a, args, "A"), resolve_run(args.b, args, "B")]
-    return compare_paths(paths, args.out, args.allow_caliber_mismatch, Writer())
+    return compare_paths(
+        paths, args.out, args.allow_caliber_mismatch, Writer(), fail_beyond=args.fail_beyond
+    )
 
 
 def report_files(root: Path) -> list[Path]:
-    """The report files of a re-aggregated A/B root. The hook for issue 18's report file
-    (written from ``screen.tsv`` and the operators' ``ab.json``): none is written yet."""
-    return []
+    """The report files of a re-aggregated A/B root, written from its ``screen_result.json``:
+    ``report.html`` (and ``overview.svg``/``.png`` when matplotlib is installed)."""
+    from .screen import result_file
+
+    doc = result_file.read_result(root)
+    if doc is None:
+        return []
+    return result_file.write_report(root, doc)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -129,11 +136,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     tw = Writer()
     if not root.exists():
         return show_stored_screen(args, tw)
-    rc = compare_paths([root], None, args.allow_caliber_mismatch, tw)
-    if rc in (0, 1):
-        for path in report_files(root):
-            tw.line(f"zlbench: wrote {path}")
-    return rc
+    # compare_paths writes screen_result.json and, from it, report.html (report_files)
+    return compare_paths(
+        [root], None, args.allow_caliber_mismatch, tw, fail_beyond=args.fail_beyond
+    )
 
 
 def show_stored_screen(args: argparse.Namespace, tw: Writer) -> int:
@@ -146,7 +152,10 @@ def show_stored_screen(args: argparse.Namespace, tw: Writer) -> int:
     entry = find_stored(store, args.root, "screen", f"report {args.root}")
     if entry.kind != "screen":
         raise Usage(f"report {args.root}: a stored {entry.kind}; report shows screens")
-    lines = read_screen(store.path_of(entry))
+    try:
+        lines = read_screen(store.path_of(entry))
+    except ValueError as exc:
+        raise Usage(f"report {args.root}: {exc}") from None
     tw.sep("=", f"zlbench screen (stored {entry.name}, {entry.saved_at})")
     for text in screening.render_screen(lines):
         tw.line(text)
@@ -171,19 +180,26 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if not op_dirs:
         raise Usage(f"plot {root}: not an A/B root (no <op>/r<k>_A directories)")
     tw = Writer()
-    if importlib.util.find_spec("matplotlib") is None:
-        tw.line(
-            f"zlbench: matplotlib is not installed: no plot drawn for the {len(op_dirs)} "
-            f"operator(s) of {root}"
-        )
+    if importlib.util.find_spec("matplotlib") is None or not plot.available():
+        tw.line(f"zlbench: {plot.MISSING} for the {len(op_dirs)} operator(s) of {root}")
         return 1
+    results = []
     for op_dir in op_dirs:
         result, _ = aggregate_op_dir(op_dir, allow=args.allow_caliber_mismatch, require_done=True)
+        results.append(result)
+    from .core import result as result_doc
+    from .core import screening
+
+    judged = screening.judge_screen(results)  # the screen's one floor, as report judges
+    for op_dir, result in zip(op_dirs, judged, strict=True):
         path = op_dir / plot.PLOT_FILE
         if plot.write(path, result):
             tw.line(f"zlbench: drew {path}")
         else:
             tw.line(f"zlbench: {result.op}: {result.verdict}, no range: no plot")
+    doc = result_doc.document(result_doc.SCREEN, [r.to_json() for r in judged])
+    if plot.write_overview(root / plot.OVERVIEW_FILE, doc):
+        tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")
     return 0
 
 
@@ -236,6 +252,26 @@ def _allow_caliber_mismatch(p: Any) -> None:
     )
 
 
+def _fail_beyond(p: Any) -> None:
+    p.add_argument(
+        "--fail-beyond",
+        metavar="PCT",
+        type=percent,
+        help="exit with status 6 when an operator is slower on side B by more than PCT percent: "
+        "its median delta over the shapes beyond noise (one round, compare: over every shape), "
+        "as pytest --zl-fail-beyond=PCT",
+    )
+
+
+def percent(text: str) -> float:
+    from .core.gate import parse_percent
+
+    try:
+        return parse_percent(text, "--fail-beyond")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="zlbench", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument(
@@ -250,10 +286,12 @@ def build_parser() -> Parser:
     p.add_argument("b", metavar="B", help="side B: a run directory or a stored run's name")
     p.add_argument("-o", "--out", metavar="OUT", help="where to write (default: runs/zl_<time>)")
     _allow_caliber_mismatch(p)
+    _fail_beyond(p)
 
     p = _command(sub, "report", cmd_report)
     p.add_argument("root", metavar="ROOT", help="an A/B root, or a stored screen's name")
     _allow_caliber_mismatch(p)
+    _fail_beyond(p)
 
     p = _command(sub, "plot", cmd_plot)
     p.add_argument("root", metavar="ROOT", help="an A/B root")

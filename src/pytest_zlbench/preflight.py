@@ -37,6 +37,7 @@ _PARSERS: dict[str, Callable[[Any], object]] = {
     "zl_timeout": lambda v: parsing.parse_positive_float(v, "--zl-timeout"),
     "zl_resume": parsing.parse_bool,
     "zl_screen_mode": lambda v: _screen_mode(v),
+    "zl_fail_beyond": lambda v: _percent(v),
 }
 
 
@@ -44,6 +45,12 @@ def _screen_mode(value: object) -> str:
     from .screen.settings import parse_screen_mode
 
     return parse_screen_mode(value)
+
+
+def _percent(value: object) -> float:
+    from .core.gate import parse_percent
+
+    return parse_percent(value)
 
 
 def given(config: pytest.Config) -> dict[str, tuple[object, bool]]:

@@ -355,9 +355,11 @@ def test_flaggems_stdout_logs_pair_repeated_size_details_by_occurrence(
     assert data["a"]["source"] == "run.log"
     (mm,) = [op for op in data["ops"] if op["op"] == "mm"]
     repeated = sorted(
-        (s["occurrence"], round(s["median"], 3)) for s in mm["shapes"] if "4096, 4096" in s["shape"]
+        (s["occurrence"], round(s["median_pct"], 3))
+        for s in mm["shapes"]
+        if "4096, 4096" in s["shape"]
     )
-    assert repeated == [(0, 0.1), (1, -0.1)]
+    assert repeated == [(0, 10.0), (1, -10.0)]
 
 
 def test_a_stdout_log_pairs_with_a_record_log(zl_pytester: pytest.Pytester) -> None:

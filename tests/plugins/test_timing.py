@@ -233,14 +233,15 @@ def test_flaggems_adapter_records_rows(gems_suite: pytest.Pytester) -> None:
     latencies = json.loads((gems_suite.path / "latencies.json").read_text())
     assert all(0 < lat != 999.0 for lat in latencies)  # measured by the zlbench timer
     rows = read_jsonl(out / "rows.jsonl")
-    assert [(r["op"], r["dtype"], r["shape"], r["timer"]) for r in rows] == [
+    assert [(r["op"], r["dtype"], r["shape_text"], r["timer"]) for r in rows] == [
         ("abs", "float32", "[200]", "direct"),
         ("abs", "float32", "[400]", "direct"),
     ]
-    assert [r["latency"] for r in rows] == latencies
+    assert [r["latency_ms"] for r in rows] == latencies
+    assert [r["shape"] for r in rows] == [[200], [400]]  # the list FlagGems gives (issue 18)
     for row in rows:
-        assert row["latency_base"] > 0
-        assert row["spread"]["p50"] == row["latency"]
+        assert row["latency_base_ms"] > 0
+        assert row["spread"]["p50_ms"] == row["latency_ms"]
         assert row["status"] == "ok"
         assert row["node"] == "benchmark/test_ops.py::test_abs"
     assert json.loads((gems_suite.path / "restored.json").read_text()) == {
@@ -334,7 +335,7 @@ def test_flaggems_fallback_rows_are_marked(gems_suite: pytest.Pytester) -> None:
     result = gems_suite.runpytest("--zl-backend=cpu", f"--zl-out={out}", "benchmark")
     result.assert_outcomes(passed=1)
     rows = read_jsonl(out / "rows.jsonl")
-    assert [(r["shape"], r["timer"], r["fallback"]) for r in rows] == [
+    assert [(r["shape_text"], r["timer"], r["fallback"]) for r in rows] == [
         ("[200]", "direct", "RuntimeError: sync"),
         ("[400]", "direct", "RuntimeError: sync"),
     ]
@@ -417,7 +418,7 @@ def test_an_operator_in_the_no_capture_list_is_timed_directly(
     )
     result.assert_outcomes(passed=1)
     rows = read_jsonl(out / "rows.jsonl")
-    assert [(r["shape"], r["timer"], r["fallback"]) for r in rows] == [
+    assert [(r["shape_text"], r["timer"], r["fallback"]) for r in rows] == [
         (shape, "direct", f"ops/no_capture.yaml: {reason}") for shape in ("[200]", "[400]")
     ]
     assert "BENCHMARK_DIRECT_NO_CUDAGRAPH op=cholesky_solve" in (out / "run.log").read_text()
@@ -543,7 +544,7 @@ def test_a_broken_process_restarts_the_xdist_worker(
     assert 'failures="1"' in suite, suite
     assert 'errors="0"' in suite, suite
     assert f"{what} in test_lost.py::test_a_lost" in (result.stdout.str() + result.stderr.str())
-    assert {r["shape"] for r in read_jsonl(out / "rows.jsonl")} == {"0", "1", "2", "3"}
+    assert {r["shape_text"] for r in read_jsonl(out / "rows.jsonl")} == {"0", "1", "2", "3"}
 
 
 def _report(nodeid: str, worker: str, outcome: str, props: list[tuple[str, object]]) -> Any:

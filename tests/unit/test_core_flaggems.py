@@ -50,9 +50,9 @@ def row(status: str, *cells: str, shape: str = "[torch.Size([64, 64])]") -> str:
 
 def test_parse_abs_golden():
     rows = parse_stdout(ABS_GOLDEN.read_text(), source=ABS_GOLDEN.name)
-    assert rows == [
-        Row("abs", "float16", "[torch.Size([64, 64])]", 0.004128, 0.004416),
-        Row("abs", "float16", "[torch.Size([4096, 4096])]", 0.020928, 0.021504),
+    assert rows == [  # FlagGems' TFLOPS column is kept (issue 18: it was dropped)
+        Row("abs", "float16", "[torch.Size([64, 64])]", 0.004128, 0.004416, tflops=0.001),
+        Row("abs", "float16", "[torch.Size([4096, 4096])]", 0.020928, 0.021504, tflops=0.802),
     ]
     assert all(r.timer == "direct" and r.status == "ok" and r.fallback is None for r in rows)
 
@@ -381,10 +381,12 @@ def test_malformed_fallback_marker_is_an_error():
 
 def test_record_log_golden():
     rows = parse_record_log((DATA / "record_fft.log").read_text(), source="result.log")
-    assert rows == [
-        Row("fft", "complex64", "[torch.Size([128, 64])]", 0.004096, 0.00512),
-        Row("fft", "complex64", "[torch.Size([4096, 1024])]", 0.041984, 0.031744),
-    ]
+    assert rows == [  # the size detail's text pairs rows; the list FlagGems gave is kept
+        Row("fft", "complex64", "[torch.Size([128, 64])]", 0.004096, 0.00512,
+            shape_detail=[[128, 64]]),
+        Row("fft", "complex64", "[torch.Size([4096, 1024])]", 0.041984, 0.031744,
+            shape_detail=[[4096, 1024]]),
+    ]  # fmt: skip
     # a stdout log and a record log of the same run pair by (op, dtype, shape)
     stdout_rows = parse_stdout(FFT_GOLDEN.read_text())
     assert [(r.op, r.dtype, r.shape) for r in rows] == [

@@ -151,13 +151,14 @@ def test_a_small_delta_inside_the_screens_noise_is_not_beyond_it() -> None:
     assert (mm.slower, mm.faster) == (2, 0)
     assert mm.effect == pytest.approx((0.1195 + 0.78095) / 2)
     line = mm.to_line()
-    assert line.beyond_noise == "2/3"
+    assert (line.beyond, line.judged) == ("2", "3")
     assert (line.slower, line.faster) == ("2", "0")
     assert line.effect_pct == f"{mm.effect * 100:+.3f}"
     assert line.floor.startswith("NO_IR_DIFF operators (abs, mul)")
     assert "2 of 3 shapes beyond noise: 2 slower, 0 faster" in line.note
     data = mm.to_json()
-    assert data["beyond_noise"]["shapes"] == 2
+    assert (data["beyond"], data["judged"], data["direction"]) == (2, 3, "slower")
+    assert data["effect_pct"] == pytest.approx(mm.effect * 100)
     assert data["floor"]["source"] == "NO_IR_DIFF operators"
     by_shape = {s["shape"]: s for s in data["shapes"]}
     assert by_shape["[257, 96]"]["beyond_noise"] is False
@@ -186,7 +187,7 @@ def test_ir_changed_without_an_effect_says_so_with_its_noise() -> None:
     assert shape.noise is not None
     note = f"IR changed, no effect beyond noise (± {shape.noise * 100:.2f} %)"
     assert note in result.all_notes
-    assert result.to_line().beyond_noise == "0/1"
+    assert (result.to_line().beyond, result.to_line().judged) == ("0", "1")
 
 
 # -- the floor: per-round deltas, per size class, a named source -------------------------------
@@ -257,7 +258,7 @@ def test_an_aa_control_reports_no_shape_beyond_noise() -> None:
     assert result.floor.source == "A/A control"
     assert len(result.shapes) == 40
     assert beyond(result) == []
-    assert result.to_line().beyond_noise == "0/40"
+    assert (result.to_line().beyond, result.to_line().judged) == ("0", "40")
 
 
 def test_false_positives_stay_rare_over_many_aa_screens() -> None:
@@ -292,8 +293,7 @@ def test_one_round_judges_nothing_and_says_one_round() -> None:
     )
     assert beyond(result) == []
     line = result.to_line()
-    assert line.beyond_noise == "n/a (1 round)"
-    assert line.sign_flips == "n/a"
+    assert (line.beyond, line.judged, line.flips) == ("", "", "")  # not judged: empty cells
     assert line.rounds == "1"
     assert "IR changed, 1 round: no shape can be judged beyond noise" in line.note
 
@@ -304,8 +304,9 @@ def test_the_screen_shows_the_new_columns_and_reads_them_back() -> None:
     back = read_screen(write_screen(lines))
     assert [b.cells() for b in back] == [line.cells() for line in sorted(lines, key=lambda x: x.op)]
     text = "\n".join(render_screen(back))
-    assert "beyond noise" in text
-    assert "2/3 (2 slower)" in text
+    header = text.splitlines()[0].split()
+    assert header[:4] == ["op", "verdict", "rounds", "rows"]  # screen.tsv's names
+    assert {"beyond", "slower", "effect_pct", "noise_pct"} <= set(header)
     assert "noise floor: NO_IR_DIFF operators (abs, mul)" in text
 
 
@@ -328,5 +329,5 @@ def test_no_triton_shows_its_numbers() -> None:
     assert result.verdict == NO_TRITON
     line = result.to_line()
     assert line.range == "+11.00% ~ +21.00%"
-    assert line.median_delta_pct == "+16.000"
-    assert line.beyond_noise == "2/2"
+    assert line.median_pct == "+16.000"
+    assert (line.beyond, line.judged) == ("2", "2")

@@ -102,10 +102,13 @@ def test_row_speedup_and_usable() -> None:
 
 
 def test_row_nan_latency_round_trips_as_unusable() -> None:
+    """NaN (from an imported log) is written as null: JSON has no NaN (issue 18)."""
     row = Row(op="a", dtype="", shape="", latency=math.nan)
-    (back,) = records.iter_rows_jsonl(records.rows_to_jsonl([row]))
-    assert back.latency is not None
-    assert math.isnan(back.latency)
+    text = records.rows_to_jsonl([row])
+    assert "NaN" not in text
+    assert json.loads(text)["latency_ms"] is None
+    (back,) = records.iter_rows_jsonl(text)
+    assert back.latency is None
     assert not back.usable
 
 
@@ -292,10 +295,12 @@ def test_identity_write_read_round_trip(tmp_path: Path) -> None:
     assert text.endswith("}\n")
 
 
-def test_write_json_refuses_nan(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
-        records.write_json(tmp_path / "x.json", {"latency": math.nan})
-    assert list(tmp_path.iterdir()) == []
+def test_write_json_writes_nan_and_infinity_as_null(tmp_path: Path) -> None:
+    records.write_json(tmp_path / "x.json", {"latency": math.nan, "n": [math.inf, 1.5]})
+    text = (tmp_path / "x.json").read_text()
+    assert "NaN" not in text
+    assert "Infinity" not in text
+    assert json.loads(text) == {"latency": None, "n": [None, 1.5]}
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,13 +36,12 @@ from pytest_zlbench.core.screening import (
     write_screen,
 )
 
-SPEC_COLUMNS = (
-    "op",
-    "verdict",
-    "rows",
-    "range",
-    "median_delta_pct",
-    "sign_flips",
+SPEC_COLUMNS = (  # ScreenLine's text fields
+    "status",
+    "rows_paired",
+    "range_label",
+    "median_pct",
+    "flips",
     "kernels_a",
     "kernels_b",
     "kernels_changed",
@@ -227,7 +226,7 @@ def test_verdict_no_rows() -> None:
     result = aggregate("abs", [rnd(1, ROWS_A, [])])
     assert result.verdict == NO_ROWS
     assert result.to_line().range == ""
-    assert result.to_line().median_delta_pct == ""
+    assert result.to_line().median_pct == ""
 
 
 def signed(*variants: tuple[str, str, str]) -> IrReport:
@@ -266,13 +265,13 @@ def test_verdict_no_triton_shows_its_numbers() -> None:
     result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B)])
     assert result.verdict == NO_TRITON
     line = result.to_line()
-    assert (line.range, line.median_delta_pct, line.sign_flips) == (
+    assert (line.range, line.median_pct, line.flips) == (
         "-10.00% ~ +10.00%",
         "+0.000",
-        "n/a",
+        "",  # one round: no count of sign flips (an empty cell, not a word)
     )
     assert line.rounds == "1"
-    assert (line.kernels_a, line.kernels_b, line.kernels_changed) == ("0", "0", "")
+    assert (line.kernels_a, line.kernels_b, line.kernels_changed) == ("0", "0", "[]")
 
 
 def test_verdict_ir_changed() -> None:
@@ -281,12 +280,13 @@ def test_verdict_ir_changed() -> None:
     result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B, a, b)])
     assert result.verdict == IR_CHANGED
     line = result.to_line()
-    assert line.kernels_changed == "k2"
+    assert line.kernels_changed == '["k2"]'  # a JSON array
+    assert line.changed_kernels == ["k2"]
     assert (line.kernels_a, line.kernels_b) == ("2", "2")
     assert (line.convert_layout_a, line.convert_layout_b) == ("0", "2")
     assert line.range == "-10.00% ~ +10.00%"
-    assert line.median_delta_pct == "+0.000"
-    assert line.sign_flips == "n/a"  # one round cannot flip: not 0
+    assert line.median_pct == "+0.000"
+    assert line.flips == ""  # one round cannot flip: not 0
 
 
 def test_verdict_no_ir_diff_is_labelled_noise_floor() -> None:
@@ -307,7 +307,8 @@ def test_one_round_of_no_ir_diff_is_labelled_one_round_not_noise_floor() -> None
     line = result.to_line()
     assert line.range == "1 round -10.00% ~ +10.00%"
     assert "noise floor" not in line.range
-    assert (line.rounds, line.sign_flips, line.beyond_noise) == ("1", "n/a", "n/a (1 round)")
+    assert (line.rounds, line.flips, line.beyond, line.judged) == ("1", "", "", "")
+    assert line.range_label == "1 round"
 
 
 def test_verdict_ir_unknown_is_labelled_ir_not_recorded() -> None:
@@ -349,9 +350,10 @@ def test_a_failed_round_leaves_no_range_at_all() -> None:
     assert result.range is None
     assert result.median_delta is None
     line = result.to_line()
-    assert (line.range, line.median_delta_pct, line.sign_flips) == ("", "", "")
+    assert (line.range, line.median_pct, line.flips) == ("", "", "")
     assert "round 2 failed: B: timed out after 5s (process group killed)" in line.note
-    assert result.to_json()["range"] is None
+    assert result.to_json()["low_pct"] is None
+    assert result.to_json()["status"] == "failed"
 
 
 def test_a_failed_recording_pass_fails_the_operator() -> None:
@@ -372,14 +374,18 @@ def test_sign_flips_are_counted_and_named() -> None:
     result = aggregate("abs", rounds, control=False)
     assert result.verdict == NO_IR_DIFF
     assert result.sign_flips == (("abs", "float16", "[1]", 0), ("abs", "float16", "[2]", 1))
-    assert result.to_line().sign_flips == "2"
+    assert result.to_line().flips == "2"
     assert "2 sign flips: float16 [1], float16 [2] #2" in result.notes
     data = result.to_json()
-    assert data["sign_flips"] == [["abs", "float16", "[1]", 0], ["abs", "float16", "[2]", 1]]
+    assert data["flip_shapes"] == [
+        {"dtype": "float16", "shape": "[1]", "occurrence": 0},
+        {"dtype": "float16", "shape": "[2]", "occurrence": 1},
+    ]
     by_key = {(s["shape"], s["occurrence"]): s for s in data["shapes"]}
     assert by_key["[1]", 0]["sign_flip"] is True
     assert by_key["[2]", 0]["sign_flip"] is False
-    assert by_key["[2]", 0]["deltas"] == pytest.approx([0.1, 0.2, 0.1])
+    deltas = [r["delta_pct"] for r in by_key["[2]", 0]["rounds"]]
+    assert deltas == pytest.approx([10.0, 20.0, 10.0])  # percent
     assert key_text(("abs", "float16", "[2]", 1), "abs") == "float16 [2] #2"
     assert key_text(("mm", "float16", "[2]", 0), "abs") == "mm: float16 [2]"
 
@@ -393,12 +399,12 @@ def test_within_side_and_delta_spread_are_reported_separately() -> None:
     result = aggregate("abs", [rnd(1, a, b), rnd(2, a, b2)], control=False)
     data = result.to_json()
     # within one side: the median relative p20..p80 width over every row of every side
-    assert data["within_side_spread"] == pytest.approx(0.21)
+    assert data["within_side_spread_pct"] == pytest.approx(21.0)
     # across rounds: the median over shapes of (max - min) per-round delta
-    assert data["delta_spread"] == pytest.approx(0.1)
+    assert data["delta_spread_pct"] == pytest.approx(10.0)
     single = aggregate("abs", [rnd(1, a, b)]).to_json()
-    assert single["delta_spread"] is None
-    assert single["within_side_spread"] == pytest.approx(0.21)
+    assert single["delta_spread_pct"] is None
+    assert single["within_side_spread_pct"] == pytest.approx(21.0)
 
 
 def test_caliber_columns_come_from_the_identities() -> None:
@@ -483,15 +489,19 @@ def test_control_whose_ir_differs_says_so() -> None:
 # -- screen.tsv ------------------------------------------------------------------------------
 
 
-def test_columns_are_the_spec_order_then_the_caliber() -> None:
-    """SPEC §7's columns keep their positions; the noise columns follow the caliber ones."""
-    noise = ("rounds", "beyond_noise", "slower", "faster", "effect_pct", "noise_pct", "floor")
-    assert (*SPEC_COLUMNS, *CALIBER_FIELDS, *noise) == COLUMNS
+def test_columns_are_tidy_then_the_caliber() -> None:
+    """One value per cell (issue 18): paired and total rows apart, the range's ends apart,
+    percent columns named ``_pct``; the seven caliber columns, then the floor."""
+    assert COLUMNS[:8] == (
+        "op", "verdict", "status", "rounds", "rounds_run", "rows", "rows_total", "range_label"
+    )  # fmt: skip
+    assert COLUMNS[-9:] == (*CALIBER_FIELDS, "floor_source", "floor")
+    assert {"low_pct", "high_pct", "median_pct", "effect_pct", "noise_pct"} <= set(COLUMNS)
     assert len(CALIBER_FIELDS) == 7
 
 
 def screen_line(op: str, verdict: str = NO_TRITON, note: str = "") -> ScreenLine:
-    values = {c: f"{c}-{op}" for c in SPEC_COLUMNS}
+    values = {f: f"{f}-{op}" for f in SPEC_COLUMNS}
     values.update(op=op, verdict=verdict, note=note)
     return ScreenLine(caliber={k: f"{k}-value" for k in CALIBER_FIELDS}, **values)
 
@@ -552,7 +562,7 @@ def test_read_screen_refuses_bad_input() -> None:
     with pytest.raises(ValueError, match="unknown verdict"):
         read_screen(text.replace(NO_TRITON, "MAYBE"))
     with pytest.raises(ValueError, match="unexpected header"):
-        read_screen(text.replace("median_delta_pct", "median"), "x/screen.tsv")
+        read_screen(text.replace("median_pct", "median"), "x/screen.tsv")
     with pytest.raises(ValueError, match="cells"):
         read_screen(text.rstrip("\n") + "\textra\n")
 
@@ -666,11 +676,9 @@ def test_render_screen_caliber_line_skips_operators_without_one() -> None:
     cal = {k: f"v{i}" for i, k in enumerate(CALIBER_FIELDS)}
     empty = dict.fromkeys(CALIBER_FIELDS, "")
     failed = screening.ScreenLine(
-        "a", screening.NO_ROWS, "0", "", "", "", "", "", "", "", "", "round 1 failed", empty
+        "a", screening.NO_ROWS, "failed", rows_paired="0", note="round 1 failed", caliber=empty
     )
-    good = screening.ScreenLine(
-        "b", screening.NO_TRITON, "4", "", "", "", "0", "0", "", "0", "0", "", cal
-    )
+    good = screening.ScreenLine("b", screening.NO_TRITON, "complete", rows_paired="4", caliber=cal)
     out = screening.render_screen([failed, good])
     cal_lines = [line for line in out if line.startswith("caliber: ")]
     assert cal_lines == ["caliber: " + " ".join(f"{k}={cal[k]}" for k in CALIBER_FIELDS)]
@@ -739,8 +747,9 @@ def test_the_baseline_is_carried_as_an_in_run_control() -> None:
     assert still.verdict == NO_IR_DIFF
     assert [s.base_deltas for s in still.shapes] == [(0.0,), (pytest.approx(0.005),)]
     assert still.baseline_delta == pytest.approx(0.0025)
-    assert still.to_json()["baseline_delta"] == pytest.approx(0.0025)
-    assert still.to_json()["shapes"][0]["baseline_deltas"] == [0.0]
+    assert still.to_json()["baseline_pct"] == pytest.approx(0.25)
+    assert still.to_json()["shapes"][0]["rounds"][0]["baseline_delta_pct"] == 0.0
+    assert still.to_json()["shapes"][0]["baseline_median_pct"] == 0.0
     assert not any("baseline moved" in n for n in still.notes)
 
     drifted = [based("[64]", 1.2, 2.1), based("[128]", 1.3, 4.2)]  # the machine slowed 5 %
@@ -753,7 +762,7 @@ def test_rows_without_a_baseline_have_no_control() -> None:
     result = aggregate("abs", [rnd(1, [row("[64]", 1.0)], [row("[64]", 1.1)])])
     assert result.shapes[0].base_deltas == ()
     assert result.baseline_delta is None
-    assert result.to_json()["baseline_delta"] is None
+    assert result.to_json()["baseline_pct"] is None
 
 
 def test_no_baseline_delta_between_unlike_timers() -> None:

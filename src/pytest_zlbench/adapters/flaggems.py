@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.flaggems import fallback_line
-from ..core.records import Row
+from ..core.records import Row, json_safe
 from .timers import Measurement, Timer
 
 LAYOUTS = (
@@ -128,12 +128,16 @@ class FlagGemsAdapter:
             base = getattr(metric, "latency_base", None)
             mb = self._take(base)
             m = self._take(latency)
-            shape = str(getattr(metric, "shape_detail", ""))
+            detail = getattr(metric, "shape_detail", "")
+            shape = str(detail)
             error = getattr(metric, "error_msg", None)
+            tflops = getattr(metric, "tflops", None)
             row = Row(
                 op=op,
                 dtype=dtype,
                 shape=shape,
+                shape_detail=json_safe(detail) if isinstance(detail, list | tuple) else None,
+                tflops=float(tflops) if isinstance(tflops, int | float) else None,
                 latency=latency,
                 latency_base=base,
                 timer=m.timer if m else "direct",

@@ -1,75 +1,243 @@
-"""The per-operator plot of an A/B screen (SPEC §8): each shape's delta, its median over the
-rounds, and how far the rounds spread. matplotlib belongs to the user: it is imported here only,
-through its object API (no pyplot, no backend switch), and without it there is no plot."""
+"""The pictures of an A/B screen: per operator, every shape's delta per round against the noise
+it was judged against and the baseline's delta (``<op>/delta.svg``); for the whole screen, each
+operator's range, median and effect against its noise, sorted (``overview.svg``/``.png``).
+
+matplotlib belongs to the user (``pip install pytest-zlbench[plot]``): it is imported here only,
+through its object API (no pyplot, no backend switch); without it nothing is drawn and the
+caller says so in one line (:data:`MISSING`). Both pictures read the result's JSON form
+(``OpResult.to_json``, ``screen_result.json``), the numbers in percent.
+"""
 
 from __future__ import annotations
 
 import io
+import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..core import records, screening
 
 PLOT_FILE = "delta.svg"
-_LABEL_CHARS = 44
+OVERVIEW_FILE = "overview.svg"
+OVERVIEW_PNG = "overview.png"
+MISSING = "matplotlib is not installed (pip install pytest-zlbench[plot]): no picture drawn"
+_WRAP = 56  # characters of a shape's label per line: a label is wrapped, never cut
+_XLABEL = "delta = B / A − 1 (%): positive, side B slower"
+_VERDICT_COLORS = {
+    screening.IR_CHANGED: "tab:red",
+    screening.NO_IR_DIFF: "tab:gray",
+    screening.NO_TRITON: "tab:purple",
+    screening.IR_UNKNOWN: "tab:orange",
+    screening.SPECIALISATION_ONLY: "tab:olive",
+}
 
 
-def _label(key: screening.Key) -> str:
-    _, dtype, shape, occurrence = key
-    text = f"{dtype.removeprefix('torch.')} {shape}"
-    if len(text) > _LABEL_CHARS:
-        text = text[: _LABEL_CHARS - 1] + "…"
-    return f"{text} #{occurrence + 1}" if occurrence else text
+def unavailable() -> str | None:
+    """Why nothing can be drawn (one line), or ``None`` when matplotlib imports."""
+    try:
+        from matplotlib.figure import Figure  # noqa: F401
+    except ImportError as exc:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            return MISSING
+        first = (str(exc).splitlines() or [""])[0]
+        return f"matplotlib could not be imported ({type(exc).__name__}: {first}): no picture"
+    return None
 
 
-def write(path: Path, result: screening.OpResult) -> bool:
+def available() -> bool:
+    return unavailable() is None
+
+
+def _entry(result: screening.OpResult | Mapping[str, Any]) -> Mapping[str, Any]:
+    return result.to_json() if isinstance(result, screening.OpResult) else result
+
+
+def _test_name(node: str | None) -> str:
+    """A test's name without its file: ``test_mm.py::test_mm[x]`` -> ``test_mm[x]``."""
+    return (node or "").rsplit("::", 1)[-1]
+
+
+def shape_label(shape: Mapping[str, Any]) -> str:
+    """A shape's full label (test, dtype, size detail, ``#n`` of a repeat), wrapped."""
+    text = f"{str(shape['dtype']).removeprefix('torch.')} {shape['shape']}"
+    if shape.get("occurrence"):
+        text += f" #{int(shape['occurrence']) + 1}"
+    test = _test_name(shape.get("test"))
+    if test:
+        text = f"{test}: {text}"
+    return "\n".join(textwrap.wrap(text, _WRAP, break_on_hyphens=False)) or "?"
+
+
+def _rounds_label(n: int) -> str:
+    return "1 round (no spread between rounds)" if n == 1 else f"each of {n} rounds"
+
+
+def _save_svg(fig: Any, path: Path) -> None:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    records.write_atomic(path, buffer.getvalue())
+
+
+def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     """Write ``path`` (an SVG) for one operator's result; ``False`` when matplotlib is missing
-    or the result has no range (NO_ROWS, NO_TRITON, a failed round): then a plot left by an
-    earlier aggregation is removed, so that no plot contradicts ``screen.tsv``."""
-    if not result.has_range:
+    or the result has no range (NO_ROWS, a failed round): then a plot left by an earlier
+    aggregation is removed, so that no plot contradicts ``screen.tsv``."""
+    entry = _entry(result)
+    shapes: Sequence[Mapping[str, Any]] = entry.get("shapes") or ()
+    if entry.get("low_pct") is None or not shapes:
         path.unlink(missing_ok=True)
         return False
     try:
         from matplotlib.figure import Figure
     except ImportError:
         return False
-    shapes = result.shapes
-    xs = list(range(len(shapes)))
-    medians = [s.median * 100 for s in shapes]
-    low = [(s.median - min(s.deltas)) * 100 for s in shapes]
-    high = [(max(s.deltas) - s.median) * 100 for s in shapes]
-    fig = Figure(figsize=(max(6.0, 0.32 * len(shapes) + 2.5), 4.8), layout="constrained")
+    labels = [shape_label(s) for s in shapes]
+    lines = sum(label.count("\n") + 1 for label in labels)
+    rounds = max(len(s["rounds"]) for s in shapes)
+    fig = Figure(figsize=(10.0, 2.2 + 0.22 * lines + 0.12 * len(shapes)), layout="constrained")
     ax = fig.add_subplot()
-    ax.axhline(0.0, color="black", linewidth=0.8)
-    rounds = "round" if result.rounds == 1 else "rounds"
-    ax.errorbar(
-        xs,
+    ys = list(range(len(shapes)))[::-1]  # the first shape on top
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    noises = [s.get("noise_pct") for s in shapes]
+    if any(n is not None for n in noises):
+        ax.barh(
+            ys,
+            [2 * (n or 0.0) for n in noises],
+            left=[-(n or 0.0) for n in noises],
+            height=0.7,
+            color="0.88",
+            label="noise it was judged against (±)",
+        )
+    for y, s in zip(ys, shapes, strict=True):
+        deltas = [r["delta_pct"] for r in s["rounds"]]
+        if len(deltas) > 1:
+            ax.hlines(y, min(deltas), max(deltas), color="tab:blue", linewidth=1.2)
+        ax.scatter(deltas, [y] * len(deltas), s=10, color="0.35", zorder=3)
+    ax.scatter([], [], s=10, color="0.35", label=_rounds_label(rounds))
+    medians = [s["median_pct"] for s in shapes]
+    beyond = [bool(s.get("beyond_noise")) for s in shapes]
+    ax.scatter(
         medians,
-        yerr=[low, high],
-        fmt="o",
-        color="tab:blue",
-        capsize=3,
-        label=f"median over {result.rounds} {rounds}; bar: lowest to highest round",
+        ys,
+        s=28,
+        color=["tab:red" if b else "tab:blue" for b in beyond],
+        zorder=4,
+        label="median over rounds (red: beyond noise)" if rounds > 1 else "delta",
     )
-    for x, s in zip(xs, shapes, strict=True):
-        ax.scatter([x] * len(s.deltas), [d * 100 for d in s.deltas], s=9, color="0.45", zorder=3)
-    flips = [x for x, s in zip(xs, shapes, strict=True) if s.sign_flip]
+    base = [(y, s["baseline_median_pct"]) for y, s in zip(ys, shapes, strict=True)]
+    base = [(y, b) for y, b in base if b is not None]
+    if base:
+        ax.scatter(
+            [b for _, b in base],
+            [y for y, _ in base],
+            marker="x",
+            s=26,
+            color="tab:green",
+            zorder=4,
+            label="baseline (torch) delta: the machine's move",
+        )
+    flips = [y for y, s in zip(ys, shapes, strict=True) if s.get("sign_flip")]
     if flips:
         ax.scatter(
+            [medians[len(shapes) - 1 - y] for y in flips],
             flips,
-            [medians[x] for x in flips],
-            s=60,
+            s=90,
             facecolors="none",
             edgecolors="tab:red",
-            zorder=4,
+            zorder=5,
             label=f"sign changes across rounds ({len(flips)})",
         )
-    ax.set_xticks(xs, [_label(s.key) for s in shapes], rotation=90, fontsize=7)
-    ax.set_ylabel("delta = B / A - 1 (%); negative: B faster")
-    kind = "A/A control" if result.control else result.verdict
-    ax.set_title(f"{result.op}: {kind}  {result.range_text()}", fontsize=10)
+    ax.set_yticks(ys, labels, fontsize=7)
+    ax.set_ylim(-0.7, len(shapes) - 0.3)
+    ax.set_xlabel(_XLABEL)
+    kind = "A/A control" if entry.get("control") else entry.get("verdict")
+    label = entry.get("range_label")
+    span = f"{entry['low_pct']:+.2f}% ~ {entry['high_pct']:+.2f}%"
+    title = f"{entry['op']}: {kind}, range {(label + ' ') if label else ''}{span}"
+    if entry.get("judged") is not None:
+        title += f"; {entry.get('beyond')} of {entry.get('judged')} shapes beyond noise"
+    ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
     ax.legend(fontsize=7, loc="best")
-    ax.grid(axis="y", linewidth=0.3)
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None})
-    records.write_atomic(path, buffer.getvalue())
+    ax.grid(axis="x", linewidth=0.3)
+    _save_svg(fig, path)
+    return True
+
+
+def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
+    """Write the screen's overview (SVG at ``path``, a PNG beside it): per operator with a
+    range, the range (bar), the median (dot), the effect beyond noise (star) and the noise it
+    was judged against (grey band), sorted by median, coloured by verdict. ``False`` when no
+    operator has a range or matplotlib is missing."""
+    ranged = [e for e in doc.get("operators", ()) if e.get("low_pct") is not None]
+    png = path.with_suffix(".png")
+    if not ranged:
+        path.unlink(missing_ok=True)
+        png.unlink(missing_ok=True)
+        return False
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return False
+    ranged.sort(key=lambda e: e["median_pct"])
+    ys = list(range(len(ranged)))
+    fig = Figure(figsize=(10.0, 2.4 + 0.3 * len(ranged)), layout="constrained")
+    ax = fig.add_subplot()
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    noise = [e.get("noise_pct") or 0.0 for e in ranged]
+    if any(noise):
+        ax.barh(
+            ys,
+            [2 * n for n in noise],
+            left=[-n for n in noise],
+            height=0.7,
+            color="0.88",
+            label="noise its shapes were judged against (median, ±)",
+        )
+    for y, e in zip(ys, ranged, strict=True):
+        color = _VERDICT_COLORS.get(str(e.get("verdict")), "black")
+        ax.hlines(y, e["low_pct"], e["high_pct"], color=color, linewidth=2)
+        ax.scatter([e["median_pct"]], [y], s=30, color=color, zorder=4)
+    for verdict, color in _VERDICT_COLORS.items():
+        if any(e.get("verdict") == verdict for e in ranged):
+            ax.plot([], [], color=color, linewidth=2, marker="o", label=f"{verdict}: range, median")
+    effects = [(y, e["effect_pct"]) for y, e in zip(ys, ranged, strict=True)]
+    effects = [(y, v) for y, v in effects if v is not None]
+    if effects:
+        ax.scatter(
+            [v for _, v in effects],
+            [y for y, _ in effects],
+            marker="*",
+            s=110,
+            color="gold",
+            edgecolors="black",
+            zorder=5,
+            label="effect: median over shapes beyond noise",
+        )
+    labels = []
+    for e in ranged:
+        beyond = f", {e['beyond']}/{e['judged']} beyond" if e.get("judged") is not None else ""
+        labels.append(f"{e['op']} ({e.get('verdict')}{beyond})")
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.set_ylim(-0.7, len(ranged) - 0.3)
+    ax.set_xlabel(_XLABEL)
+    switch = doc.get("switch")
+    what = " ".join(f"{k}={v}" for k, v in (switch or {}).items()) or (
+        "A/A control" if switch == {} else str(doc.get("kind"))
+    )
+    floor = doc.get("noise_floor") or {}
+    title = f"{what}: {len(ranged)} operators, range of per-shape medians"
+    if floor.get("source"):
+        title += f"; noise floor from {floor['source']}"
+    ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(axis="x", linewidth=0.3)
+    _save_svg(fig, path)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    tmp = png.with_name(f".{png.name}.tmp")
+    tmp.write_bytes(buffer.getvalue())
+    tmp.replace(png)
     return True

@@ -60,8 +60,10 @@ def _result_rows(data: Any, where: str) -> list[Row]:
                 op=op,
                 dtype=dtype,
                 shape=render_shape_detail(metrics.get("shape_detail")),
+                shape_detail=metrics.get("shape_detail"),
                 latency=_record_number(metrics, "latency", n, where),
                 latency_base=_record_number(metrics, "latency_base", n, where),
+                tflops=_record_number(metrics, "tflops", n, where),
                 status="failed" if error else "ok",
                 error=str(error) if error else None,
             )

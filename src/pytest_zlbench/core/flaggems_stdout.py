@@ -112,6 +112,7 @@ def _parse_row(line: str, header: _Header, op: str, dtype: str, timer: str, wher
         latency_base=metric("latency_base"),
         timer=timer,
         status=status,
+        tflops=metric("tflops") if "tflops" in header.numeric else None,
     )
 
 

@@ -102,7 +102,7 @@ def _table_metrics(row: Row | Mapping[str, Any]) -> dict[str, Any]:
             "latency_base": row.latency_base,
             "latency": row.latency,
             "speedup": _speedup(row.latency_base, row.latency),
-            "tflops": None,
+            "tflops": row.tflops,
             "gbps_base": None,
             "gbps": None,
             "shape": row.shape,

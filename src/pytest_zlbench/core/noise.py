@@ -90,7 +90,7 @@ class ClassFloor:
     def to_json(self) -> dict[str, Any]:
         return {
             "size": self.size,
-            "value": self.value,
+            "value_pct": None if self.value is None else round(self.value * 100, 6),
             "samples": self.samples,
             "pooled_with": self.pooled_with,
         }

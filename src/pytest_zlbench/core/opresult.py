@@ -6,6 +6,7 @@ switched side) is slower; every ``*_pct`` value is that times 100.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,28 @@ from .verdicts import (
 )
 
 SIGN = "delta = B/A - 1; positive: side B slower"
+#: what the numbers of a result are in (``*_pct``: that delta times 100)
+UNITS = "*_pct: percent of delta; *_ms: milliseconds"
+
+#: the status of an operator in a screen's result (``core.result``)
+COMPLETE = "complete"
+FAILED = "failed"
+RUNNING = "running"
+NOT_STARTED = "not started"
+SKIPPED = "skipped"
+STATUSES = (COMPLETE, FAILED, RUNNING, NOT_STARTED, SKIPPED)
+
+
+def pct(value: float | None) -> float | None:
+    """A relative delta as a percent for a result file: ``None`` for no value and for NaN or
+    infinity (JSON has neither)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return value * 100
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -36,6 +59,8 @@ class ShapeResult:
     corrected: tuple[float, ...] = ()
     noise: float | None = None  # what core.judge.classify judged it against (None: not judged)
     beyond_noise: bool = False
+    node: str = ""  # the test that measured it (side A's row)
+    detail: Any = None  # the size detail as FlagGems gives it (a JSON list), when known
 
     @property
     def median(self) -> float:
@@ -58,29 +83,38 @@ class ShapeResult:
         return median(self.corrected) if self.corrected else None
 
     def to_json(self) -> dict[str, Any]:
+        """The shape in a result file: every round's delta, the baseline's and the corrected
+        one, in percent (``core.result``, ``schemas/screen_result.schema.json``)."""
         cls = size_class(self.latency)
+        n = len(self.deltas)
+        bases = self.base_deltas if len(self.base_deltas) == n else ()
+        corrected = self.corrected if len(self.corrected) == n else ()
+        rounds = [
+            {
+                "round": i + 1,
+                "delta_pct": pct(d),
+                "baseline_delta_pct": pct(bases[i]) if bases else None,
+                "corrected_pct": pct(corrected[i]) if corrected else None,
+            }
+            for i, d in enumerate(self.deltas)
+        ]
         return {
-            "op": self.key[0],
             "dtype": self.key[1],
             "shape": self.key[2],
+            "shape_detail": self.detail,
             "occurrence": self.key[3],
-            "latency_a_ms": self.latency,
+            "test": self.node or None,
+            "latency_a_ms": _finite(self.latency),
             "size_class": cls.name if cls else None,
-            "deltas": list(self.deltas),
-            "baseline_deltas": list(self.base_deltas),
-            "corrected_deltas": list(self.corrected),
-            "median": self.median,
-            "baseline_median": self.base_median,
-            "corrected_median": self.corrected_median,
-            "round_spread": self.round_spread,
+            "rounds": rounds,
+            "median_pct": pct(self.median),
+            "baseline_median_pct": pct(self.base_median),
+            "corrected_median_pct": pct(self.corrected_median),
+            "round_spread_pct": pct(self.round_spread),
             "sign_flip": self.sign_flip,
-            "noise": self.noise,
+            "noise_pct": pct(self.noise),
             "beyond_noise": self.beyond_noise,
         }
-
-
-def _opt(value: int | None) -> str:
-    return "" if value is None else str(value)
 
 
 def _pct(value: float) -> str:
@@ -216,97 +250,92 @@ class OpResult:
 
     # ---- text ----------------------------------------------------------------------------------
 
+    def range_label(self) -> str | None:
+        """What the range is, when its verdict qualifies it: *noise floor* (identical IR, two
+        rounds or more), *1 round*, or why the IR was not compared; ``None`` otherwise."""
+        if self.range is None:
+            return None
+        if self.verdict == NO_IR_DIFF:
+            return "noise floor" if self.rounds_measured >= 2 else "1 round"
+        if self.verdict == IR_UNKNOWN:
+            return self.ir_label
+        return None
+
     def range_text(self) -> str:
         r = self.range
         if r is None:
             return ""
         text = f"{r[0] * 100:+.2f}% ~ {r[1] * 100:+.2f}%"
-        if self.verdict == NO_IR_DIFF:
-            label = "noise floor" if self.rounds_measured >= 2 else "1 round"
-            return f"{label} {text}"
-        if self.verdict == IR_UNKNOWN:
-            return f"{self.ir_label} {text}"
-        return text
+        label = self.range_label()
+        return f"{label} {text}" if label else text
 
     def rows_text(self) -> str:
         if self.rows_paired == self.rows_total:
             return str(self.rows_paired)
         return f"{self.rows_paired}/{self.rows_total}"
 
-    def rounds_text(self) -> str:
-        ok = self.rounds_measured
-        return str(ok) if ok == self.rounds else f"{ok}/{self.rounds}"
-
-    def flips_text(self) -> str:
-        if not self.has_range:
-            return ""
-        return "n/a" if self.rounds_measured < 2 else str(len(self.sign_flips))
-
-    def beyond_text(self) -> str:
-        if self.floor is None or not self.has_range:
-            return ""
-        if self.rounds_measured < 2:
-            return "n/a (1 round)"
-        return f"{len(self.beyond)}/{len(self.shapes)}"
+    @property
+    def direction(self) -> str | None:
+        """Which way the shapes beyond noise moved: ``slower``, ``faster``, ``both`` or
+        ``none``; ``None`` when not judged."""
+        if not self.judged:
+            return None
+        if self.slower and self.faster:
+            return "both"
+        return "slower" if self.slower else "faster" if self.faster else "none"
 
     def to_line(self) -> ScreenLine:
-        median_delta, effect, noises = self.median_delta, self.effect, self.noises
-        return ScreenLine(
-            op=self.op,
-            verdict=self.verdict,
-            rows=self.rows_text(),
-            range=self.range_text(),
-            median_delta_pct="" if median_delta is None else f"{median_delta * 100:+.3f}",
-            sign_flips=self.flips_text(),
-            kernels_a=_opt(self.kernels_a),
-            kernels_b=_opt(self.kernels_b),
-            kernels_changed=",".join(self.kernels_changed),
-            convert_layout_a=_opt(self.convert_layout_a),
-            convert_layout_b=_opt(self.convert_layout_b),
-            note="; ".join(self.all_notes),
-            caliber=dict(self.caliber),
-            rounds=self.rounds_text(),
-            beyond_noise=self.beyond_text(),
-            slower=str(self.slower) if self.judged else "",
-            faster=str(self.faster) if self.judged else "",
-            effect_pct="" if effect is None else f"{effect * 100:+.3f}",
-            noise_pct=f"{median(noises) * 100:.3f}" if noises else "",
-            floor=self.floor.describe() if self.floor is not None and self.judged else "",
-        )
+        """The line of ``screen.tsv``: a view of :meth:`to_json`."""
+        return ScreenLine.from_entry(self.to_json())
 
     def to_json(self) -> dict[str, Any]:
+        """The operator in a result file (``ab.json``, ``screen_result.json``): every number
+        in percent (``*_pct``) or milliseconds (``*_ms``); ``schemas/screen_result.schema.json``
+        describes each field."""
         judged = self.judged
+        r = self.range
+        noises = self.noises
+        flips = self.rounds_measured >= 2 and self.has_range
         return {
             "op": self.op,
+            "status": FAILED if self.rounds_failed else COMPLETE,
             "verdict": self.verdict,
             "stage": self.stage,
             "ir_complete": self.ir_complete,
-            "sign": SIGN,
-            "rounds": self.rounds,
-            "rounds_measured": self.rounds_measured,
-            "rounds_failed": self.rounds_failed,
             "control": self.control,
-            "rows_paired": self.rows_paired,
+            "sign": SIGN,
+            "rounds": self.rounds_measured,
+            "rounds_run": self.rounds,
+            "rounds_failed": self.rounds_failed,
+            "rows": self.rows_paired,
             "rows_total": self.rows_total,
-            "range": list(self.range) if self.range else None,
-            "median_delta": self.median_delta,
-            "baseline_delta": self.baseline_delta,
-            "corrected_delta": self.corrected_delta,
-            "within_side_spread": self.within_side_spread,
-            "delta_spread": self.delta_spread,
-            "sign_flips": [list(k) for k in self.sign_flips] if self.rounds_measured > 1 else None,
-            "beyond_noise": {
-                "shapes": len(self.beyond),
-                "judged": len(self.shapes),
-                "slower": self.slower,
-                "faster": self.faster,
-                "effect": self.effect,
-                "noise_median": median(self.noises) if self.noises else None,
-            }
-            if judged
-            else None,
+            "range_label": self.range_label(),
+            "low_pct": pct(r[0]) if r else None,
+            "high_pct": pct(r[1]) if r else None,
+            "median_pct": pct(self.median_delta),
+            "baseline_pct": pct(self.baseline_delta),
+            "corrected_pct": pct(self.corrected_delta),
+            "within_side_spread_pct": pct(self.within_side_spread),
+            "delta_spread_pct": pct(self.delta_spread),
+            "flips": len(self.sign_flips) if flips else None,
+            "flip_shapes": [
+                {"dtype": k[1], "shape": k[2], "occurrence": k[3]} for k in self.sign_flips
+            ]
+            if flips
+            else [],
+            "judged": len(self.shapes) if judged else None,
+            "beyond": len(self.beyond) if judged else None,
+            "slower": self.slower if judged else None,
+            "faster": self.faster if judged else None,
+            "direction": self.direction,
+            "effect_pct": pct(self.effect),
+            "noise_pct": pct(median(noises)) if noises else None,
             "floor": self.floor.to_json() if self.floor is not None else None,
+            "kernels_a": self.kernels_a,
+            "kernels_b": self.kernels_b,
             "kernels_changed": list(self.kernels_changed),
+            "convert_layout_a": self.convert_layout_a,
+            "convert_layout_b": self.convert_layout_b,
             "notes": list(self.all_notes),
             "caliber": dict(self.caliber),
             "shapes": [s.to_json() for s in self.shapes],

@@ -162,6 +162,10 @@ ACTS_IN: dict[str, tuple[frozenset[str], str]] = {
         "it lets an A/B screen or --zl-compare pair runs of different calibers",
     ),
     "zl_timeout": (frozenset({SCREEN}), "it limits each child run of an A/B screen (--zl-ab)"),
+    "zl_fail_beyond": (
+        frozenset({SCREEN, COMPARE}),
+        "it gates an A/B screen or --zl-compare on operators slower beyond noise",
+    ),
     "zl_resume": (
         frozenset({SCREEN}),
         "it continues an A/B screen root (--zl-ab or --zl-rounds with --zl-out=ROOT)",

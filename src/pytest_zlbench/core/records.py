@@ -11,7 +11,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,10 @@ CALIBER_FIELDS: tuple[str, ...] = (
     "tuner_cache",
     "direct_repeat",
 )
+#: ``bench_level`` of a run without FlagGems' ``--level``. It was ``n/a`` before, which pandas
+#: (and most CSV readers) read as a missing value; an identity that says ``n/a`` reads as this
+NO_LEVEL = "unset"
+_OLD_NO_LEVEL = "n/a"
 AUTOTUNE_MODES: tuple[str, ...] = ("record", "replay", "off")
 TUNER_CACHES: tuple[str, ...] = ("isolated", "shared", "inherited")
 TIMERS: tuple[str, ...] = ("graph", "direct")
@@ -103,6 +107,11 @@ class Row:
     #: measurement of the row took its turns with the other side's, ``unpaired`` when one was
     #: timed alone (the other side did not reach it); ``None`` outside lockstep
     lockstep: str | None = None
+    #: the size detail as FlagGems gives it (``metric.shape_detail``: tensor sizes as lists of
+    #: ints), ``None`` when the row's test gave only text; :attr:`shape` is its text, the key
+    #: rows pair by
+    shape_detail: Any = None
+    tflops: float | None = None  # FlagGems' ``metric.tflops`` of the candidate, when it has one
 
     @property
     def unlike_timers(self) -> str | None:
@@ -143,10 +152,35 @@ class Row:
         return self.status == "ok" and is_positive_latency(self.latency)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        for key in ("spread", "spread_base", "timer_base", "fallback_base", "lockstep"):
-            if data[key] is None:
-                del data[key]
+        """The row in ``rows.jsonl``: units in the names (``latency_ms``), ``shape`` as the
+        list FlagGems gives (``null`` when unknown) beside its text ``shape_text``, no NaN or
+        infinity (``null``). :meth:`from_json` reads this and the names written before."""
+        data: dict[str, Any] = {
+            "op": self.op,
+            "dtype": self.dtype,
+            "shape": json_safe(self.shape_detail),
+            "shape_text": self.shape,
+            "latency_ms": _finite(self.latency),
+            "latency_base_ms": _finite(self.latency_base),
+            "tflops": _finite(self.tflops),
+            "timer": self.timer,
+            "fallback": self.fallback,
+        }
+        for key, sp in (("spread", self.spread), ("spread_base", self.spread_base)):
+            if sp is not None:
+                data[key] = {
+                    "p20_ms": _finite(sp.p20),
+                    "p50_ms": _finite(sp.p50),
+                    "p80_ms": _finite(sp.p80),
+                    "n": sp.n,
+                }
+        data.update(node=self.node, card=self.card, status=self.status, error=self.error)
+        if self.timer_base is not None:
+            data["timer_base"] = self.timer_base
+        if self.fallback_base is not None:
+            data["fallback_base"] = self.fallback_base
+        if self.lockstep is not None:
+            data["lockstep"] = self.lockstep
         if self.unsteady:  # derived: recomputed on reading
             data["unsteady"] = list(self.unsteady)
         return data
@@ -155,6 +189,7 @@ class Row:
     def from_json(cls, data: Mapping[str, Any]) -> Row:
         if not isinstance(data, Mapping):
             raise RecordError(f"row is not a JSON object: {data!r:.60}")
+        data = _renamed(data)
         known = {f.name for f in fields(cls)}
         missing = [k for k in ("op", "dtype", "shape", "latency") if k not in data]
         if missing:
@@ -166,7 +201,7 @@ class Row:
                     kwargs[key] = Spread(**kwargs[key])
                 except TypeError as exc:
                     raise RecordError(f"row {key} is malformed: {exc}") from None
-        for key in ("latency", "latency_base"):
+        for key in ("latency", "latency_base", "tflops"):
             value = kwargs.get(key)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int | float)
@@ -176,6 +211,51 @@ class Row:
             if not isinstance(kwargs[key], str):
                 raise RecordError(f"row {key} is not a string: {kwargs[key]!r:.40}")
         return cls(**kwargs)
+
+
+#: the names ``rows.jsonl`` used before units were in them, and what they are now
+_OLD_NAMES = {"latency_ms": "latency", "latency_base_ms": "latency_base"}
+_OLD_SPREAD = {"p20_ms": "p20", "p50_ms": "p50", "p80_ms": "p80"}
+
+
+def _renamed(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as written now (``latency_ms``, ``shape`` list + ``shape_text``) in the names of
+    :class:`Row`; a row written before passes unchanged."""
+    out = dict(data)
+    for new, old in _OLD_NAMES.items():
+        if new in out:
+            out[old] = out.pop(new)
+    if "shape_text" in out:
+        out["shape_detail"] = out.get("shape")
+        out["shape"] = out.pop("shape_text")
+    for key in ("spread", "spread_base"):
+        sp = out.get(key)
+        if isinstance(sp, Mapping):
+            out[key] = {_OLD_SPREAD.get(k, k): v for k, v in sp.items()}
+    for key in ("spread", "spread_base"):
+        sp = out.get(key)
+        quantiles = ("p20", "p50", "p80")
+        if isinstance(sp, dict) and any(q in sp and sp[q] is None for q in quantiles):
+            out[key] = None  # a spread with a non-finite value written as null: unknown
+    return out
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` for a JSON file: NaN and infinity become ``null`` (JSON has neither), tuples
+    (``torch.Size`` among them) lists, and any other object its text."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return str(value)
 
 
 def is_positive_latency(value: float | None) -> bool:
@@ -221,6 +301,8 @@ class RunIdentity:
             if not isinstance(value, str | int | float) or isinstance(value, bool):
                 raise RecordError(f"{source}: field {key} is not a string: {value!r:.40}")
             values[key] = str(value)
+        if values["bench_level"] == _OLD_NO_LEVEL:
+            values["bench_level"] = NO_LEVEL
         if values["autotune_mode"] not in AUTOTUNE_MODES:
             raise RecordError(
                 f"{source}: autotune_mode {values['autotune_mode']!r} is not one of "
@@ -260,7 +342,9 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
+    """Write ``data`` as JSON atomically; NaN and infinity are written as ``null``."""
+    text = json.dumps(json_safe(data), indent=2, sort_keys=False, allow_nan=False)
+    write_atomic(path, text + "\n")
 
 
 def read_identity(run_dir: str | os.PathLike[str]) -> RunIdentity:
@@ -279,7 +363,7 @@ def write_identity(run_dir: str | os.PathLike[str], identity: RunIdentity) -> No
 
 
 def rows_to_jsonl(rows: Iterable[Row]) -> str:
-    return "".join(json.dumps(r.to_json(), allow_nan=True) + "\n" for r in rows)
+    return "".join(json.dumps(r.to_json(), allow_nan=False) + "\n" for r in rows)
 
 
 def iter_rows_jsonl(text: str, source: str = ROWS_FILE) -> Iterator[Row]:

@@ -1,26 +1,46 @@
-"""``screen.tsv``: one line per operator, written, read back and rendered (SPEC §7).
+"""``screen.tsv``: one line per operator of a screen's result (``core.result``), written, read
+back and rendered.
 
-The columns of SPEC §7 keep their positions, the seven caliber columns follow, and after them
-the columns that say how many shapes changed beyond noise (:mod:`core.noise`).
+A tidy table: every numeric column holds a number or nothing (paired and total rows apart, the
+range's low and high apart, every delta in percent with ``_pct`` in its name), a list is a JSON
+array, a column's name is the result file's name for the same value, and the terminal table
+shows the same names. README "Screen verdicts" documents every column.
 """
 
 from __future__ import annotations
 
+import json
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .records import CALIBER_FIELDS
-from .render import read_tsv, table, to_tsv
+from .render import read_tsv, to_tsv
 from .verdicts import VERDICTS
 
-SPEC_COLUMNS: tuple[str, ...] = (
+HEAD_COLUMNS: tuple[str, ...] = (
     "op",
     "verdict",
+    "status",
+    "rounds",
+    "rounds_run",
     "rows",
-    "range",
-    "median_delta_pct",
-    "sign_flips",
+    "rows_total",
+    "range_label",
+    "low_pct",
+    "high_pct",
+    "median_pct",
+    "baseline_pct",
+    "corrected_pct",
+    "flips",
+    "beyond",
+    "judged",
+    "slower",
+    "faster",
+    "effect_pct",
+    "noise_pct",
+    "stage",
     "kernels_a",
     "kernels_b",
     "kernels_changed",
@@ -28,86 +48,189 @@ SPEC_COLUMNS: tuple[str, ...] = (
     "convert_layout_b",
     "note",
 )
-NOISE_COLUMNS: tuple[str, ...] = (
+TAIL_COLUMNS: tuple[str, ...] = ("floor_source", "floor")
+COLUMNS: tuple[str, ...] = (*HEAD_COLUMNS, *CALIBER_FIELDS, *TAIL_COLUMNS)
+#: the columns that hold a number or nothing
+NUMERIC: frozenset[str] = frozenset(
+    {
+        "rounds",
+        "rounds_run",
+        "rows",
+        "rows_total",
+        "flips",
+        "beyond",
+        "judged",
+        "slower",
+        "faster",
+        "kernels_a",
+        "kernels_b",
+        "convert_layout_a",
+        "convert_layout_b",
+    }
+    | {c for c in HEAD_COLUMNS if c.endswith("_pct")}
+)
+#: the terminal table's columns (``screen.tsv``'s names); the rightmost ones go first when the
+#: table would be wider than :data:`WIDTH` (``note`` always stays)
+SHOWN: tuple[str, ...] = (
+    "op",
+    "verdict",
     "rounds",
-    "beyond_noise",
+    "rows",
+    "low_pct",
+    "high_pct",
+    "median_pct",
+    "beyond",
     "slower",
     "faster",
     "effect_pct",
     "noise_pct",
-    "floor",
+    "note",
 )
-COLUMNS: tuple[str, ...] = (*SPEC_COLUMNS, *CALIBER_FIELDS, *NOISE_COLUMNS)
+DROPPED_FIRST: tuple[str, ...] = ("faster", "rows", "noise_pct", "high_pct", "low_pct")
+WIDTH = 120
+_GAP = "  "
 
 
 @dataclass(frozen=True)
 class ScreenLine:
+    """One operator's line: every cell as text (what ``screen.tsv`` holds)."""
+
     op: str
     verdict: str
-    rows: str
-    range: str
-    median_delta_pct: str
-    sign_flips: str
-    kernels_a: str
-    kernels_b: str
-    kernels_changed: str
-    convert_layout_a: str
-    convert_layout_b: str
-    note: str
-    caliber: Mapping[str, str]
-    rounds: str = ""  # rounds whose deltas are in the numbers ("k/n" when some failed)
-    beyond_noise: str = ""  # "n/m" shapes beyond noise, "n/a (1 round)", "" when not judged
-    slower: str = ""  # of those, how many have B slower (delta > 0)
+    status: str = ""
+    rounds: str = ""
+    rounds_run: str = ""
+    rows_paired: str = ""  # column ``rows``
+    rows_total: str = ""
+    range_label: str = ""
+    low_pct: str = ""
+    high_pct: str = ""
+    median_pct: str = ""
+    baseline_pct: str = ""
+    corrected_pct: str = ""
+    flips: str = ""
+    beyond: str = ""
+    judged: str = ""
+    slower: str = ""
     faster: str = ""
-    effect_pct: str = ""  # median delta over the shapes beyond noise, percent
-    noise_pct: str = ""  # median over judged shapes of the noise each was judged against
-    floor: str = ""  # where the floor came from, per size class
+    effect_pct: str = ""
+    noise_pct: str = ""
+    stage: str = ""
+    kernels_a: str = ""
+    kernels_b: str = ""
+    kernels_changed: str = "[]"  # a JSON array
+    convert_layout_a: str = ""
+    convert_layout_b: str = ""
+    note: str = ""
+    caliber: Mapping[str, str] = field(default_factory=dict)
+    floor_source: str = ""
+    floor: str = ""
+
+    # ---- cells ---------------------------------------------------------------------------------
+
+    def cell(self, column: str) -> str:
+        if column in CALIBER_FIELDS:
+            return self.caliber.get(column, "")
+        return str(getattr(self, "rows_paired" if column == "rows" else column))
 
     def cells(self) -> list[str]:
-        head = [
-            self.op,
-            self.verdict,
-            self.rows,
-            self.range,
-            self.median_delta_pct,
-            self.sign_flips,
-            self.kernels_a,
-            self.kernels_b,
-            self.kernels_changed,
-            self.convert_layout_a,
-            self.convert_layout_b,
-            self.note,
-        ]
-        tail = [
-            self.rounds,
-            self.beyond_noise,
-            self.slower,
-            self.faster,
-            self.effect_pct,
-            self.noise_pct,
-            self.floor,
-        ]
-        cells = head + [self.caliber.get(k, "") for k in CALIBER_FIELDS] + tail
-        return [_one_line(c) for c in cells]
+        return [_one_line(self.cell(c)) for c in COLUMNS]
 
     def to_json(self) -> dict[str, Any]:
         return dict(zip(COLUMNS, self.cells(), strict=True))
 
     @classmethod
-    def from_json(cls, data: Mapping[str, str]) -> ScreenLine:
+    def from_json(cls, data: Mapping[str, Any]) -> ScreenLine:
         values = {k: str(data.get(k, "")) for k in COLUMNS}
-        if values["verdict"] not in VERDICTS:
+        if values["verdict"] and values["verdict"] not in VERDICTS:
             raise ValueError(
                 f"screen line for {values['op']!r}: unknown verdict {values['verdict']!r}"
             )
         caliber = {k: values.pop(k) for k in CALIBER_FIELDS}
+        values["rows_paired"] = values.pop("rows")
         return cls(caliber=caliber, **values)
 
-    def beyond_text(self) -> str:
-        """The beyond-noise count with its directions, as the terminal table shows it."""
-        parts = [f"{n} {word}" for n, word in ((self.slower, "slower"), (self.faster, "faster"))]
-        named = [p for p in parts if p.split(" ")[0] not in ("", "0")]
-        return f"{self.beyond_noise} ({', '.join(named)})" if named else self.beyond_noise
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> ScreenLine:
+        """The line of one operator of a result file (``core.result``, an ``ab.json``)."""
+
+        def num(key: str) -> str:
+            value = entry.get(key)
+            if value is None or isinstance(value, bool):
+                return ""
+            if key.endswith("_pct"):
+                return f"{value:+.3f}" if key != "noise_pct" else f"{value:.3f}"
+            return str(value)
+
+        floor = entry.get("floor")
+        judged = entry.get("judged") is not None
+        caliber = entry.get("caliber") or {}
+        return cls(
+            op=str(entry["op"]),
+            verdict=str(entry.get("verdict") or ""),
+            status=str(entry.get("status", "")),
+            rounds=num("rounds"),
+            rounds_run=num("rounds_run"),
+            rows_paired=num("rows"),
+            rows_total=num("rows_total"),
+            range_label=str(entry.get("range_label") or ""),
+            low_pct=num("low_pct"),
+            high_pct=num("high_pct"),
+            median_pct=num("median_pct"),
+            baseline_pct=num("baseline_pct"),
+            corrected_pct=num("corrected_pct"),
+            flips=num("flips"),
+            beyond=num("beyond"),
+            judged=num("judged"),
+            slower=num("slower"),
+            faster=num("faster"),
+            effect_pct=num("effect_pct"),
+            noise_pct=num("noise_pct"),
+            stage=str(entry.get("stage") or ""),
+            kernels_a=num("kernels_a"),
+            kernels_b=num("kernels_b"),
+            kernels_changed=json.dumps(list(entry.get("kernels_changed") or [])),
+            convert_layout_a=num("convert_layout_a"),
+            convert_layout_b=num("convert_layout_b"),
+            note="; ".join(str(n) for n in entry.get("notes") or ()),
+            caliber={k: str(caliber.get(k, "")) for k in CALIBER_FIELDS},
+            floor_source=str(floor["source"]) if floor and judged else "",
+            floor=str(floor["text"]) if floor and judged else "",
+        )
+
+    # ---- what a reader is shown ----------------------------------------------------------------
+
+    @property
+    def rows(self) -> str:
+        """Paired rows, ``k/n`` when not every row paired."""
+        if self.rows_total in ("", self.rows_paired):
+            return self.rows_paired
+        return f"{self.rows_paired}/{self.rows_total}"
+
+    @property
+    def range(self) -> str:
+        """The range as text: ``[label] low% ~ high%`` (empty without one)."""
+        if not self.low_pct:
+            return ""
+        text = f"{float(self.low_pct):+.2f}% ~ {float(self.high_pct):+.2f}%"
+        return f"{self.range_label} {text}" if self.range_label else text
+
+    @property
+    def changed_kernels(self) -> list[str]:
+        value = json.loads(self.kernels_changed or "[]")
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    def footnote(self) -> str:
+        """What the terminal table's ``note`` column refers to: the range's label, a status
+        other than complete, the notes."""
+        parts = []
+        if self.status and self.status not in ("complete", "failed"):
+            parts.append(self.status)
+        if self.range_label:
+            parts.append(f"range: {self.range_label}")
+        if self.note:
+            parts.append(self.note)
+        return "; ".join(parts)
 
 
 def _one_line(text: str) -> str:
@@ -123,51 +246,79 @@ def write_screen(lines: Iterable[ScreenLine]) -> str:
 
 
 def read_screen(text: str, source: str = "screen.tsv") -> list[ScreenLine]:
+    first = text.split("\n", 1)[0].split("\t")
+    if first[:4] == ["op", "verdict", "rows", "range"]:
+        raise ValueError(
+            f"{source}: written by an older pytest-zlbench (text cells); run `zlbench report "
+            "ROOT` on its screen root to write it again"
+        )
     return [ScreenLine.from_json(rec) for rec in read_tsv(text, COLUMNS, source)]
 
 
-def render_screen(lines: Sequence[ScreenLine]) -> list[str]:
-    headers = (
-        "op",
-        "verdict",
-        "rounds",
-        "rows",
-        "range (B/A - 1)",
-        "median",
-        "flips",
-        "beyond noise",
-        "effect",
-        "noise ±",
-        "kernels changed",
-        "convert_layout A->B",
-        "note",
-    )
+# --------------------------------------------------------------------------------------------
+# The terminal table
+
+
+def _fit(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max([len(h), *(len(r[i]) for r in body)]) for i, h in enumerate(headers)]
+    numeric = [h in NUMERIC for h in headers]
+
+    def fmt(cells: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if num else c.ljust(w)
+            for c, w, num in zip(cells, widths, numeric, strict=True)
+        ]
+        return _GAP.join(out).rstrip()
+
+    lines = [fmt(headers), _GAP.join("-" * w for w in widths)]
+    return lines + [fmt(r) for r in body]
+
+
+def table_width(lines: Sequence[str]) -> int:
+    return max((len(t) for t in lines), default=0)
+
+
+def render_screen(lines: Sequence[ScreenLine], width: int = WIDTH) -> list[str]:
+    """The terminal table of ``lines`` (their ``screen.tsv`` names), at most ``width`` columns
+    wide where the operators' names allow it (columns of :data:`DROPPED_FIRST` are left out
+    until it fits; ``screen.tsv`` has them all). Notes are numbered footnotes below it."""
     body = []
+    count = 0
     for line in lines:
-        has_kernels = line.kernels_a not in ("", "0") or line.kernels_b not in ("", "0")
-        cvt = f"{line.convert_layout_a}->{line.convert_layout_b}" if has_kernels else ""
-        body.append(
-            [
-                line.op,
-                line.verdict,
-                line.rounds,
-                line.rows,
-                line.range,
-                f"{line.median_delta_pct}%" if line.median_delta_pct else "",
-                line.sign_flips,
-                line.beyond_text(),
-                f"{line.effect_pct}%" if line.effect_pct else "",
-                f"{line.noise_pct}%" if line.noise_pct else "",
-                line.kernels_changed or "",
-                cvt,
-                line.note,
-            ]
-        )
-    out = table(headers, body)
-    # operators that failed before any run completed carry no caliber: show the others'
+        mark = ""
+        if line.footnote():
+            count += 1
+            mark = f"[{count}]"
+        row = []
+        for column in SHOWN:
+            if column == "note":
+                row.append(mark)
+            elif column == "verdict":
+                row.append(line.verdict or line.status)
+            else:
+                row.append(line.cell(column))
+        body.append(row)
+    shown = list(SHOWN)
+    out = _fit(shown, body)
+    for column in DROPPED_FIRST:
+        if table_width(out) <= width:
+            break
+        i = shown.index(column)
+        shown.pop(i)
+        body = [r[:i] + r[i + 1 :] for r in body]
+        out = _fit(shown, body)
+    wrap = textwrap.TextWrapper(width=width, subsequent_indent="     ", break_on_hyphens=False)
+    for n, (line, text) in enumerate(
+        ((ln, ln.footnote()) for ln in lines if ln.footnote()), start=1
+    ):
+        out += wrap.wrap(f"[{n}] {line.op}: {text}")
     known = [line.caliber for line in lines if any(line.caliber.get(k) for k in CALIBER_FIELDS)]
     for cal in {tuple(c.get(k, "") for k in CALIBER_FIELDS): c for c in known}.values():
-        out.append("caliber: " + " ".join(f"{k}={cal.get(k, '')}" for k in CALIBER_FIELDS))
+        out += wrap.wrap("caliber: " + " ".join(f"{k}={cal.get(k, '')}" for k in CALIBER_FIELDS))
     for floor in dict.fromkeys(line.floor for line in lines if line.floor):
-        out.append(f"noise floor: {floor}")
+        out += wrap.wrap(f"noise floor: {floor}")
+    out.append(
+        "delta = B/A - 1 in percent (*_pct): positive means side B is slower; "
+        "README 'Screen verdicts' names every column"
+    )
     return out

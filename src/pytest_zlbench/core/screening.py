@@ -23,8 +23,8 @@ from .pairing import Key, Pair, Pairing, RoundInput, key_text, keyed, pair_rows
 from .records import CALIBER_FIELDS, Row
 from .screen_tsv import (
     COLUMNS,
-    NOISE_COLUMNS,
-    SPEC_COLUMNS,
+    HEAD_COLUMNS,
+    TAIL_COLUMNS,
     ScreenLine,
     read_screen,
     render_screen,
@@ -53,9 +53,9 @@ from .verdicts import (
 __all__ = [
     "BASELINE_MOVE",
     "COLUMNS",
+    "HEAD_COLUMNS",
     "IR_CHANGED",
     "IR_UNKNOWN",
-    "NOISE_COLUMNS",
     "NO_IR_DIFF",
     "NO_ROWS",
     "NO_TRITON",
@@ -64,8 +64,8 @@ __all__ = [
     "SIDE_FIELD",
     "SKIP_NOTE",
     "SPECIALISATION_ONLY",
-    "SPEC_COLUMNS",
     "SWITCH_FIELD",
+    "TAIL_COLUMNS",
     "VERDICTS",
     "Key",
     "NoiseFloor",
@@ -167,7 +167,10 @@ def _shape(key: Key, pairs: Sequence[Pair]) -> ShapeResult:
     if len(known) == len(pairs):
         corrected = tuple((1 + d) / (1 + b) - 1 for d, b in zip(deltas, known, strict=True))
     latency = median([p.a.latency for p in pairs if p.a.latency is not None])
-    return ShapeResult(key, deltas, known, latency, corrected)
+    first = pairs[0].a
+    return ShapeResult(
+        key, deltas, known, latency, corrected, node=first.node, detail=first.shape_detail
+    )
 
 
 def _flip_text(op: str, flips: Sequence[Key], limit: int = 3) -> str:

@@ -36,6 +36,11 @@ SHARD_HELP = (
     "the parts"
 )
 SHARD_FROM_HELP = "Balance --zl-shard by the child run durations in an earlier screen root"
+FAIL_BEYOND_HELP = (
+    "CI gate: exit with status 6 when an operator is slower on side B by more than PCT percent "
+    "(its median delta over the shapes beyond noise; a comparison of two runs: over every "
+    "shape)"
+)
 COMPARE_TO_HELP = (
     "Compare against the stored run NAME (--zl-save): the run --zl-out records, or --zl-compare"
 )
@@ -71,6 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         child=DROP,
         metavar="lockstep|sequential|process",
     )
+    add(parser, group, "--zl-fail-beyond", FAIL_BEYOND_HELP, child=DROP, metavar="PCT")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -237,7 +237,7 @@ class RunRecorder(WorkerRows):
             backend=backend.name,
             device=device,
             timer=timer_of_run(self.rows, requested),
-            bench_level=str(level) if level is not None else "n/a",
+            bench_level=str(level) if level is not None else records.NO_LEVEL,
             shape_mode=shape_mode(config),
             tuner_cache=tuner,
             direct_repeat=settings.direct_repeat() if settings is not None else "",

@@ -25,12 +25,13 @@ from ..contract import (
     SUMMARY_FILE,
 )
 from ..core import records
+from ..core.result import RESULT_FILE
 from ..core.store import STORE_DIR, Entry, Store, StoreError, caliber_key
 
 #: the files of a stored run: its results, never its caches or log
 RUN_FILES = (IDENTITY_FILE, ROWS_FILE, SUMMARY_FILE, IR_FILE, PINS_FILE, COMPLETE_FILE)
 #: the files of a stored screen, and of each of its operators' directories
-SCREEN_FILES = (SCREEN_FILE, SETTINGS_FILE)
+SCREEN_FILES = (SCREEN_FILE, SETTINGS_FILE, RESULT_FILE)
 SCREEN_OP_FILES = (AB_FILE, NOTES_FILE)
 
 COMPARE_PREFIX = "vs_"

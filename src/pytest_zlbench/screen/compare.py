@@ -3,6 +3,7 @@ an A/B root re-aggregated in place. Reads run directories only and runs no tests
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -12,15 +13,17 @@ from typing import Any
 import pytest
 
 from .. import _common
-from ..contract import COMPARE_FILE, ROUND_GLOB
-from ..core import records, screening
+from ..contract import COMPARE_FILE, ROUND_GLOB, SETTINGS_FILE
+from ..core import records, result, screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import check as caliber_check
 from ..core.caliber import refusing, unreadable
+from ..core.gate import REGRESSION_EXIT
 from ..core.parsing import parse_bool
 from ..core.records import RecordError
 from ..core.rundir import IdentityError, Side, load_side
-from .results import aggregate_op_dir, caliber_line, write_and_show, write_op_result
+from .outputs import exit_status, fail_beyond, publish
+from .results import aggregate_op_dir, caliber_line, write_op_result
 from .settings import default_root
 
 
@@ -51,7 +54,8 @@ def run_compare(config: pytest.Config) -> int:
                 f"--zl-compare-to pairs the stored run with one run directory, got {len(paths)}"
             )
         paths.insert(0, stored_run(config, str(name)))
-    return compare_paths(paths, mode.out, allow, terminal_writer(config), config)
+    limit = fail_beyond(config)
+    return compare_paths(paths, mode.out, allow, terminal_writer(config), config, limit)
 
 
 def compare_paths(
@@ -60,11 +64,14 @@ def compare_paths(
     allow: bool,
     tw: Any,
     config: pytest.Config | None = None,
+    fail_beyond: float | None = None,
 ) -> int:
     """The one implementation of ``--zl-compare`` and ``zlbench compare``/``zlbench report``:
     two run directories paired into ``out`` (else a fresh directory under runs/), or one A/B
     root re-aggregated in place. ``tw`` is anything with pytest's terminal writer's ``line``
-    and ``sep``; bad input raises :class:`pytest.UsageError`; returns the exit status."""
+    and ``sep``; bad input raises :class:`pytest.UsageError`; returns the exit status, the
+    gate's (``core.gate``) when ``fail_beyond`` (a percentage) is given and an operator got
+    slower by more."""
     if len(paths) not in (1, 2):
         raise pytest.UsageError(
             f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
@@ -78,17 +85,17 @@ def compare_paths(
         from ..core.rundir import kind_of
 
         if kind_of(Path(paths[0])) != SCREEN:  # refused by reaggregate in its own words
-            return reaggregate(Path(paths[0]), allow, tw)
+            return reaggregate(Path(paths[0]), allow, tw, fail_beyond)
         with _hold(config, SCREEN, Path(paths[0]), option="--zl-compare") as held:
-            rc = reaggregate(Path(paths[0]), allow, tw)
+            rc = reaggregate(Path(paths[0]), allow, tw, fail_beyond)
             held.keep()
         return rc
     from ..claim import COMPARE
 
     root = Path(out) if out else default_root()
     with _hold(config, COMPARE, root) as held:
-        rc = compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw)
-        if rc == 0:
+        rc = compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw, fail_beyond)
+        if rc in (0, REGRESSION_EXIT):
             held.keep()
     return rc
 
@@ -110,7 +117,9 @@ def refuse(tw: Any) -> int:
     return int(pytest.ExitCode.USAGE_ERROR)
 
 
-def compare_two(path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any) -> int:
+def compare_two(
+    path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any, limit: float | None = None
+) -> int:
     sides: list[Side] = []
     identity_problem = False
     errors: list[str] = []
@@ -153,23 +162,24 @@ def compare_two(path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any) ->
         )
         results.append(screening.aggregate(op, [rnd], notes))
     results = screening.judge_screen(results)  # one noise floor for every operator of the pair
+    paths = {
+        "a": {"path": str(path_a.resolve()), "source": a.source},
+        "b": {"path": str(path_b.resolve()), "source": b.source},
+    }
+    entries = [r.to_json() for r in results]
     try:
         root.mkdir(parents=True, exist_ok=True)
         records.write_json(
             root / COMPARE_FILE,
-            {
-                "a": {"path": str(path_a.resolve()), "source": a.source},
-                "b": {"path": str(path_b.resolve()), "source": b.source},
-                "ops": [r.to_json() for r in results],
-            },
+            {"schema_version": result.SCHEMA_VERSION, **paths, "ops": entries},
         )
     except OSError as exc:
         raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
-    write_and_show(root, [r.to_line() for r in results], tw)
-    return 0
+    doc = result.document(result.COMPARE, entries, sides=paths)
+    return exit_status(0, publish(root, doc, tw, limit))
 
 
-def reaggregate(root: Path, allow: bool, tw: Any) -> int:
+def reaggregate(root: Path, allow: bool, tw: Any, limit: float | None = None) -> int:
     if not root.is_dir():
         raise pytest.UsageError(f"--zl-compare {root}: no such directory")
     op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
@@ -181,17 +191,28 @@ def reaggregate(root: Path, allow: bool, tw: Any) -> int:
     results = []
     problems: list[str] = []
     for op_dir in op_dirs:
-        result, found = aggregate_op_dir(op_dir, allow=allow, require_done=True)
+        aggregated, found = aggregate_op_dir(op_dir, allow=allow, require_done=True)
         problems += found
-        results.append((op_dir, result))
+        results.append((op_dir, aggregated))
     for problem in problems:
         caliber_line(tw, problem)
     if refusing(problems, allow):
         return refuse(tw)
     judged = screening.judge_screen([r for _, r in results])  # the screen's one noise floor
     results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
-    for op_dir, result in results:
-        write_op_result(op_dir, result)
-    write_and_show(root, [r.to_line() for _, r in results], tw)
+    for op_dir, res in results:
+        write_op_result(op_dir, res)
+    settings = read_result_settings(root)
+    doc = result.document(result.SCREEN, [r.to_json() for _, r in results], settings=settings)
+    out = publish(root, doc, tw, limit)
     failed = any(r.rounds_failed for _, r in results)
-    return int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK)
+    return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)
+
+
+def read_result_settings(root: Path) -> dict[str, Any] | None:
+    """``screen.json`` of a root, ``None`` when it has none (a root of an older version)."""
+    try:
+        data = json.loads((root / SETTINGS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

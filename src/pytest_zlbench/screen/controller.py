@@ -20,6 +20,7 @@ from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
 from ..core.rounds import RoundView
+from ..core.result import RESULT_FILE
 from .children import Children, Deterministic, DtypeFallback, same_failure
 from .results import (
     add_note,
@@ -29,7 +30,6 @@ from .results import (
     mark_done,
     read_screen,
     write_op_result,
-    write_screen,
 )
 from .settings import AbSettings, default_root, load_settings, prepare_root
 
@@ -116,6 +116,7 @@ class AbController:
         self.batches_run: set[str] = set()
         #: every operator's seconds of side-worker time, for the next screen's cards split
         self.costs: dict[str, float] = {}
+        self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
 
     # ---- collection ------------------------------------------------------------------------
 
@@ -151,6 +152,7 @@ class AbController:
                 self.config, {op: m for op, m in groups.items() if reasons[op] is None}
             )
         new_items: list[pytest.Item] = []
+        planned: dict[str, str | None] = {}  # screen_result.json: op -> why it is skipped
         for op, members in groups.items():
             first_file = members[0].nodeid.split("::", 1)[0]
             batch = batch_of.get(op)
@@ -172,8 +174,10 @@ class AbController:
             elif batch is not None:
                 item.batch = batch
                 self.batches.setdefault(batch, []).append(item)
+            planned[op] = None if reason is None else f"dismissed (ops/dismiss.yaml): {reason}"
             new_items.append(item)
         items[:] = new_items
+        self.result_update(planned)
 
     # ---- running one operator --------------------------------------------------------------
 
@@ -218,6 +222,7 @@ class AbController:
                 self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
                 shutil.rmtree(op_dir)
             op_dir.mkdir(parents=True)
+            self.result_update()  # screen_result.json: this operator is running
             self._measure_or_fall_back(item, op_dir)
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
         write_op_result(op_dir, result)
@@ -225,7 +230,14 @@ class AbController:
         for problem in problems:
             self.progress(problem, terminal=False)
         mark_done(op_dir)
+        self.result_update()  # screen_result.json: this operator is complete (or failed)
         return result
+
+    def result_update(self, planned: dict[str, str | None] | None = None) -> None:
+        """Write ``screen_result.json`` from the root's directories (``result_file.update``)."""
+        from . import result_file
+
+        result_file.update(self.settings.root, planned)
 
     def _measure_or_fall_back(self, item: OpItem, op_dir: Path, since: Since = FROM_START) -> None:
         """Measure ``item`` one process per side, from round ``since.start`` (0: from its
@@ -338,11 +350,14 @@ class AbController:
             return
         if self.refused():
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        if not self.lines:
+        if not self.lines and not (self.settings.root / RESULT_FILE).is_file():
             return
         self.judge()
-        path = write_screen(self.settings.root, list(self.lines.values()))
-        self.progress(f"wrote {path} ({len(self.lines)} operators)", terminal=False)
+        from . import outputs  # screen_result.json, screen.tsv, the gate, the report
+
+        self.outputs = outputs.finish_screen(self.config, self.settings.root)
+        session.exitstatus = outputs.exit_status(int(session.exitstatus), self.outputs)
+        self.progress(f"wrote {self.outputs.tsv} ({len(self.lines)} operators)", terminal=False)
 
     def judge(self) -> None:
         """Judge every screened operator's shapes against one noise floor for the whole screen
@@ -371,7 +386,7 @@ class AbController:
                 "--zl-allow-caliber-mismatch measures them anyway",
                 red=True,
             )
-        if not self.lines or not path.is_file():
+        if self.outputs is None or not path.is_file():
             terminalreporter.write_line("no operator was screened")
             return
         back = read_screen(self.settings.root)
@@ -383,7 +398,7 @@ class AbController:
         terminalreporter.write_line(
             f"zlbench: switch on side B: {switch}; rounds={self.settings.rounds}"
         )
-        terminalreporter.write_line(f"zlbench: wrote {path}")
+        self.outputs.show(terminalreporter)
 
     @pytest.hookimpl
     def pytest_report_header(self, config: pytest.Config) -> list[str]:

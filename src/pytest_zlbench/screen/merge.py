@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from ..contract import PROGRESS_FILE, ROUND_GLOB, SCREEN_FILE, SETTINGS_FILE
-from ..core import records, screening
+from ..core import records
 from ..core.records import CALIBER_FIELDS
-from .results import read_screen, write_and_show
+from .results import read_screen
 
 #: settings that may differ between parts: where each host kept its replay, and the shard
 PER_PART = ("replay_from", "shard")
@@ -127,6 +127,9 @@ def merge(roots: Sequence[str | Path], out: str | Path, tw: Any) -> int:
         raise pytest.UsageError(f"zlbench merge -o {target}: not writable ({exc})") from None
     for text in warnings:
         tw.line(text, yellow=True)
-    lines: list[screening.ScreenLine] = [line for p in parts for line in p.lines]
-    write_and_show(target, lines, tw)
+    from . import result_file
+    from .outputs import publish
+
+    planned: dict[str, str | None] = {line.op: None for p in parts for line in p.lines}
+    publish(target, result_file.update(target, planned, final=True), tw, None)
     return 0

@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from ..contract import (
     AB_FILE,
     CHILD_FAILED_FILE,
@@ -76,27 +74,14 @@ def read_screen(root: Path) -> list[screening.ScreenLine]:
 def write_op_result(op_dir: Path, result: screening.OpResult) -> None:
     """``ab.json``, and the plot when matplotlib is installed and the result has a range."""
     from ..adapters import plot
+    from ..core.result import SCHEMA_VERSION
 
-    records.write_json(op_dir / AB_FILE, result.to_json())
+    records.write_json(op_dir / AB_FILE, {"schema_version": SCHEMA_VERSION, **result.to_json()})
     try:
         plot.write(op_dir / plot.PLOT_FILE, result)
     except Exception as exc:  # a plot is an extra: it never costs a screen its results
         first = (str(exc).splitlines() or [""])[0]
         sys.stderr.write(f"zlbench: {result.op}: no plot ({type(exc).__name__}: {first})\n")
-
-
-def write_and_show(root: Path, lines: list[screening.ScreenLine], tw: Any) -> None:
-    path = root / SCREEN_FILE
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        write_screen(root, lines)
-    except OSError as exc:
-        raise pytest.UsageError(f"{path}: not writable ({exc.strerror})") from None
-    back = read_screen(root)
-    tw.sep("=", "zlbench screen")
-    for line in screening.render_screen(back):
-        tw.line(line)
-    tw.line(f"zlbench: wrote {path}")
 
 
 def failure_of(run_dir: Path) -> str | None:

@@ -1,0 +1,82 @@
+"""What a screen, a re-aggregation, a comparison or a merge leaves at its end: the result
+document (``screen_result.json``), its views (``screen.tsv``, the terminal table, the
+pictures, ``report.html``), and the CI gate's verdict (``--zl-fail-beyond``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import _common
+from ..core import screening
+from ..core.gate import Verdict, judge, parse_percent
+from ..core.gate import exit_status as gated
+from ..core.result import RESULT_FILE
+from . import result_file
+from .results import read_screen
+
+
+@dataclass
+class Outputs:
+    root: Path
+    doc: Mapping[str, Any]
+    tsv: Path
+    gate: Verdict | None = None
+    files: list[Path] = field(default_factory=list)  # report.html, overview.svg
+
+    def show(self, tw: Any) -> None:
+        """The lines under the table: the gate's, and the files written."""
+        if self.gate is not None:
+            for text in self.gate.lines():
+                tw.line(text, red=self.gate.failed, green=not self.gate.failed)
+        tw.line(f"zlbench: wrote {self.tsv}")
+        tw.line(f"zlbench: wrote {self.root / RESULT_FILE}")
+        for path in self.files:
+            tw.line(f"zlbench: wrote {path}")
+
+
+def fail_beyond(config: pytest.Config | None) -> float | None:
+    """``--zl-fail-beyond`` (or ``zl_fail_beyond`` in the ini) as a percentage."""
+    if config is None:
+        return None
+    return _common.get(config, "zl_fail_beyond", parse_percent, None)
+
+
+def finish(
+    root: Path, doc: Mapping[str, Any], limit: float | None, write_doc: bool = True
+) -> Outputs:
+    """Write the document (unless already written) and its views; judge the gate."""
+    if write_doc:
+        result_file.write_document(root, doc)
+    tsv = result_file.write_views(root, doc)
+    files = result_file.write_report(root, doc)
+    verdict = judge(doc, limit) if limit is not None else None
+    return Outputs(root, doc, tsv, verdict, files)
+
+
+def finish_screen(config: pytest.Config, root: Path) -> Outputs:
+    """The end of a screen session: every operator's status, judged results, views, gate."""
+    limit = fail_beyond(config)  # a bad value was refused before any test ran (preflight)
+    return finish(root, result_file.update(root, final=True), limit, write_doc=False)
+
+
+def publish(root: Path, doc: Mapping[str, Any], tw: Any, limit: float | None) -> Outputs:
+    """:func:`finish`, then the table read back from ``screen.tsv`` and the lines under it."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        out = finish(root, doc, limit)
+    except OSError as exc:
+        raise pytest.UsageError(f"{root}: not writable ({exc.strerror})") from None
+    tw.sep("=", "zlbench screen")
+    for line in screening.render_screen(read_screen(root)):
+        tw.line(line)
+    out.show(tw)
+    return out
+
+
+def exit_status(current: int, outputs: Outputs | None) -> int:
+    return gated(current, outputs.gate if outputs is not None else None)

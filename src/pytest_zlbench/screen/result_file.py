@@ -1,0 +1,145 @@
+"""``screen_result.json`` of a screen root: written at collection (every operator ``not
+started``), again as each operator starts and completes (under a lock: xdist workers share the
+root), and last when the session ends; ``screen.tsv``, the terminal table, the pictures and
+``report.html`` are views of it (``core.result``)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..contract import AB_FILE, RECORD_DIR, ROUND_GLOB, SETTINGS_FILE
+from ..core import records, result
+from ..core.result import NOT_STARTED, RESULT_FILE, RUNNING, SKIPPED
+from .results import aggregate_op_dir, is_done, write_screen
+
+LOCK_FILE = ".screen_result.lock"
+REPORT_FILE = "report.html"
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / LOCK_FILE, "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def read_result(root: Path) -> dict[str, Any] | None:
+    """The result document of ``root``, ``None`` when it has none or an unreadable one."""
+    try:
+        data = json.loads((root / RESULT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _settings(root: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((root / SETTINGS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _is_op_dir(path: Path) -> bool:
+    return path.is_dir() and (
+        any(path.glob(ROUND_GLOB)) or (path / RECORD_DIR).exists() or is_done(path)
+    )
+
+
+def _entry(root: Path, op: str, planned: Mapping[str, Any], final: bool) -> dict[str, Any]:
+    op_dir = root / op
+    if is_done(op_dir):
+        try:
+            data = json.loads((op_dir / AB_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and "status" in data:
+            data.pop("schema_version", None)
+            return data
+        return aggregate_op_dir(op_dir)[0].to_json()  # an ab.json of an earlier version
+    if op_dir.is_dir():
+        if final:  # the session ended without finishing it: failed, saying so
+            return aggregate_op_dir(op_dir, require_done=True)[0].to_json()
+        return result.pending(op, RUNNING)
+    if planned.get("status") == SKIPPED:
+        return result.pending(op, SKIPPED, (planned.get("notes") or [None])[0])
+    return result.pending(op, NOT_STARTED)
+
+
+def update(
+    root: Path, planned: Mapping[str, str | None] | None = None, final: bool = False
+) -> dict[str, Any]:
+    """Write ``screen_result.json`` of a screen root from what its directories hold; returns
+    the document. ``planned``: operators collected (op -> the reason it is skipped, or
+    ``None``), added to those the file already lists."""
+    with _locked(root):
+        before = read_result(root) or {}
+        known: dict[str, dict[str, Any]] = {
+            str(e["op"]): e for e in before.get("operators", ()) if isinstance(e, dict)
+        }
+        for op, reason in (planned or {}).items():
+            if reason is not None:
+                known[op] = result.pending(op, SKIPPED, reason)
+            else:
+                known.setdefault(op, result.pending(op, NOT_STARTED))
+        for path in root.iterdir():
+            if not path.name.startswith(".") and _is_op_dir(path):
+                known.setdefault(path.name, result.pending(path.name, RUNNING))
+        entries = [_entry(root, op, prior, final) for op, prior in sorted(known.items())]
+        doc = result.document(result.SCREEN, entries, settings=_settings(root), finished=final)
+        records.write_json(root / RESULT_FILE, doc)
+    return doc
+
+
+def write_document(root: Path, doc: Mapping[str, Any]) -> None:
+    """Write a document made whole (a comparison, a re-aggregation, a merge): one writer,
+    the session or command that holds the directory, so no lock."""
+    records.write_json(root / RESULT_FILE, doc)
+
+
+def write_views(root: Path, doc: Mapping[str, Any]) -> Path:
+    """``screen.tsv`` from the document; returns its path."""
+    return write_screen(root, result.lines_of(doc))
+
+
+def write_report(root: Path, doc: Mapping[str, Any]) -> list[Path]:
+    """``overview.svg`` and ``report.html`` of a root (the report without pictures when
+    matplotlib is missing: one line on stderr says so); returns the files written."""
+    from ..adapters import plot
+    from ..core import report
+
+    written: list[Path] = []
+    pictures: dict[str, str] = {}
+    overview = None
+    why = plot.unavailable()
+    if why is None:
+        try:
+            if plot.write_overview(root / plot.OVERVIEW_FILE, doc):
+                written.append(root / plot.OVERVIEW_FILE)
+                overview = (root / plot.OVERVIEW_FILE).read_text(encoding="utf-8")
+        except Exception as exc:  # a picture never costs a screen its results
+            _no_picture("overview", exc)
+        for entry in doc.get("operators", ()):
+            svg = root / str(entry["op"]) / plot.PLOT_FILE
+            if entry.get("low_pct") is not None and svg.is_file():
+                pictures[str(entry["op"])] = svg.read_text(encoding="utf-8")
+    else:
+        sys.stderr.write(f"zlbench: {why} ({root / REPORT_FILE} has no pictures)\n")
+    records.write_atomic(root / REPORT_FILE, report.html(doc, overview, pictures))
+    written.append(root / REPORT_FILE)
+    return written
+
+
+def _no_picture(what: str, exc: Exception) -> None:
+    first = (str(exc).splitlines() or [""])[0]
+    sys.stderr.write(f"zlbench: no {what} picture ({type(exc).__name__}: {first})\n")
