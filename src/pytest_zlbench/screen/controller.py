@@ -19,8 +19,8 @@ from ..contract import PROGRESS_FILE, RECORD_DIR, RECORD_SIDE, SCREEN_FILE, roun
 from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
-from ..core.rounds import RoundView
 from ..core.result import RESULT_FILE
+from ..core.rounds import RoundView
 from .children import Children, Deterministic, DtypeFallback, same_failure
 from .results import (
     add_note,
