@@ -136,6 +136,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     tw = Writer()
     if not root.exists():
         return show_stored_screen(args, tw)
+    from .contract import SETTINGS_FILE
+    from .core.rundir import SCREEN, marked_kind
+
+    # never write a screen's files into a folder that only looks like one
+    if marked_kind(root) != SCREEN and not (root / SETTINGS_FILE).is_file():
+        raise Usage(f"report {root}: not an A/B root (no screen.json or .zl_kind of a screen)")
     # compare_paths writes screen_result.json and, from it, report.html (report_files)
     return compare_paths(
         [root], None, args.allow_caliber_mismatch, tw, fail_beyond=args.fail_beyond

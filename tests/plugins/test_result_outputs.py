@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from pytest_zlbench import cli
-from pytest_zlbench.core import records
+from pytest_zlbench.core import records, rundir
 from pytest_zlbench.core.records import Row
 from zl_testing import NO_HYPOTHESIS
 
@@ -61,6 +61,8 @@ def synthetic_screen(root: Path) -> Path:
             run_dir(root / op / f"r{k + 1}_A", rows(op, shapes, None))
             run_dir(root / op / f"r{k + 1}_B", rows(op, shapes, k))
         (root / op / "op.complete").write_text("")
+    # a screen root says what it is, as every root a screen creates does
+    (root / rundir.KIND_FILE).write_text(rundir.kind_marker(rundir.SCREEN, "2026-12-01T00:00:00"))
     return root
 
 

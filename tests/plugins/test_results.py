@@ -212,7 +212,7 @@ def test_report_and_plot_refuse_a_folder_that_is_no_screen(
     a, _ = runs
     rc, _, err = zlbench(capsys, "report", a)
     assert rc == 4
-    one_error(err, "neither a run directory pair nor an A/B root")
+    one_error(err, "not an A/B root")
     rc, _, err = zlbench(capsys, "plot", a)
     assert rc == 4
     one_error(err, "not an A/B root")
@@ -505,3 +505,15 @@ def test_a_run_records_its_checkout_and_the_cards_state(bench_suite: pytest.Pyte
         }
     assert info["versions"]["pytest"] == pytest.__version__
     assert info["versions"]["pytest-zlbench"]
+
+
+def test_report_refuses_a_folder_that_is_no_screen_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``zlbench report`` re-aggregated any folder holding ``<op>/r1_A`` and wrote its
+    screen.tsv there."""
+    (tmp_path / "abs" / "r1_A").mkdir(parents=True)
+    rc, _, err = zlbench(capsys, "report", tmp_path)
+    assert rc == 4
+    one_error(err, f"report {tmp_path}: not an A/B root")
+    assert not (tmp_path / "screen.tsv").exists()
