@@ -29,6 +29,17 @@ def busy(n=200):
     return total
 """
 
+#: a test-file function standing in for Triton: one TTGIR file in the run's own cache (needs
+#: ``import os``)
+WRITE_TTGIR = '''
+def write_ttgir(kernel, body):
+    """Stand in for Triton: one TTGIR file in this run's cache."""
+    folder = os.path.join(os.environ["TRITON_CACHE_DIR"], "h0")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, kernel + ".ttgir"), "w") as handle:
+        handle.write(body)
+'''
+
 #: a test file timing a pure-Python callable with ``zl_bench`` (no torch: in-process runs of
 #: pytester drop newly imported modules afterwards, and torch cannot be imported twice)
 BENCH_TESTS = (

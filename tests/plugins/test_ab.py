@@ -20,7 +20,7 @@ from pytest_zlbench.core import compat, screening
 from pytest_zlbench.core.records import CALIBER_FIELDS, is_complete, read_identity
 from pytest_zlbench.screen.controller import OpItem
 from pytest_zlbench.screen.options import dropped_options, passthrough_args, reset_inis
-from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, error_lines
+from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR, error_lines
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
@@ -44,15 +44,8 @@ import pytest
 
 """
     + BUSY
-    + '''
-
-def write_ttgir(kernel, body):
-    """Stand in for Triton: one TTGIR file in this run's cache."""
-    folder = os.path.join(os.environ["TRITON_CACHE_DIR"], "h0")
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, kernel + ".ttgir"), "w") as handle:
-        handle.write(body)
-'''
+    + "\n"
+    + WRITE_TTGIR
 )
 
 #: two tests sharing the mark ``abs``: one operator of two rows

@@ -16,7 +16,7 @@ import pytest
 from pytest_zlbench import cli
 from pytest_zlbench.core import screening
 from pytest_zlbench.core.records import read_identity
-from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error
+from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR, assert_usage_error
 
 OPS_CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
@@ -40,11 +40,9 @@ import pytest
     + BUSY
     + """
 
-def write_ttgir(kernel, body):
-    folder = os.path.join(os.environ["TRITON_CACHE_DIR"], "h0")
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, kernel + ".ttgir"), "w") as handle:
-        handle.write(body)
+"""
+    + WRITE_TTGIR
+    + """
 
 
 @pytest.mark.abs

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_zlbench.core import screening
 from pytest_zlbench.core.records import is_complete, read_identity, read_rows
-from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS
+from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
@@ -66,15 +66,11 @@ import time
 import pytest
 """
     + BUSY
-    + '''
+    + """
 
-def write_ttgir(kernel, body):
-    """Stand in for Triton: one TTGIR file in this process's cache."""
-    folder = os.path.join(os.environ["TRITON_CACHE_DIR"], "h_" + kernel)
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, kernel + ".ttgir"), "w") as handle:
-        handle.write(body)
-
+"""
+    + WRITE_TTGIR
+    + """
 
 @pytest.mark.abs
 @pytest.mark.parametrize("size", [100, 300])
@@ -101,7 +97,7 @@ def test_steady(zl_bench):
 @pytest.mark.zl_op("relu")
 def test_relu(zl_bench):
     zl_bench(lambda: busy(50), op="relu", dtype="int", shape="[50]")
-'''
+"""
 )
 
 #: an operator whose side-B process dies in every round (after measuring one row)
