@@ -13,11 +13,13 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_zlbench.core import screening
 from pytest_zlbench.core.records import is_complete, read_identity, read_rows
+from pytest_zlbench.screen.sides import COST_FILE, WORKERS_DIR
 from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
@@ -62,6 +64,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 """
@@ -107,6 +110,11 @@ DIES = """
 @pytest.mark.parametrize("n", [1, 2])
 def test_dies(zl_bench, n):
     zl_bench(lambda: busy(100), op="dies", dtype="int", shape=str(n))
+    if os.environ.get("DONE_PROBE") and "ZLBENCH_WORKER_FD" not in os.environ:
+        # measured again alone: which operators of the batch are complete by now
+        done = sorted(p.parent.name for p in Path(os.environ["DONE_PROBE"]).glob("*/op.complete"))
+        with open(os.environ["DONE_PROBE"] + ".log", "a") as f:
+            f.write(" ".join(done) + "\\n")
     if n == 2 and os.environ.get("ZLBENCH_SIDE") == "B":
         if os.environ.get("DIE_BY") == "sigkill":
             os.kill(os.getpid(), signal.SIGKILL)
@@ -162,6 +170,14 @@ def run_dirs(root: Path) -> dict[str, list[str]]:
     for op_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         out[op_dir.name] = sorted(p.name for p in op_dir.iterdir() if is_complete(p))
     return out
+
+
+def batch_cost(root: Path) -> dict[str, Any]:
+    """The one batch's ``cost.json``."""
+    (path,) = (root / WORKERS_DIR).glob(f"*/{COST_FILE}")
+    data = json.loads(path.read_text())
+    assert isinstance(data, dict)
+    return data
 
 
 def progress(root: Path) -> list[str]:
@@ -235,6 +251,20 @@ def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode
             "*= zlbench screen =*",
         ]
     )
+    # the batch's cost: its wall time and the seconds its workers spent inside timed turns
+    cost = batch_cost(root)
+    assert cost["mode"] == "lockstep"
+    assert cost["operators"] == 4
+    assert 0 < cost["timed_s"] < cost["wall_s"], cost
+    assert cost["operator_passes"] == 4 + 4 + 3 + 3  # recording pass, then 4, 3, 3 in rounds
+    assert any(
+        re.match(
+            r"batch \S+: 14 operator passes in \d+s, \d+s of it inside timed turns "
+            r"\(\d+%\)$",
+            ln,
+        )
+        for ln in progress(root)
+    ), progress(root)
     # pytest's percentage counter still ends the lines of the tests
     counted = [ln for ln in result.outlines if re.search(r"\[ *\d+%\]$", ln)]
     assert counted, result.outlines
@@ -256,6 +286,10 @@ def test_sequential_mode_times_the_sides_in_turn(suite: pytest.Pytester) -> None
         assert all(r.lockstep is None for r in read_rows(root / "gemm" / run))
     log = progress(root)
     assert any(ln.startswith("gemm r2: B ok, A ok") for ln in log), log
+    # without turns to take, the workers still count the seconds they spent timing
+    cost = batch_cost(root)
+    assert cost["mode"] == "sequential"
+    assert 0 < cost["timed_s"] < cost["wall_s"], cost
     # a heartbeat while a worker is busy on one operator
     assert any(re.match(r"slow r1: still running \([AB] \d+s\)", ln) for ln in log), log
 
@@ -265,6 +299,7 @@ def test_a_worker_that_dies_is_replaced_and_its_operator_retried_alone(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     monkeypatch.setenv("DIE_BY", how)
+    monkeypatch.setenv("DONE_PROBE", str(suite.path / "lockstep"))
     suite.makepyfile(test_ops=TESTS + DIES)
     result, root, pids = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines
@@ -282,6 +317,11 @@ def test_a_worker_that_dies_is_replaced_and_its_operator_retried_alone(
     assert cause in note
     assert "measured again alone, one process per side" in note
     assert (root / "dies" / "r1_B.worker" / "child.failed").is_file()
+    # the operators the batch measured were complete before the retry began: a screen cut
+    # during the retry keeps them
+    seen = (suite.path / "lockstep.log").read_text().splitlines()
+    assert seen
+    assert all(ln.split() == ["abs", "gemm", "relu", "steady"] for ln in seen), seen
     # the rows it measured before it died stay
     partial = list((root / "dies" / "r1_B.worker").glob("rows.partial*.jsonl"))
     assert partial

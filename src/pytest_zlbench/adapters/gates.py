@@ -19,6 +19,7 @@ controller can go on with the other side.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -49,9 +50,11 @@ class _Turns:
         self.granted += 1
         if message.get("paired") is False:
             self.paired = False
+        t0 = time.perf_counter()
         try:
             yield
         finally:
+            gate.timed_s += time.perf_counter() - t0
             if gate.broken is None:
                 gate._send("turned")
 
@@ -74,6 +77,8 @@ class ChannelGate:
         self.item: int | None = None
         self.measurements = 0  # outer measurements entered in the current item
         self.paired: bool | None = None
+        #: seconds spent inside granted turns (the timed part of every measurement)
+        self.timed_s = 0.0
         #: why the wire cannot be followed any more (closed, silent, out of turn), once it broke
         self.broken: str | None = None
         self._open: _Turns | None = None

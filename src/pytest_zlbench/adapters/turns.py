@@ -4,6 +4,7 @@ worker is :class:`.gates.ChannelGate`."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
@@ -46,6 +47,34 @@ class Ungated:
 
 
 UNGATED: Gate = Ungated()
+
+
+class _CountedAlone:
+    portions = 1
+
+    def __init__(self, owner: CountingGate) -> None:
+        self.owner = owner
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.owner.timed_s += time.perf_counter() - t0
+
+
+class CountingGate:
+    """No other process to take turns with, as :data:`UNGATED`, but it adds up the seconds
+    spent inside turns (:attr:`timed_s`): how long the device was timed, as against the wall
+    time of the session (a screen's cost table)."""
+
+    def __init__(self) -> None:
+        self.timed_s = 0.0
+
+    @contextmanager
+    def measurement(self) -> Iterator[Turns]:
+        yield _CountedAlone(self)
 
 
 def shares(total: int, parts: int) -> list[int]:

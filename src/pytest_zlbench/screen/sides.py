@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 #: where a screen's side workers keep their caches and output, under its root (a name no
 #: operator can have: operator ids start with a letter, digit or underscore)
 WORKERS_DIR = ".workers"
+#: a batch's cost record, in its folder under WORKERS_DIR
+COST_FILE = "cost.json"
 #: the longest a busy worker goes without a progress line
 HEARTBEAT_S = 10.0
 
@@ -69,6 +71,8 @@ class SideWorkers:
         self.stopped: set[str] = set()
         #: seconds each operator kept the workers busy (the next screen's cards split)
         self.costs: dict[str, float] = {}
+        #: seconds the workers spent inside timed turns, as they reported them
+        self.timed_s = 0.0
 
     def progress(self, text: str) -> None:
         self.controller.progress(text)
@@ -231,6 +235,7 @@ class SideWorkers:
                 return
             kind = message["t"]
             if kind == "op":
+                self.timed_s += float(message.get("timed_s") or 0.0)
                 failed = message.get("failed")
                 results[side] = str(failed) if failed else None
                 del running[side]
@@ -391,7 +396,32 @@ class SideWorkers:
             raise
         finally:
             self.stop_all()
+            self._write_cost()
         return replay
+
+    def _write_cost(self) -> None:
+        """``cost.json`` of the batch: its wall time, the seconds its workers spent inside timed
+        turns and how many operator passes it made (``docs/PERFORMANCE.md``, screen cost)."""
+        import json
+
+        from ..core.records import write_atomic
+
+        wall = time.monotonic() - self.started
+        cost = {
+            "batch": self.name,
+            "mode": self.settings.mode,
+            "operators": len(self.items),
+            "operator_passes": self.units_done,
+            "wall_s": round(wall, 3),
+            "timed_s": round(self.timed_s, 3),
+        }
+        if self.workdir.is_dir():
+            write_atomic(self.workdir / COST_FILE, json.dumps(cost, indent=1) + "\n")
+        share = self.timed_s / wall if wall > 0 else 0.0
+        self.progress(
+            f"batch {self.name}: {self.units_done} operator passes in {wall:.0f}s, "
+            f"{self.timed_s:.0f}s of it inside timed turns ({share:.0%})"
+        )
 
     def _merge_pins(self, replay: Path) -> None:
         """The recording worker's ``autotune.json``: every operator's choices, which the

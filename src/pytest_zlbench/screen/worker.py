@@ -31,6 +31,7 @@ import pytest
 from .. import _common
 from .._common import WORKER_FD_ENV, timing_settings_key
 from ..adapters.gates import ChannelGate
+from ..adapters.turns import CountingGate
 from ..contract import FLAGGEMS_CACHE_DIR, SIDE_ENV
 from ..core.sidework import Channel
 
@@ -111,6 +112,8 @@ class SideWorker:
 
         self.ir = OpIrRecorder(cache)
         self.gate: RowGate | None = None
+        #: the gate of an operator run without lockstep: it counts the timed seconds too
+        self.alone = CountingGate()
         self.recorder: Any = None  # the current operator's RunRecorder
         self.failure: str | None = None  # the current operator's first failed report
         self.fails = 0  # failed reports of this session
@@ -143,12 +146,10 @@ class SideWorker:
         return None
 
     def _set_gate(self, gate: RowGate | None) -> None:
-        from ..adapters.timers import UNGATED
-
         settings = self.config.stash.get(timing_settings_key, None)
         timer: Any = settings.timer if settings is not None else None
         if timer is not None:
-            timer.gate = gate if gate is not None else UNGATED
+            timer.gate = gate if gate is not None else self.alone
 
     def run_op(self, session: pytest.Session, message: dict[str, Any]) -> None:
         from ..recording.run import RunRecorder
@@ -164,6 +165,7 @@ class SideWorker:
         # the directory is a run, as one a child run claims (the screen's lock covers its root)
         records.write_atomic(run_dir / rundir.KIND_FILE, rundir.kind_marker(rundir.RUN, now()))
         self.gate = RowGate(self.channel) if message.get("gate") == "lockstep" else None
+        self.alone = CountingGate()
         rows = self.config.pluginmanager.get_plugin("zlbench-worker-rows")
         if rows is not None:
             rows.retarget(run_dir)
@@ -199,8 +201,14 @@ class SideWorker:
         failure = self.failure
         if failure is None and not complete:
             failure = "the run directory is incomplete: " + "; ".join(recorder.errors)
+        timed = self.gate.timed_s if self.gate is not None else self.alone.timed_s
         self.channel.send(
-            "op", op=message["op"], dir=str(run_dir), rows=len(recorder.rows), failed=failure
+            "op",
+            op=message["op"],
+            dir=str(run_dir),
+            rows=len(recorder.rows),
+            failed=failure,
+            timed_s=round(timed, 6),
         )
 
     def _begin(self, recorder: Any) -> None:
