@@ -15,7 +15,7 @@ import pytest
 from .. import _common
 from ..core import screening
 from ..core.rounds import IDENTICAL_IR, RoundView, stop_reason
-from .results import add_note, aggregate_op_dir, is_done, mark_skipped
+from .results import add_note, aggregate_op_dir, is_done, mark_done, mark_skipped
 
 if TYPE_CHECKING:
     from .controller import AbController, OpItem
@@ -85,6 +85,10 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
     )
     workers = SideWorkers(self, todo, items[0].batch or "batch0")
     replay = workers.run(after_round)
+    for item in todo:  # measured in the batch: complete now, whatever happens to the retries
+        if item.op not in workers.alone:
+            mark_done(s.root / item.op)
+    self.result_update()
     for item in todo:
         if item.op not in workers.alone:
             continue
