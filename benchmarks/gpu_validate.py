@@ -10,6 +10,13 @@ python benchmarks/gpu_validate.py devices DIR...
 python benchmarks/gpu_validate.py tuning DIR [KERNEL]
     per run: autotune keys tuned (printed in run.log under TRITON_PRINT_AUTOTUNING), keys
     pinned in autotune.json, .ttgir files in the run's Triton cache (and those of KERNEL)
+python benchmarks/gpu_validate.py screen ROOT [WALL_S]
+    one screen (its screen_result.json, the cost.json of each side-worker batch and its
+    progress.log): per operator the verdict, rounds used, shapes beyond noise and its seconds;
+    the median seconds per operator (WALL_S, the screen's wall time, divided by the operators
+    too), the share of the side workers' wall time spent inside timed turns; over every shape
+    with two rounds or more: |median over rounds of the delta| (median, worst), |mean of the
+    median of odd rounds and that of even rounds| (the same), shapes beyond noise
 python benchmarks/gpu_validate.py identity DIR TIMER DIRECT_REPEAT DEVICE
     writes a hand-made run_identity.json beside a plain FlagGems log (DIR/run.log), so that
     timer_noise.py and --zl-compare read FlagGems' own timers: backend cuda, --level core,
@@ -19,6 +26,8 @@ python benchmarks/gpu_validate.py identity DIR TIMER DIRECT_REPEAT DEVICE
 from __future__ import annotations
 
 import json
+import re
+import statistics
 import sys
 from collections import Counter
 from pathlib import Path
@@ -92,6 +101,64 @@ def cmd_identity(run: str, timer: str, direct_repeat: str, device: str) -> None:
     (Path(run) / "run_identity.json").write_text(json.dumps(identity) + "\n")
 
 
+def _op_seconds(root: Path) -> dict[str, float]:
+    """Seconds each operator kept the side workers busy, summed over its passes, from the
+    screen's progress lines (``<op> <record|rK>: ... (<s>s) [...]``)."""
+    seconds: dict[str, float] = {}
+    log = root / "progress.log"
+    text = log.read_text() if log.is_file() else ""
+    for m in re.finditer(r"\] (\S+) (?:record|r\d+): [^(\n]*\((\d+(?:\.\d+)?)s\) \[", text):
+        seconds[m[1]] = seconds.get(m[1], 0.0) + float(m[2])
+    return seconds
+
+
+def cmd_screen(root: str, wall: str = "") -> None:
+    path = Path(root)
+    result = json.loads((path / "screen_result.json").read_text())
+    seconds = _op_seconds(path)
+    ops = result["operators"]
+    print(
+        f"{root}: status {result['status']}, switch {result['switch'] or 'none (A/A)'}, "
+        f"{len(ops)} operators, floor: {(result.get('noise_floor') or {}).get('text', '-')}"
+    )
+    plain, balanced, beyond, shapes = [], [], 0, 0
+    for op in ops:
+        verdict = op.get("verdict", op["status"])
+        judged = op.get("judged")
+        print(
+            f"  {op['op']:<28} {verdict:<20} rounds {op.get('rounds', 0)} "
+            f"beyond {op.get('beyond')}/{judged} median {op.get('median_pct')} "
+            f"{seconds.get(op['op'], 0.0):6.1f}s"
+        )
+        for shape in op.get("shapes") or []:
+            deltas = [r["delta_pct"] for r in shape["rounds"] if r["delta_pct"] is not None]
+            if len(deltas) < 2:
+                continue
+            shapes += 1
+            beyond += bool(shape.get("beyond_noise"))
+            plain.append(abs(statistics.median(deltas)))
+            odd, even = deltas[0::2], deltas[1::2]
+            balanced.append(abs((statistics.median(odd) + statistics.median(even)) / 2))
+    if seconds:
+        per_op = sorted(seconds.values())
+        line = f"seconds per operator (side workers): median {statistics.median(per_op):.1f}"
+        if wall:
+            line += f"; screen wall {float(wall):.0f}s / {len(ops)} = {float(wall) / len(ops):.1f}"
+        print(line)
+    costs = [json.loads(c.read_text()) for c in sorted(path.glob(".workers/*/cost.json"))]
+    if costs:
+        w = sum(c["wall_s"] for c in costs)
+        t = sum(c["timed_s"] for c in costs)
+        print(f"side workers: {w:.0f}s wall, {t:.0f}s inside timed turns ({t / w:.0%})")
+    if plain:
+        print(
+            f"{shapes} shapes with 2+ rounds: |median over rounds| median "
+            f"{statistics.median(plain):.3f}% worst {max(plain):.3f}%; |mean of odd/even "
+            f"round medians| median {statistics.median(balanced):.3f}% worst "
+            f"{max(balanced):.3f}%; beyond noise {beyond}"
+        )
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
@@ -105,6 +172,8 @@ def main(argv: list[str]) -> int:
         cmd_devices(args)
     elif command == "tuning" and 1 <= len(args) <= 2:
         cmd_tuning(*args)
+    elif command == "screen" and 1 <= len(args) <= 2:
+        cmd_screen(*args)
     elif command == "identity" and len(args) == 4:
         cmd_identity(*args)
     else:

@@ -7,6 +7,9 @@
 #
 #   cd FlagGems && bash /path/to/pytest-zlbench/benchmarks/gpu_validate.sh [OPTIONS] STAGE...
 #
+# Environment: DTYPES (e.g. float16) restricts every stage to those dtypes (FlagGems' --dtypes);
+# SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep sequential process".
+#
 # Options:
 #   -o DIR       output folder (default ./zl_validate); every stage writes DIR/<stage>/ and
 #                refuses to run when that folder exists; the console is also in DIR/validate.log
@@ -32,6 +35,20 @@
 #             4 rounds on mm, and with two or more cards -n 2 --zl-devices=0,1 and the card-to-
 #             card pairs (~6 min)
 #   aa        an A/A control: --zl-rounds=2 without --zl-ab on abs and mm (~3 min)
+#   aa3       the A/A control of the docs: --zl-rounds=3 without a switch over abs, mul, sum, fft
+#             and mm, for each mode of SCREEN_MODES (default lockstep): precision per shape (~3 min
+#             per mode with DTYPES=float16)
+#   mma       DISABLE_MMA_V3=1 on abs, mul and mm, 3 rounds, lockstep: the gate (--zl-fail-beyond
+#             5 fails with exit 6, 100 passes), the floor of aa3's control when it ran
+#             (--zl-floor-from), report.html and overview.png (~2 min with DTYPES=float16)
+#   rlc       RLC_ENHANCE=1 (a FlagTree switch plain Triton ignores) on fft (~1 min)
+#   crash     a device-side assert in the middle of a screen's batch (gpu_suites/crash): that
+#             operator fails with the reason, the others are measured (~1 min)
+#   cost      the screen's cost and precision on COST_OPS (abs, mul, sum, fft, mm, nonzero and 24
+#             more) with the smoke shapes, a seed of its own replayed: DISABLE_MMA_V3=1 and an A/A
+#             control, 3 rounds each, for each mode of SCREEN_MODES (~4 min per mode and switch)
+#   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
+#             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card
 #   capture   capture fallbacks (nonzero, unique), a capture that breaks cuSOLVER
 #             (linalg_eigvals), ops/no_capture.yaml (cholesky_solve, cholesky_solve_out), cold
 #             cache, the random generator after a failed capture, a fatal device error (~5 min)
@@ -62,9 +79,10 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || die "-o needs a folder"; O=$2; shift 2 ;;
     --seed) [ $# -ge 2 ] || die "--seed needs a folder"; SEED=$2; shift 2 ;;
     --pack) PACK=1; shift ;;
-    all) STAGES+=(seed record noise timers caliber ab aa capture xdist kill); shift ;;
-    env|seed|record|noise|timers|caliber|ab|aa|capture|xdist|kill|sample) STAGES+=("$1"); shift ;;
-    *) die "unknown argument '$1' (stages: env seed record noise timers caliber ab aa capture xdist kill sample all)" ;;
+    all) STAGES+=(seed record noise timers caliber ab aa aa3 mma rlc crash cost capture xdist kill); shift ;;
+    env|seed|record|noise|timers|caliber|ab|aa|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
+      STAGES+=("$1"); shift ;;
+    *) die "unknown argument '$1' (stages: env seed record noise timers caliber ab aa aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
   esac
 done
 [ ${#STAGES[@]} -gt 0 ] || die "name at least one stage (see the head of $0)"
@@ -76,6 +94,19 @@ exec > >(tee -a "$O/validate.log") 2>&1
 export PYTHONUNBUFFERED=1
 
 COMMON=(--level core -p no:cacheprovider -q -rfEs)
+[ -z "${DTYPES:-}" ] || COMMON+=(--dtypes "$DTYPES")
+read -r -a MODES <<< "${SCREEN_MODES:-lockstep}"
+read -r -a COST_SEL <<< "${COST_OPS:-benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul
+  benchmark/test_sum.py::test_sum benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm
+  benchmark/test_nonzero.py::test_nonzero benchmark/test_add.py::test_add benchmark/test_addmm.py::test_addmm
+  benchmark/test_amax.py::test_amax benchmark/test_argmax.py::test_argmax benchmark/test_bmm.py::test_bmm
+  benchmark/test_clamp.py::test_clamp benchmark/test_cos.py::test_cos benchmark/test_cumsum.py::test_cumsum
+  benchmark/test_div.py::test_div benchmark/test_eq.py::test_eq benchmark/test_exp.py::test_exp
+  benchmark/test_gelu.py::test_gelu benchmark/test_isnan.py::test_isnan
+  benchmark/test_layer_norm.py::test_layer_norm benchmark/test_log_softmax.py::test_log_softmax
+  benchmark/test_max.py::test_max benchmark/test_mean.py::test_mean benchmark/test_mv.py::test_mv
+  benchmark/test_neg.py::test_neg benchmark/test_relu.py::test_relu benchmark/test_rsqrt.py::test_rsqrt
+  benchmark/test_sigmoid.py::test_sigmoid benchmark/test_softmax.py::test_softmax benchmark/test_sin.py::test_sin}"
 NOISE=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_sum.py::test_sum
   benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm)
 CALIBER=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul)
@@ -252,6 +283,92 @@ stage_aa() {
   stage_dir aa || return
   zl aa/screen "${AB_SEL[@]}" "${COMMON[@]}" --zl-rounds=2 --zl-replay-from="$(seed)" --zl-timeout=300
   sed -n '/^op  /,/passed\|failed/p' "$O/aa/screen.log"
+}
+
+# screen NAME ARGS...: one screen into DIR/NAME (zl), then its table and its summary by
+# gpu_validate.py screen (verdicts, seconds per operator, timed share, precision per shape)
+screen() {
+  local name=$1; shift
+  local t0; t0=$(date +%s)
+  zl "$name" "$@"
+  sed -n '/^op  /,/passed\|failed/p' "$O/$name.log"
+  grep -E "^zlbench: (gate|switch)" "$O/$name.log"
+  $PY "$BENCH/gpu_validate.py" screen "$O/$name" "$(( $(date +%s) - t0 ))"
+}
+
+stage_aa3() {
+  step "aa3: A/A control, 3 rounds, modes ${MODES[*]}"
+  stage_dir aa3 || return
+  local s; s=$(seed)
+  for mode in "${MODES[@]}"; do
+    screen "aa3/$mode" "${NOISE[@]}" "${COMMON[@]}" --zl-rounds=3 --zl-screen-mode="$mode" \
+      --zl-replay-from="$s" --zl-timeout=300
+  done
+}
+
+stage_mma() {
+  step "mma: DISABLE_MMA_V3=1 on abs, mul, mm, 3 rounds, lockstep; the gate; the report"
+  stage_dir mma || return
+  local sel=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_mm.py::test_mm)
+  local floor=()
+  if [ -f "$O/aa3/lockstep/screen_result.json" ] && $PY -m pytest --help 2>/dev/null | grep -q -- --zl-floor-from; then
+    floor=(--zl-floor-from="$O/aa3/lockstep")
+  fi
+  screen mma/screen "${sel[@]}" "${COMMON[@]}" --zl-ab=DISABLE_MMA_V3=1 --zl-rounds=3 \
+    --zl-replay-from="$(seed)" --zl-timeout=300 --zl-fail-beyond=5 "${floor[@]}"
+  echo "the screen with --zl-fail-beyond=5: exit $(grep -o 'rc=[0-9]*' <<< "$(tail -n 1 "$O/mma/screen.log")" || true) (see the zl line above)"
+  for pct in 5 100; do
+    (cd /tmp && zlbench report "$O/mma/screen" --fail-beyond "$pct" > "$O/mma/report_$pct.log" 2>&1
+     echo "zlbench report --fail-beyond $pct: exit $?"; grep -E "gate|wrote" "$O/mma/report_$pct.log")
+  done
+  $PY -c 'import json, sys, jsonschema
+from importlib import resources
+schema = json.loads(resources.files("pytest_zlbench.schemas").joinpath("screen_result.schema.json").read_text())
+jsonschema.validate(json.load(open(sys.argv[1])), schema); print("screen_result.json: valid against its schema")' \
+    "$O/mma/screen/screen_result.json" || echo "schema check not run (needs jsonschema)"
+  ls "$O/mma/screen" | grep -E "report.html|overview" || true
+}
+
+stage_rlc() {
+  step "rlc: RLC_ENHANCE=1 on fft"
+  stage_dir rlc || return
+  screen rlc/fft benchmark/test_fft.py::test_perf_fft "${COMMON[@]}" --zl-ab=RLC_ENHANCE=1 \
+    --zl-rounds=3 --zl-replay-from="$(seed)" --zl-timeout=300
+}
+
+stage_crash() {
+  step "crash: a device-side assert in the middle of a screen's batch"
+  stage_dir crash || return
+  (cd "$BENCH/gpu_suites/crash" && screen crash/screen -p no:cacheprovider -q -rfE --zl-rounds=2 \
+     --zl-timeout=120)
+  grep -E "^FAILED|fatal|died|alone|lost" "$O/crash/screen.log" | head -n 12
+}
+
+stage_cost() {
+  step "cost: ${#COST_SEL[@]} test functions, smoke shapes, modes ${MODES[*]}"
+  stage_dir cost || return
+  local smoke=(--shape_file="$SMOKE")
+  zl cost/seed "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}"
+  for mode in "${MODES[@]}"; do
+    screen "cost/mma_$mode" "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}" --zl-ab=DISABLE_MMA_V3=1 \
+      --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$O/cost/seed" --zl-timeout=300
+    screen "cost/aa_$mode" "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}" --zl-rounds=3 \
+      --zl-screen-mode="$mode" --zl-replay-from="$O/cost/seed" --zl-timeout=300
+  done
+}
+
+stage_scale() {
+  step "scale: RLC_ENHANCE=1 over a sample of operators with the smoke shapes"
+  stage_dir scale || return
+  local c=$O/scale
+  if [ -n "${SCALE_OPS:-}" ]; then
+    tr ' ' '\n' <<< "$SCALE_OPS" | grep . > "$c/functions.txt"
+  else
+    $PY -m pytest benchmark --zl-inventory="$c/inventory.tsv" -p no:cacheprovider -q 2>&1 | tail -n 1
+    $PY "$BENCH/sample_ops.py" pick "$c/inventory.tsv" | head -n "${SCALE_N:-100}" > "$c/functions.txt"
+  fi
+  screen scale/screen $(cat "$c/functions.txt") "${COMMON[@]}" --shape_file="$SMOKE" \
+    --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout=300
 }
 
 stage_capture() {
