@@ -3,7 +3,6 @@ an A/B root re-aggregated in place. Reads run directories only and runs no tests
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -202,17 +201,8 @@ def reaggregate(root: Path, allow: bool, tw: Any, limit: float | None = None) ->
     results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
     for op_dir, res in results:
         write_op_result(op_dir, res)
-    settings = read_result_settings(root)
+    settings = records.read_json_object(root / SETTINGS_FILE)  # None: a root of an older version
     doc = result.document(result.SCREEN, [r.to_json() for _, r in results], settings=settings)
     out = publish(root, doc, tw, limit)
     failed = any(r.rounds_failed for _, r in results)
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)
-
-
-def read_result_settings(root: Path) -> dict[str, Any] | None:
-    """``screen.json`` of a root, ``None`` when it has none (a root of an older version)."""
-    try:
-        data = json.loads((root / SETTINGS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
