@@ -149,16 +149,7 @@ def compare_two(
     ops = sorted({r.op for r in a.rows} | {r.op for r in b.rows})
     results = []
     for op in ops:
-        rnd = screening.RoundInput(
-            round=1,
-            order="AB",
-            rows_a=[r for r in a.rows if r.op == op],
-            rows_b=[r for r in b.rows if r.op == op],
-            ir_a=a.ir,
-            ir_b=b.ir,
-            identity_a=a.identity,
-            identity_b=b.identity,
-        )
+        rnd = screening.RoundInput.of_sides(1, "AB", a, b, op)
         results.append(screening.aggregate(op, [rnd], notes))
     results = screening.judge_screen(results)  # one noise floor for every operator of the pair
     paths = {
