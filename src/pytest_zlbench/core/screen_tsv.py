@@ -4,7 +4,7 @@ back and rendered.
 A tidy table: every numeric column holds a number or nothing (paired and total rows apart, the
 range's low and high apart, every delta in percent with ``_pct`` in its name), a list is a JSON
 array, a column's name is the result file's name for the same value, and the terminal table
-shows the same names. README "Screen verdicts" documents every column.
+shows the same names. docs/USAGE.md, "Screen columns", documents every column.
 """
 
 from __future__ import annotations
@@ -305,6 +305,6 @@ def render_screen(lines: Sequence[ScreenLine], width: int = WIDTH) -> list[str]:
         out += wrap.wrap(f"noise floor: {floor}")
     out.append(
         "delta = B/A - 1 in percent (*_pct): positive means side B is slower; "
-        "README 'Screen verdicts' names every column"
+        "docs/USAGE.md 'Screen columns' names every column"
     )
     return out
