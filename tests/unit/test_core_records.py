@@ -401,3 +401,16 @@ def test_tuned_keys_reads_both_tuners_in_order() -> None:
         "recompute_w_u_fwd_kernel (8, 64, 64, False, 'torch.bfloat16')",
     ]
     assert tuned_keys("Autotuning kernel k with config BLOCK: 64\n") == []  # a candidate only
+
+
+def test_read_json_object_answers_none_for_anything_but_an_object(tmp_path: Path) -> None:
+    path = tmp_path / "screen.json"
+    assert records.read_json_object(path) is None  # missing
+    path.write_text("[1, 2]", encoding="utf-8")
+    assert records.read_json_object(path) is None  # not an object
+    path.write_text("{broken", encoding="utf-8")
+    assert records.read_json_object(path) is None  # unreadable
+    path.write_bytes(b'{"a": "\xff"}')
+    assert records.read_json_object(path) is None  # not UTF-8
+    records.write_json(path, {"a": 1})
+    assert records.read_json_object(path) == {"a": 1}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -214,6 +215,21 @@ def test_differing_timers_are_annotated() -> None:
     result = aggregate("abs", [rnd(1, a, b)])
     assert "timers differ between sides on 1 row(s)" in result.notes
     assert result.rows_text() == "2"
+
+
+def test_a_round_of_two_sides_takes_their_rows_ir_and_identities(tmp_path: Path) -> None:
+    from pytest_zlbench.core.rundir import Side
+
+    b_identity = side("B", {"X": "1"})
+    a = Side(tmp_path, IDENTITY, (row("[1]"), row("[1]", op="exp")), ir(("k", "h")), "rows.jsonl")
+    b = Side(tmp_path, b_identity, (row("[1]", 2.0),), None, "rows.jsonl")
+    both = RoundInput.of_sides(2, "BA", a, b)
+    assert (both.round, both.order, both.ir_a, both.ir_b) == (2, "BA", a.ir, None)
+    assert (both.identity_a, both.identity_b) == (IDENTITY, b_identity)
+    assert (both.rows_a, both.rows_b) == (a.rows, b.rows)
+    exp = RoundInput.of_sides(1, "AB", a, b, "exp")  # a pair of runs: one operator's round
+    assert [r.op for r in exp.rows_a] == ["exp"]
+    assert exp.rows_b == ()
 
 
 # -- verdicts --------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.stats import spread
@@ -16,6 +17,7 @@ from .turns import UNGATED, Gate
 MIN_SAMPLES = 10
 
 
+@dataclass(eq=False)
 class CpuTimer:
     """A monotonic-clock timer for the cpu backend, same row format as the device timers.
 
@@ -25,20 +27,12 @@ class CpuTimer:
 
     name = "direct"
 
-    def __init__(
-        self,
-        warmup_ms: float = 10.0,
-        rep_ms: float = 50.0,
-        min_samples: int = MIN_SAMPLES,
-        min_sample_ms: float = 0.2,
-        clock: Callable[[], int] = time.perf_counter_ns,
-    ) -> None:
-        self.warmup_ms = warmup_ms
-        self.rep_ms = rep_ms
-        self.min_samples = min_samples
-        self.min_sample_ms = min_sample_ms
-        self.clock = clock
-        self.gate: Gate = UNGATED
+    warmup_ms: float = 10.0
+    rep_ms: float = 50.0
+    min_samples: int = MIN_SAMPLES
+    min_sample_ms: float = 0.2
+    clock: Callable[[], int] = time.perf_counter_ns
+    gate: Gate = field(default=UNGATED, init=False)
 
     def describe(self) -> str:
         return f"cpu:warmup={self.warmup_ms:g}ms,rep={self.rep_ms:g}ms"
@@ -84,18 +78,16 @@ class CpuTimer:
 # Direct (the backend's do_bench)
 
 
+@dataclass(eq=False)
 class DirectTimer:
     """The backend's ``do_bench`` with an L2 flush before each rep; the median is the latency."""
 
     name = "direct"
 
-    def __init__(
-        self, do_bench: Callable[..., Any], warmup_ms: int = 25, rep_ms: int = 100
-    ) -> None:
-        self.do_bench = do_bench
-        self.warmup_ms = warmup_ms
-        self.rep_ms = rep_ms
-        self.gate: Gate = UNGATED
+    do_bench: Callable[..., Any]
+    warmup_ms: int = 25
+    rep_ms: int = 100
+    gate: Gate = field(default=UNGATED, init=False)
 
     def describe(self) -> str:
         return f"warmup={self.warmup_ms}ms,rep={self.rep_ms}ms"

@@ -31,6 +31,10 @@ _VERDICT_COLORS = {
     screening.IR_UNKNOWN: "tab:orange",
     screening.SPECIALISATION_ONLY: "tab:olive",
 }
+# the marks drawn over the deltas
+_BASELINE_MARK = {"marker": "x", "s": 26, "color": "tab:green", "zorder": 4}
+_FLIP_MARK = {"s": 90, "facecolors": "none", "edgecolors": "tab:red", "zorder": 5}
+_EFFECT_MARK = {"marker": "*", "s": 110, "color": "gold", "edgecolors": "black", "zorder": 5}
 
 
 def unavailable() -> str | None:
@@ -81,6 +85,29 @@ def _save_svg(fig: Any, path: Path) -> None:
     records.write_atomic(path, buffer.getvalue())
 
 
+def _noise_band(ax: Any, ys: Sequence[int], noises: Sequence[float | None], label: str) -> None:
+    """The grey ± band of the noise each line was judged against (none where no line has one)."""
+    if any(n is not None for n in noises):
+        half = [n or 0.0 for n in noises]
+        ax.barh(
+            ys,
+            [2 * n for n in half],
+            left=[-n for n in half],
+            height=0.7,
+            color="0.88",
+            label=label,
+        )
+
+
+def _marks(
+    ax: Any, points: Sequence[tuple[float | None, int]], label: str, style: Mapping[str, Any]
+) -> None:
+    """A scatter of the ``(x, y)`` points that have an ``x`` (none at all when none has)."""
+    kept = [(x, y) for x, y in points if x is not None]
+    if kept:
+        ax.scatter([x for x, _ in kept], [y for _, y in kept], label=label, **style)
+
+
 def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     """Write ``path`` (an SVG) for one operator's result; ``False`` when matplotlib is missing
     or the result has no range (NO_ROWS, a failed round): then a plot left by an earlier
@@ -101,16 +128,7 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     ax = fig.add_subplot()
     ys = list(range(len(shapes)))[::-1]  # the first shape on top
     ax.axvline(0.0, color="black", linewidth=0.8)
-    noises = [s.get("noise_pct") for s in shapes]
-    if any(n is not None for n in noises):
-        ax.barh(
-            ys,
-            [2 * (n or 0.0) for n in noises],
-            left=[-(n or 0.0) for n in noises],
-            height=0.7,
-            color="0.88",
-            label="noise it was judged against (±)",
-        )
+    _noise_band(ax, ys, [s.get("noise_pct") for s in shapes], "noise it was judged against (±)")
     for y, s in zip(ys, shapes, strict=True):
         deltas = [r["delta_pct"] for r in s["rounds"]]
         if len(deltas) > 1:
@@ -127,29 +145,10 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
         zorder=4,
         label="median over rounds (red: beyond noise)" if rounds > 1 else "delta",
     )
-    base = [(y, s["baseline_median_pct"]) for y, s in zip(ys, shapes, strict=True)]
-    base = [(y, b) for y, b in base if b is not None]
-    if base:
-        ax.scatter(
-            [b for _, b in base],
-            [y for y, _ in base],
-            marker="x",
-            s=26,
-            color="tab:green",
-            zorder=4,
-            label="baseline (torch) delta: the machine's move",
-        )
-    flips = [y for y, s in zip(ys, shapes, strict=True) if s.get("sign_flip")]
-    if flips:
-        ax.scatter(
-            [medians[len(shapes) - 1 - y] for y in flips],
-            flips,
-            s=90,
-            facecolors="none",
-            edgecolors="tab:red",
-            zorder=5,
-            label=f"sign changes across rounds ({len(flips)})",
-        )
+    base = [(s["baseline_median_pct"], y) for y, s in zip(ys, shapes, strict=True)]
+    _marks(ax, base, "baseline (torch) delta: the machine's move", _BASELINE_MARK)
+    flips = [(s["median_pct"], y) for y, s in zip(ys, shapes, strict=True) if s.get("sign_flip")]
+    _marks(ax, flips, f"sign changes across rounds ({len(flips)})", _FLIP_MARK)
     ax.set_yticks(ys, labels, fontsize=7)
     ax.set_ylim(-0.7, len(shapes) - 0.3)
     ax.set_xlabel(_XLABEL)
@@ -186,16 +185,8 @@ def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
     fig = Figure(figsize=(10.0, 2.4 + 0.3 * len(ranged)), layout="constrained")
     ax = fig.add_subplot()
     ax.axvline(0.0, color="black", linewidth=0.8)
-    noise = [e.get("noise_pct") or 0.0 for e in ranged]
-    if any(noise):
-        ax.barh(
-            ys,
-            [2 * n for n in noise],
-            left=[-n for n in noise],
-            height=0.7,
-            color="0.88",
-            label="noise its shapes were judged against (median, ±)",
-        )
+    noise = [e.get("noise_pct") for e in ranged]
+    _noise_band(ax, ys, noise, "noise its shapes were judged against (median, ±)")
     for y, e in zip(ys, ranged, strict=True):
         color = _VERDICT_COLORS.get(str(e.get("verdict")), "black")
         ax.hlines(y, e["low_pct"], e["high_pct"], color=color, linewidth=2)
@@ -203,19 +194,8 @@ def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
     for verdict, color in _VERDICT_COLORS.items():
         if any(e.get("verdict") == verdict for e in ranged):
             ax.plot([], [], color=color, linewidth=2, marker="o", label=f"{verdict}: range, median")
-    effects = [(y, e["effect_pct"]) for y, e in zip(ys, ranged, strict=True)]
-    effects = [(y, v) for y, v in effects if v is not None]
-    if effects:
-        ax.scatter(
-            [v for _, v in effects],
-            [y for y, _ in effects],
-            marker="*",
-            s=110,
-            color="gold",
-            edgecolors="black",
-            zorder=5,
-            label="effect: median over shapes beyond noise",
-        )
+    effects = [(e["effect_pct"], y) for y, e in zip(ys, ranged, strict=True)]
+    _marks(ax, effects, "effect: median over shapes beyond noise", _EFFECT_MARK)
     labels = []
     for e in ranged:
         beyond = f", {e['beyond']}/{e['judged']} beyond" if e.get("judged") is not None else ""

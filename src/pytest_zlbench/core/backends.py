@@ -40,66 +40,56 @@ class Backend:
         return "graph" if self.graph_capture else "direct"
 
 
-BUILTIN_BACKENDS: tuple[Backend, ...] = (
-    Backend(
-        name="cuda",
-        torch_device="cuda",
-        torch_module="torch.cuda",
-        visibility_var="CUDA_VISIBLE_DEVICES",
-        graph_capture=True,
-        vendor="nvidia",
-        flagtree_prefix="FLAGTREE_",
-        list_cmd=("nvidia-smi", "--query-gpu=index,name,pci.bus_id", "--format=csv,noheader"),
-        aliases=("nvidia",),
-    ),
-    Backend(
-        name="musa",
-        torch_device="musa",
-        torch_module="torch.musa",
-        import_module="torch_musa",
-        visibility_var="MUSA_VISIBLE_DEVICES",
-        # MUSAGraph mirrors CUDA graphs, but capture of Triton-MUSA kernels is unverified:
-        # direct timing until a card proves otherwise (--zl-timer=graph still tries it).
-        graph_capture=False,
-        vendor="mthreads",
-        flagtree_prefix="FLAGTREE_MUSA_",
-        list_cmd=("mthreads-gmi", "-L"),
-        aliases=("mthreads", "mt"),
-        compat=("musa",),
-    ),
-    Backend(
-        name="rocm",
-        torch_device="cuda",
-        torch_module="torch.cuda",
-        visibility_var="HIP_VISIBLE_DEVICES",
-        graph_capture=True,
-        vendor="amd",
-        flagtree_prefix="FLAGTREE_",  # the default FlagTree build serves NVIDIA and AMD
-        list_cmd=("amd-smi", "list"),
-        aliases=("amd", "hip"),
-    ),
-    Backend(
-        name="ascend",
-        torch_device="npu",
-        torch_module="torch.npu",
-        import_module="torch_npu",
-        visibility_var="ASCEND_RT_VISIBLE_DEVICES",
-        graph_capture=False,
-        vendor="ascend",
-        flagtree_prefix="FLAGTREE_ASCEND_",
-        list_cmd=("npu-smi", "info", "-l"),
-        aliases=("npu", "huawei"),
-    ),
-    Backend(
-        name="cpu",
-        torch_device="cpu",
-        torch_module="",
-        visibility_var="",
-        graph_capture=False,
-        vendor="arm",
-        flagtree_prefix="FLAGTREE_CPU_",
-    ),
-)
+# The built-in backends, a table per concern, keyed by name (``BUILTIN_BACKENDS`` keeps the order).
+#: name: (torch device, torch module, visibility variable, the module to import first)
+_TORCH: dict[str, tuple[str, str, str, str]] = {
+    "cuda": ("cuda", "torch.cuda", "CUDA_VISIBLE_DEVICES", ""),
+    "musa": ("musa", "torch.musa", "MUSA_VISIBLE_DEVICES", "torch_musa"),
+    "rocm": ("cuda", "torch.cuda", "HIP_VISIBLE_DEVICES", ""),  # ROCm's torch speaks cuda
+    "ascend": ("npu", "torch.npu", "ASCEND_RT_VISIBLE_DEVICES", "torch_npu"),
+    "cpu": ("cpu", "", "", ""),
+}
+#: name: (device-graph capture works, FlagGems vendor, FlagTree prefix, aliases)
+_STACK: dict[str, tuple[bool, str, str, tuple[str, ...]]] = {
+    "cuda": (True, "nvidia", "FLAGTREE_", ("nvidia",)),
+    # MUSAGraph mirrors CUDA graphs, but capture of Triton-MUSA kernels is unverified: direct
+    # timing until a card proves otherwise (--zl-timer=graph still tries it).
+    "musa": (False, "mthreads", "FLAGTREE_MUSA_", ("mthreads", "mt")),
+    # the default FlagTree build serves NVIDIA and AMD
+    "rocm": (True, "amd", "FLAGTREE_", ("amd", "hip")),
+    "ascend": (False, "ascend", "FLAGTREE_ASCEND_", ("npu", "huawei")),
+    "cpu": (False, "arm", "FLAGTREE_CPU_", ()),
+}
+#: name: the vendor CLI that enumerates the cards when torch cannot
+_LIST_CMD: dict[str, tuple[str, ...]] = {
+    "cuda": ("nvidia-smi", "--query-gpu=index,name,pci.bus_id", "--format=csv,noheader"),
+    "musa": ("mthreads-gmi", "-L"),
+    "rocm": ("amd-smi", "list"),
+    "ascend": ("npu-smi", "info", "-l"),
+}
+#: name: the ``ops/compat/<name>.yaml`` override files that apply
+_COMPAT: dict[str, tuple[str, ...]] = {"musa": ("musa",)}
+
+
+def _builtin(name: str) -> Backend:
+    device, module, visibility, import_module = _TORCH[name]
+    graph, vendor, prefix, aliases = _STACK[name]
+    return Backend(
+        name,
+        device,
+        module,
+        visibility,
+        graph,
+        vendor,
+        prefix,
+        import_module=import_module,
+        list_cmd=_LIST_CMD.get(name, ()),
+        aliases=aliases,
+        compat=_COMPAT.get(name, ()),
+    )
+
+
+BUILTIN_BACKENDS: tuple[Backend, ...] = tuple(_builtin(name) for name in _TORCH)
 
 
 class BackendRegistry:

@@ -10,9 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .fingerprint import IrReport
 from .records import Row, RunIdentity
+
+if TYPE_CHECKING:
+    from .rundir import Side
 
 Key = tuple[str, str, str, int]
 
@@ -125,6 +129,17 @@ class RoundInput:
     identity_a: RunIdentity | None = None
     identity_b: RunIdentity | None = None
     failed: str | None = None
+
+    @classmethod
+    def of_sides(
+        cls, round: int, order: str, a: Side, b: Side, op: str | None = None
+    ) -> RoundInput:
+        """The round that two loaded sides make (of their rows, only ``op``'s when given)."""
+
+        def rows(side: Side) -> tuple[Row, ...]:
+            return tuple(r for r in side.rows if op is None or r.op == op)
+
+        return cls(round, order, rows(a), rows(b), a.ir, b.ir, a.identity, b.identity)
 
     @property
     def label(self) -> str:

@@ -347,6 +347,15 @@ def write_json(path: str | os.PathLike[str], data: Any) -> None:
     write_atomic(path, text + "\n")
 
 
+def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The JSON object in ``path``; ``None`` when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def read_identity(run_dir: str | os.PathLike[str]) -> RunIdentity:
     path = Path(run_dir) / IDENTITY_FILE
     if not path.is_file():

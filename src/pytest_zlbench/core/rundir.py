@@ -147,11 +147,8 @@ def entries(path: Path) -> list[str]:
 
 def marked_kind(path: Path) -> str | None:
     """The kind written in ``path``'s marker, or None (no marker, or one that is unreadable)."""
-    try:
-        data = json.loads((path / KIND_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    kind = data.get("kind") if isinstance(data, dict) else None
+    data = records.read_json_object(path / KIND_FILE)
+    kind = data.get("kind") if data is not None else None
     return kind if kind in (RUN, SCREEN, COMPARE) else None
 
 

@@ -4,7 +4,7 @@ back and rendered.
 A tidy table: every numeric column holds a number or nothing (paired and total rows apart, the
 range's low and high apart, every delta in percent with ``_pct`` in its name), a list is a JSON
 array, a column's name is the result file's name for the same value, and the terminal table
-shows the same names. README "Screen verdicts" documents every column.
+shows the same names. docs/USAGE.md, "Screen columns", documents every column.
 """
 
 from __future__ import annotations
@@ -91,6 +91,11 @@ WIDTH = 120
 _GAP = "  "
 
 
+def _attribute(column: str) -> str:
+    """The :class:`ScreenLine` attribute that holds ``column``."""
+    return "rows_paired" if column == "rows" else column
+
+
 @dataclass(frozen=True)
 class ScreenLine:
     """One operator's line: every cell as text (what ``screen.tsv`` holds)."""
@@ -131,7 +136,7 @@ class ScreenLine:
     def cell(self, column: str) -> str:
         if column in CALIBER_FIELDS:
             return self.caliber.get(column, "")
-        return str(getattr(self, "rows_paired" if column == "rows" else column))
+        return str(getattr(self, _attribute(column)))
 
     def cells(self) -> list[str]:
         return [_one_line(self.cell(c)) for c in COLUMNS]
@@ -169,33 +174,14 @@ class ScreenLine:
             op=str(entry["op"]),
             verdict=str(entry.get("verdict") or ""),
             status=str(entry.get("status", "")),
-            rounds=num("rounds"),
-            rounds_run=num("rounds_run"),
-            rows_paired=num("rows"),
-            rows_total=num("rows_total"),
             range_label=str(entry.get("range_label") or ""),
-            low_pct=num("low_pct"),
-            high_pct=num("high_pct"),
-            median_pct=num("median_pct"),
-            baseline_pct=num("baseline_pct"),
-            corrected_pct=num("corrected_pct"),
-            flips=num("flips"),
-            beyond=num("beyond"),
-            judged=num("judged"),
-            slower=num("slower"),
-            faster=num("faster"),
-            effect_pct=num("effect_pct"),
-            noise_pct=num("noise_pct"),
             stage=str(entry.get("stage") or ""),
-            kernels_a=num("kernels_a"),
-            kernels_b=num("kernels_b"),
             kernels_changed=json.dumps(list(entry.get("kernels_changed") or [])),
-            convert_layout_a=num("convert_layout_a"),
-            convert_layout_b=num("convert_layout_b"),
             note="; ".join(str(n) for n in entry.get("notes") or ()),
             caliber={k: str(caliber.get(k, "")) for k in CALIBER_FIELDS},
             floor_source=str(floor["source"]) if floor and judged else "",
             floor=str(floor["text"]) if floor and judged else "",
+            **{_attribute(c): num(c) for c in NUMERIC},
         )
 
     # ---- what a reader is shown ----------------------------------------------------------------
@@ -319,6 +305,6 @@ def render_screen(lines: Sequence[ScreenLine], width: int = WIDTH) -> list[str]:
         out += wrap.wrap(f"noise floor: {floor}")
     out.append(
         "delta = B/A - 1 in percent (*_pct): positive means side B is slower; "
-        "README 'Screen verdicts' names every column"
+        "docs/USAGE.md 'Screen columns' names every column"
     )
     return out

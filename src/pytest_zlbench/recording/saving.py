@@ -92,13 +92,7 @@ def screen_entry(name: str, root: Path, rootdir: Path) -> Entry:
     known = [line.caliber for line in lines if any(line.caliber.values())]
     if not known:
         raise StoreError(f"{root}: no operator of the screen has a caliber (none measured)")
-    settings: dict[str, Any] = {}
-    try:
-        import json
-
-        settings = json.loads((root / SETTINGS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        pass
+    settings = records.read_json_object(root / SETTINGS_FILE) or {}
     state = git_state(rootdir)
     return Entry(
         name=name,

@@ -3,7 +3,6 @@ an A/B root re-aggregated in place. Reads run directories only and runs no tests
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -150,16 +149,7 @@ def compare_two(
     ops = sorted({r.op for r in a.rows} | {r.op for r in b.rows})
     results = []
     for op in ops:
-        rnd = screening.RoundInput(
-            round=1,
-            order="AB",
-            rows_a=[r for r in a.rows if r.op == op],
-            rows_b=[r for r in b.rows if r.op == op],
-            ir_a=a.ir,
-            ir_b=b.ir,
-            identity_a=a.identity,
-            identity_b=b.identity,
-        )
+        rnd = screening.RoundInput.of_sides(1, "AB", a, b, op)
         results.append(screening.aggregate(op, [rnd], notes))
     results = screening.judge_screen(results)  # one noise floor for every operator of the pair
     paths = {
@@ -202,17 +192,8 @@ def reaggregate(root: Path, allow: bool, tw: Any, limit: float | None = None) ->
     results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
     for op_dir, res in results:
         write_op_result(op_dir, res)
-    settings = read_result_settings(root)
+    settings = records.read_json_object(root / SETTINGS_FILE)  # None: a root of an older version
     doc = result.document(result.SCREEN, [r.to_json() for _, r in results], settings=settings)
     out = publish(root, doc, tw, limit)
     failed = any(r.rounds_failed for _, r in results)
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)
-
-
-def read_result_settings(root: Path) -> dict[str, Any] | None:
-    """``screen.json`` of a root, ``None`` when it has none (a root of an older version)."""
-    try:
-        data = json.loads((root / SETTINGS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None

@@ -6,7 +6,6 @@ root), and last when the session ends; ``screen.tsv``, the terminal table, the p
 from __future__ import annotations
 
 import fcntl
-import json
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -35,19 +34,7 @@ def _locked(root: Path) -> Iterator[None]:
 
 def read_result(root: Path) -> dict[str, Any] | None:
     """The result document of ``root``, ``None`` when it has none or an unreadable one."""
-    try:
-        data = json.loads((root / RESULT_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _settings(root: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((root / SETTINGS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return records.read_json_object(root / RESULT_FILE)
 
 
 def _is_op_dir(path: Path) -> bool:
@@ -59,11 +46,8 @@ def _is_op_dir(path: Path) -> bool:
 def _entry(root: Path, op: str, planned: Mapping[str, Any], final: bool) -> dict[str, Any]:
     op_dir = root / op
     if is_done(op_dir):
-        try:
-            data = json.loads((op_dir / AB_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = None
-        if isinstance(data, dict) and "status" in data:
+        data = records.read_json_object(op_dir / AB_FILE)
+        if data is not None and "status" in data:
             data.pop("schema_version", None)
             return data
         return aggregate_op_dir(op_dir)[0].to_json()  # an ab.json of an earlier version
@@ -96,7 +80,12 @@ def update(
             if not path.name.startswith(".") and _is_op_dir(path):
                 known.setdefault(path.name, result.pending(path.name, RUNNING))
         entries = [_entry(root, op, prior, final) for op, prior in sorted(known.items())]
-        doc = result.document(result.SCREEN, entries, settings=_settings(root), finished=final)
+        doc = result.document(
+            result.SCREEN,
+            entries,
+            settings=records.read_json_object(root / SETTINGS_FILE),
+            finished=final,
+        )
         records.write_json(root / RESULT_FILE, doc)
     return doc
 

@@ -158,18 +158,7 @@ def aggregate_op_dir(
                 )
                 continue
             extra.append(f"round {k}: caliber mismatch allowed: {fields}")
-        rounds.append(
-            screening.RoundInput(
-                round=k,
-                order=order,
-                rows_a=sa.rows,
-                rows_b=sb.rows,
-                ir_a=sa.ir,
-                ir_b=sb.ir,
-                identity_a=sa.identity,
-                identity_b=sb.identity,
-            )
-        )
+        rounds.append(screening.RoundInput.of_sides(k, order, sa, sb))
     notes_file = op_dir / NOTES_FILE
     if notes_file.is_file():
         extra += [n for n in notes_file.read_text(encoding="utf-8").splitlines() if n.strip()]
