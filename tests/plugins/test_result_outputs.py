@@ -238,6 +238,10 @@ def test_every_file_a_screen_writes_matches_the_schema_and_reads_with_pandas(
     assert "NaN" not in (run / "rows.jsonl").read_text()
     summary = pd.read_csv(run / "summary.tsv", sep="\t")
     check_numeric(summary, ["rows", "failed", "median_speedup", "unlike_timers"], "summary.tsv")
+    # rows per timer of each latency: one integer column per timer, no "direct=2" text
+    timer_columns = ["timer_graph", "timer_direct", "timer_base_graph", "timer_base_direct"]
+    check_numeric(summary, timer_columns, "summary.tsv")
+    assert summary[timer_columns].values.tolist() == [[0, 2, 0, 2]]
 
 
 def test_a_comparison_s_files_match_the_schema_and_read_with_pandas(tmp_path: Path) -> None:
