@@ -141,12 +141,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     """re-aggregate an A/B root and show its screen, as pytest --zl-compare=ROOT
 
     Re-aggregate an A/B root in place (ab.json, screen.tsv) and show the screen table; the name
-    of a stored screen shows it as stored."""
+    of a stored screen shows it as stored. With --floor-from AA_ROOT its shapes are judged
+    against the noise floor of that A/A control screen."""
     from .screen.compare import command_words, compare_paths
 
     root = Path(args.root)
     tw = Writer()
     if not root.exists():
+        if args.floor_from:
+            raise Usage(
+                f"zlbench report: {root}: no such directory (--floor-from judges an A/B root's "
+                "rounds; a stored screen keeps no rounds)"
+            )
         return show_stored_screen(args, tw)
     from .contract import SETTINGS_FILE
     from .core.rundir import SCREEN, marked_kind
@@ -164,6 +170,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         tw,
         fail_beyond=args.fail_beyond,
         words=command_words("report"),
+        floor_from=Path(args.floor_from) if args.floor_from else None,
     )
 
 
@@ -215,7 +222,17 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from .core import result as result_doc
     from .core import screening
 
-    judged = screening.judge_screen(results)  # the screen's one floor, as report judges
+    floor = None  # the screen's one floor, as report judges
+    if args.floor_from:
+        from .screen.control_floor import check_caliber, control_floor
+        from .screen.results import caliber_line
+
+        where, aa_root = "zlbench plot: --floor-from", Path(args.floor_from)
+        floor = control_floor(aa_root, where)
+        allow = args.allow_caliber_mismatch
+        for text in check_caliber(root, aa_root, allow, where, "--allow-caliber-mismatch"):
+            caliber_line(tw, text)
+    judged = screening.judge_screen(results, floor)
     try:
         for op_dir, result in zip(op_dirs, judged, strict=True):
             path = op_dir / plot.PLOT_FILE
@@ -291,6 +308,15 @@ def _fail_beyond(p: Any) -> None:
     )
 
 
+def _floor_from(p: Any) -> None:
+    p.add_argument(
+        "--floor-from",
+        metavar="AA_ROOT",
+        help="judge the shapes against the noise floor of this A/A control screen's root (of "
+        "the same caliber) instead of the screen's own, as pytest --zl-floor-from=AA_ROOT",
+    )
+
+
 def percent(text: str) -> float:
     from .core.gate import parse_percent
 
@@ -320,10 +346,12 @@ def build_parser() -> Parser:
     p.add_argument("root", metavar="ROOT", help="an A/B root, or a stored screen's name")
     _allow_caliber_mismatch(p)
     _fail_beyond(p)
+    _floor_from(p)
 
     p = _command(sub, "plot", cmd_plot)
     p.add_argument("root", metavar="ROOT", help="an A/B root")
     _allow_caliber_mismatch(p)
+    _floor_from(p)
 
     p = _command(sub, "merge", cmd_merge)
     p.add_argument("roots", metavar="ROOT", nargs="+", help="the parts' screen roots")

@@ -38,6 +38,7 @@ class Words:
     out: str = "--zl-out"  # before the directory a comparison writes
     allow: str = "--zl-allow-caliber-mismatch"
     fail_beyond: str = "--zl-fail-beyond"
+    floor_from: str = "--zl-floor-from"  # before the A/A control root a floor is taken from
 
 
 PYTEST_WORDS = Words()
@@ -46,7 +47,9 @@ PYTEST_WORDS = Words()
 def command_words(command: str) -> Words:
     """The words of ``zlbench COMMAND``: ``zlbench report: ROOT: ...``, ``--fail-beyond``."""
     head = f"zlbench {command}:"
-    return Words(head, f"{head} -o", "--allow-caliber-mismatch", "--fail-beyond")
+    return Words(
+        head, f"{head} -o", "--allow-caliber-mismatch", "--fail-beyond", f"{head} --floor-from"
+    )
 
 
 def terminal_writer(config: pytest.Config) -> Any:
@@ -77,7 +80,16 @@ def run_compare(config: pytest.Config) -> int:
             )
         paths.insert(0, stored_run(config, str(name)))
     limit = fail_beyond(config)
-    return compare_paths(paths, mode.out, allow, terminal_writer(config), config, limit)
+    floor_from = _common.raw(config, "zl_floor_from")
+    return compare_paths(
+        paths,
+        mode.out,
+        allow,
+        terminal_writer(config),
+        config,
+        limit,
+        floor_from=Path(str(floor_from)) if floor_from else None,
+    )
 
 
 def compare_paths(
@@ -88,13 +100,15 @@ def compare_paths(
     config: pytest.Config | None = None,
     fail_beyond: float | None = None,
     words: Words = PYTEST_WORDS,
+    floor_from: Path | None = None,
 ) -> int:
     """The one implementation of ``--zl-compare`` and ``zlbench compare``/``zlbench report``:
     two run directories paired into ``out`` (else a fresh directory under runs/), or one A/B
     root re-aggregated in place. ``tw`` is anything with pytest's terminal writer's ``line``
     and ``sep``; bad input raises :class:`pytest.UsageError` in one line naming the option or
     argument as ``words`` do; returns the exit status, the gate's (``core.gate``) when
-    ``fail_beyond`` (a percentage) is given and an operator got slower by more."""
+    ``fail_beyond`` (a percentage) is given and an operator got slower by more. With
+    ``floor_from`` an A/B root is judged against the floor of that A/A control root."""
     if len(paths) not in (1, 2):
         raise pytest.UsageError(
             f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
@@ -108,11 +122,16 @@ def compare_paths(
         from ..core.rundir import kind_of
 
         if kind_of(Path(paths[0])) != SCREEN:  # refused by reaggregate in its own words
-            return reaggregate(Path(paths[0]), allow, tw, fail_beyond, words)
+            return reaggregate(Path(paths[0]), allow, tw, fail_beyond, words, floor_from)
         with _hold(config, SCREEN, Path(paths[0]), option=words.root) as held:
-            rc = reaggregate(Path(paths[0]), allow, tw, fail_beyond, words)
+            rc = reaggregate(Path(paths[0]), allow, tw, fail_beyond, words, floor_from)
             held.keep()
         return rc
+    if floor_from is not None:
+        raise pytest.UsageError(
+            f"{words.floor_from} judges the rounds of one A/B root; two runs compared have one "
+            "round and nothing to judge"
+        )
     from ..claim import COMPARE
 
     root = Path(out) if out else default_root()
@@ -209,7 +228,12 @@ def compare_two(
 
 
 def reaggregate(
-    root: Path, allow: bool, tw: Any, limit: float | None = None, words: Words = PYTEST_WORDS
+    root: Path,
+    allow: bool,
+    tw: Any,
+    limit: float | None = None,
+    words: Words = PYTEST_WORDS,
+    floor_from: Path | None = None,
 ) -> int:
     if not root.is_dir():
         raise pytest.UsageError(f"{words.root} {root}: no such directory")
@@ -230,7 +254,14 @@ def reaggregate(
         caliber_line(tw, problem)
     if refusing(problems, allow):
         return refuse(tw, words)
-    judged = screening.judge_screen([r for _, r in results])  # the screen's one noise floor
+    floor = None  # the screen's own: its A/A control operators', else its NO_IR_DIFF ones'
+    if floor_from is not None:
+        from .control_floor import check_caliber, control_floor
+
+        floor = control_floor(floor_from, words.floor_from)
+        for line in check_caliber(root, floor_from, allow, words.floor_from, words.allow):
+            caliber_line(tw, line)
+    judged = screening.judge_screen([r for _, r in results], floor)  # one floor for all
     results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
     try:
         for op_dir, res in results:
