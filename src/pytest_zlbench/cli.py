@@ -2,8 +2,10 @@
 
 ``compare`` and ``report`` run the same code as ``pytest --zl-compare`` (``screen.compare``);
 ``plot`` draws what a screen draws; ``merge`` joins a screen run in parts (``--zl-shard``);
-``list`` shows the baseline store (``--zl-save``). Bad input is one ``ERROR:`` line and exit
-status 4, as for pytest's usage errors.
+``list`` shows the baseline store (``--zl-save``). Bad input is one ``ERROR:`` line that starts
+``zlbench COMMAND:`` and names the argument in the command's own words (``-o``,
+``--allow-caliber-mismatch``, never a ``--zl-*`` option), exit status 4 as for pytest's usage
+errors.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ EPILOG = (
 
 
 class Usage(Exception):
-    """One line naming the problem; exit status 4."""
+    """One line naming the problem, starting ``zlbench COMMAND:``; exit status 4."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -75,9 +77,14 @@ def store_of(args: argparse.Namespace) -> Any:
 
 def find_stored(store: Any, name: str, kind: str, where: str) -> Any:
     """The entry ``name`` of ``store``, of any kind; a name that is not stored is a usage error
-    that starts with ``where`` and says what was looked for (a directory, a stored ``kind``)."""
+    that starts with ``where`` and says what was looked for (a directory, a stored ``kind``).
+    A store whose index cannot be read says so, not that the name is missing."""
     from .core.store import StoreError, check_name
 
+    try:
+        store.entries()
+    except StoreError as exc:
+        raise Usage(f"{where}: no such directory, and the store cannot be read: {exc}") from None
     try:
         check_name(name)
         return store.find(name)
@@ -91,9 +98,9 @@ def resolve_run(arg: str, args: argparse.Namespace, label: str) -> Path:
     if path.exists():
         return path
     store = store_of(args)
-    entry = find_stored(store, arg, "run", f"compare {label}: {arg}")
+    entry = find_stored(store, arg, "run", f"zlbench compare: {label}: {arg}")
     if entry.kind != "run":
-        raise Usage(f"compare {label}: {arg} is a stored {entry.kind}, not a run")
+        raise Usage(f"zlbench compare: {label}: {arg}: a stored {entry.kind}, not a run")
     return Path(store.path_of(entry))
 
 
@@ -106,11 +113,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     Pair two run directories, or names of stored runs (zlbench list): compare.json and screen.tsv
     in OUT, the same as pytest --zl-compare=A --zl-compare=B --zl-out=OUT."""
-    from .screen.compare import compare_paths
+    from .screen.compare import command_words, compare_paths
 
     paths = [resolve_run(args.a, args, "A"), resolve_run(args.b, args, "B")]
     return compare_paths(
-        paths, args.out, args.allow_caliber_mismatch, Writer(), fail_beyond=args.fail_beyond
+        paths,
+        args.out,
+        args.allow_caliber_mismatch,
+        Writer(),
+        fail_beyond=args.fail_beyond,
+        words=command_words("compare"),
     )
 
 
@@ -129,22 +141,36 @@ def cmd_report(args: argparse.Namespace) -> int:
     """re-aggregate an A/B root and show its screen, as pytest --zl-compare=ROOT
 
     Re-aggregate an A/B root in place (ab.json, screen.tsv) and show the screen table; the name
-    of a stored screen shows it as stored."""
-    from .screen.compare import compare_paths
+    of a stored screen shows it as stored. With --floor-from AA_ROOT its shapes are judged
+    against the noise floor of that A/A control screen."""
+    from .screen.compare import command_words, compare_paths
 
     root = Path(args.root)
     tw = Writer()
     if not root.exists():
+        if args.floor_from:
+            raise Usage(
+                f"zlbench report: {root}: no such directory (--floor-from judges an A/B root's "
+                "rounds; a stored screen keeps no rounds)"
+            )
         return show_stored_screen(args, tw)
     from .contract import SETTINGS_FILE
     from .core.rundir import SCREEN, marked_kind
 
     # never write a screen's files into a folder that only looks like one
     if marked_kind(root) != SCREEN and not (root / SETTINGS_FILE).is_file():
-        raise Usage(f"report {root}: not an A/B root (no screen.json or .zl_kind of a screen)")
+        raise Usage(
+            f"zlbench report: {root}: not an A/B root (no screen.json or .zl_kind of a screen)"
+        )
     # compare_paths writes screen_result.json and, from it, report.html (report_files)
     return compare_paths(
-        [root], None, args.allow_caliber_mismatch, tw, fail_beyond=args.fail_beyond
+        [root],
+        None,
+        args.allow_caliber_mismatch,
+        tw,
+        fail_beyond=args.fail_beyond,
+        words=command_words("report"),
+        floor_from=Path(args.floor_from) if args.floor_from else None,
     )
 
 
@@ -155,13 +181,13 @@ def show_stored_screen(args: argparse.Namespace, tw: Writer) -> int:
     from .screen.results import read_screen
 
     store = store_of(args)
-    entry = find_stored(store, args.root, "screen", f"report {args.root}")
+    entry = find_stored(store, args.root, "screen", f"zlbench report: {args.root}")
     if entry.kind != "screen":
-        raise Usage(f"report {args.root}: a stored {entry.kind}; report shows screens")
+        raise Usage(f"zlbench report: {args.root}: a stored {entry.kind}; report shows screens")
     try:
         lines = read_screen(store.path_of(entry))
-    except ValueError as exc:
-        raise Usage(f"report {args.root}: {exc}") from None
+    except (ValueError, OSError) as exc:
+        raise Usage(f"zlbench report: {args.root}: {exc}") from None
     tw.sep("=", f"zlbench screen (stored {entry.name}, {entry.saved_at})")
     for text in screening.render_screen(lines):
         tw.line(text)
@@ -181,10 +207,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     root = Path(args.root)
     if not root.is_dir():
-        raise Usage(f"plot {root}: no such directory")
+        raise Usage(f"zlbench plot: {root}: no such directory")
     op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
     if not op_dirs:
-        raise Usage(f"plot {root}: not an A/B root (no <op>/r<k>_A directories)")
+        raise Usage(f"zlbench plot: {root}: not an A/B root (no <op>/r<k>_A directories)")
     tw = Writer()
     if importlib.util.find_spec("matplotlib") is None or not plot.available():
         tw.line(f"zlbench: {plot.MISSING} for the {len(op_dirs)} operator(s) of {root}")
@@ -196,16 +222,29 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from .core import result as result_doc
     from .core import screening
 
-    judged = screening.judge_screen(results)  # the screen's one floor, as report judges
-    for op_dir, result in zip(op_dirs, judged, strict=True):
-        path = op_dir / plot.PLOT_FILE
-        if plot.write(path, result):
-            tw.line(f"zlbench: drew {path}")
-        else:
-            tw.line(f"zlbench: {result.op}: {result.verdict}, no range: no plot")
-    doc = result_doc.document(result_doc.SCREEN, [r.to_json() for r in judged])
-    if plot.write_overview(root / plot.OVERVIEW_FILE, doc):
-        tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")
+    floor = None  # the screen's one floor, as report judges
+    if args.floor_from:
+        from .screen.control_floor import check_caliber, control_floor
+        from .screen.results import caliber_line
+
+        where, aa_root = "zlbench plot: --floor-from", Path(args.floor_from)
+        floor = control_floor(aa_root, where)
+        allow = args.allow_caliber_mismatch
+        for text in check_caliber(root, aa_root, allow, where, "--allow-caliber-mismatch"):
+            caliber_line(tw, text)
+    judged = screening.judge_screen(results, floor)
+    try:
+        for op_dir, result in zip(op_dirs, judged, strict=True):
+            path = op_dir / plot.PLOT_FILE
+            if plot.write(path, result):
+                tw.line(f"zlbench: drew {path}")
+            else:
+                tw.line(f"zlbench: {result.op}: {result.verdict}, no range: no plot")
+        doc = result_doc.document(result_doc.SCREEN, [r.to_json() for r in judged])
+        if plot.write_overview(root / plot.OVERVIEW_FILE, doc):
+            tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")
+    except OSError as exc:
+        raise Usage(f"zlbench plot: {root}: not writable ({exc.strerror or exc})") from None
     return 0
 
 
@@ -269,13 +308,22 @@ def _fail_beyond(p: Any) -> None:
     )
 
 
+def _floor_from(p: Any) -> None:
+    p.add_argument(
+        "--floor-from",
+        metavar="AA_ROOT",
+        help="judge the shapes against the noise floor of this A/A control screen's root (of "
+        "the same caliber) instead of the screen's own, as pytest --zl-floor-from=AA_ROOT",
+    )
+
+
 def percent(text: str) -> float:
     from .core.gate import parse_percent
 
     try:
         return parse_percent(text, "--fail-beyond")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    except ValueError as exc:  # argparse names the argument itself: not twice
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-beyond: ")) from None
 
 
 def build_parser() -> Parser:
@@ -298,10 +346,12 @@ def build_parser() -> Parser:
     p.add_argument("root", metavar="ROOT", help="an A/B root, or a stored screen's name")
     _allow_caliber_mismatch(p)
     _fail_beyond(p)
+    _floor_from(p)
 
     p = _command(sub, "plot", cmd_plot)
     p.add_argument("root", metavar="ROOT", help="an A/B root")
     _allow_caliber_mismatch(p)
+    _floor_from(p)
 
     p = _command(sub, "merge", cmd_merge)
     p.add_argument("roots", metavar="ROOT", nargs="+", help="the parts' screen roots")
@@ -318,13 +368,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .core.records import RecordError
     from .core.store import StoreError
 
+    command = None
     try:
         args = build_parser().parse_args(argv)
+        command = args.command
         return int(args.func(args))
     except (Usage, pytest.UsageError, StoreError, RecordError) as exc:
         sys.stdout.flush()
-        sys.stderr.write(f"ERROR: {exc}\n")
+        sys.stderr.write(f"ERROR: {error_line(str(exc), command)}\n")
         return USAGE_ERROR
+
+
+def error_line(text: str, command: str | None) -> str:
+    """``text`` as the command's error: one line that starts ``zlbench COMMAND:`` (what a
+    shared module raised names a path or a file, not the command)."""
+    head = f"zlbench {command}" if command else "zlbench"
+    text = " ".join(text.split())
+    return text if text.startswith(head) else f"{head}: {text}"
 
 
 if __name__ == "__main__":

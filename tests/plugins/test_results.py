@@ -182,12 +182,12 @@ def test_zlbench_compare_refuses_a_caliber_mismatch_as_pytest_does(
         ((), ["the following arguments are required: COMMAND"]),
         (("frobnicate",), ["invalid choice: 'frobnicate'"]),
         (("compare", "x"), ["compare", "required: B"]),
-        (("compare", "nope", "nope2"), ["compare A: nope: no such directory, nor a stored run"]),
+        (("compare", "nope", "x"), ["zlbench compare: A: nope: no such directory, nor a stored"]),
         (("report",), ["required: ROOT"]),
-        (("report", "nowhere"), ["report nowhere: no such directory, nor a stored screen"]),
-        (("plot", "nowhere"), ["plot nowhere: no such directory"]),
+        (("report", "nowhere"), ["zlbench report: nowhere: no such directory, nor a stored"]),
+        (("plot", "nowhere"), ["zlbench plot: nowhere: no such directory"]),
         (("merge", "a"), ["required: -o/--out"]),
-        (("merge", "nowhere", "-o", "out"), ["zlbench merge nowhere: no such directory"]),
+        (("merge", "nowhere", "-o", "out"), ["zlbench merge: nowhere: no such directory"]),
         (("list", "--bogus"), ["unrecognized arguments: --bogus"]),
     ],
 )
@@ -415,19 +415,21 @@ def test_a_screen_split_in_two_and_merged_equals_the_unsplit_screen(
 
     # what merge refuses, each in one line naming the part
     rc, _, err = zlbench(capsys, "merge", path / "part1", path / "part1", "-o", path / "m2")
-    one_error(err, f"merge {path / 'part1'}: shard 1/2 again")
+    one_error(err, f"zlbench merge: {path / 'part1'}: shard 1/2 again")
     rc, _, err = zlbench(capsys, "merge", path / "whole", path / "part2", "-o", path / "m3")
     assert rc == 4
-    one_error(err, f"merge {path / 'part2'}: screened ", "which", "screened too")
+    one_error(err, f"zlbench merge: {path / 'part2'}: screened ", "which", "screened too")
     settings = json.loads((path / "part2" / "screen.json").read_text())
     (path / "part2" / "screen.json").write_text(json.dumps(settings | {"rounds": 2}))
     rc, _, err = zlbench(capsys, "merge", path / "part1", path / "part2", "-o", path / "m4")
-    one_error(err, f"merge {path / 'part2'}: screened with other settings", "rounds: 1 vs 2")
+    one_error(
+        err, f"zlbench merge: {path / 'part2'}: screened with other settings", "rounds: 1 vs 2"
+    )
     (path / "part2" / "screen.json").write_text(json.dumps(settings))
     text = (path / "part2" / "screen.tsv").read_text()
     (path / "part2" / "screen.tsv").write_text(text.replace("\tdirect\t", "\tgraph\t"))
     rc, _, err = zlbench(capsys, "merge", path / "part1", path / "part2", "-o", path / "m5")
-    one_error(err, f"merge {path / 'part2'}: caliber differs (timer: 'direct' vs 'graph')")
+    one_error(err, f"zlbench merge: {path / 'part2'}: caliber differs (timer: 'direct' vs 'graph')")
     rc, _, err = zlbench(capsys, "merge", path / "part1", "-o", path / "merged")
     one_error(err, "already holds something")
     assert not any((path / name).exists() for name in ("m2", "m3", "m4", "m5"))
@@ -513,5 +515,5 @@ def test_report_refuses_a_folder_that_is_no_screen_root(
     (tmp_path / "abs" / "r1_A").mkdir(parents=True)
     rc, _, err = zlbench(capsys, "report", tmp_path)
     assert rc == 4
-    one_error(err, f"report {tmp_path}: not an A/B root")
+    one_error(err, f"zlbench report: {tmp_path}: not an A/B root")
     assert not (tmp_path / "screen.tsv").exists()

@@ -91,7 +91,7 @@ def test_a_plain_run_refuses_a_screen_root_and_a_screen_refuses_a_run(
         "--zl-compare", str(root / "bench" / "r1_A"), "--zl-compare", str(root / "bench" / "r1_B"),
         f"--zl-out={run}",
     )  # fmt: skip
-    assert_usage_error(compare_in_run, "holds a recorded run, not the output of --zl-compare")
+    assert_usage_error(compare_in_run, "holds a recorded run, not a comparison of two runs")
     assert (snapshot(run), snapshot(root)) == before
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from pytest_zlbench.core.fingerprint import IrEntry, IrReport
-from pytest_zlbench.core.judge import judge_screen, noise_floor
+from pytest_zlbench.core.judge import control_root_floor, judge_screen, noise_floor
 from pytest_zlbench.core.noise import (
     FLOOR_QUANTILE,
     MIN_SAMPLES,
@@ -174,6 +174,27 @@ def test_an_aa_control_gives_the_floor_to_a_switched_screen() -> None:
     judged = judge_screen([mm], floor)[0]
     assert judged.floor == floor
     assert beyond(judged) == ["[1024, 1024]", "[4096, 4096]"]
+
+
+def test_a_separate_control_s_floor_names_its_root() -> None:
+    control = [aggregate("mul", op_rounds("mul", synthetic_aa(3), switch={}))]
+    floor = control_root_floor(control, "/runs/aa")
+    assert (floor.source, floor.root, floor.ops) == ("separate A/A control", "/runs/aa", ("mul",))
+    assert floor.classes == noise_floor(control).classes
+    assert floor.describe().startswith("separate A/A control /runs/aa (mul): p95 ")
+    assert floor.to_json()["root"] == "/runs/aa"
+    assert noise_floor(control).to_json()["root"] is None
+    mm, _, _ = mma_v3_screen()
+    assert judge_screen([mm], floor)[0].to_json()["floor"]["root"] == "/runs/aa"
+
+
+def test_a_switched_screen_or_one_that_measured_nothing_gives_no_control_floor() -> None:
+    mm, _, _ = mma_v3_screen()
+    with pytest.raises(ValueError, match=r"^not an A/A control \(.*: mm\)$"):
+        control_root_floor([mm], "/runs/ab")
+    failed = aggregate("mul", [RoundInput(round=1, order="AB", failed="A: crashed")])
+    with pytest.raises(ValueError, match=r"^no operator with a measured round"):
+        control_root_floor([failed], "/runs/aa")
 
 
 def test_ir_changed_without_an_effect_says_so_with_its_noise() -> None:

@@ -87,6 +87,11 @@ def test_summary_tsv_keeps_awkward_names_on_one_line() -> None:
     assert (back.op, back.dtype) == ("a b", "x y")
 
 
+def test_a_timer_without_a_column_is_refused_in_one_line() -> None:
+    with pytest.raises(ValueError, match="abs: timer 'kernel' is not one of graph, direct"):
+        summary.write_tsv(summary.summarize([row("abs", "f", 1.0, timer="kernel")]))
+
+
 def test_empty_summary_round_trips() -> None:
     text = summary.write_tsv([])
     assert summary.parse_tsv(text) == []
@@ -102,14 +107,16 @@ TSV = "\t".join(HEADERS) + "\n"
         ("op\tdtype\n", "unexpected header"),
         ("\t".join(HEADERS) + "\nabs\tf16\t1\n", "3 cells"),
         (
-            "\t".join(HEADERS) + "\nabs\tf16\tone\t0\t1.0\tgraph=1\tgraph=1\t0\n",
+            "\t".join(HEADERS) + "\nabs\tf16\tone\t0\t1.0\t1\t0\t1\t0\t0\n",
             "bad line for 'abs'",
         ),
         (
-            "\t".join(HEADERS) + "\nabs\tf16\t1\t0\tfast\tgraph=1\tgraph=1\t0\n",
+            "\t".join(HEADERS) + "\nabs\tf16\t1\t0\tfast\t1\t0\t1\t0\t0\n",
             "bad line for 'abs'",
         ),
-        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\t1.0\tgraph=x\tgraph=1\t0\n", "bad line for 'abs'"),
+        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\t1.0\tx\t0\t1\t0\t0\n", "bad line for 'abs'"),
+        # the text cells written before the counts had a column each
+        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\t1.0\tgraph=1\tgraph=1\t0\n", "8 cells"),
     ],
 )
 def test_parse_tsv_refuses(text: str, needle: str) -> None:
@@ -121,7 +128,8 @@ def test_parse_tsv_refuses(text: str, needle: str) -> None:
 
 def test_render_returns_lines() -> None:
     lines = summary.render(summary.summarize(ROWS))
-    assert lines[0].split() == list(HEADERS)  # the TSV's names
+    # the TSV's names, its per-timer counts as one text column per latency
+    assert lines[0].split() == list(summary.TERMINAL_HEADERS)
     assert set(lines[1]) <= {"-", " "}
     assert len(lines) == 2 + 4
     assert "direct=1,graph=2" in lines[2]
@@ -214,3 +222,24 @@ def test_a_speedup_between_unlike_timers_is_never_computed() -> None:
     assert line.unlike_timers == 1
     assert line.median_speedup == pytest.approx(2.0)
     assert summary.parse_tsv(summary.write_tsv([line])) == [line]
+
+
+def test_summary_tsv_has_one_integer_column_per_timer_for_pandas() -> None:
+    """Issue 18's tidy tables: a numeric column holds numbers only; the timer counts were one
+    text cell (``direct=1,graph=2``) a reader had to split."""
+    pd = pytest.importorskip("pandas")
+    import io
+    from dataclasses import replace
+
+    rows = [replace(r, timer_base=r.timer) if r.latency_base else r for r in ROWS]
+    rows.append(replace(row("abs", "bfloat16", 2.0, 1.0, timer="direct"), timer_base="graph"))
+    frame = pd.read_csv(io.StringIO(summary.write_tsv(summary.summarize(rows))), sep="\t")
+    columns = ["timer_graph", "timer_direct", "timer_base_graph", "timer_base_direct"]
+    for column in [*columns, "rows", "failed", "unlike_timers"]:
+        assert pd.api.types.is_integer_dtype(frame[column]), (column, frame[column].dtype)
+    assert frame[["op", "dtype", *columns, "unlike_timers"]].values.tolist() == [
+        ["abs", "float16", 2, 1, 2, 1, 0],
+        ["abs", "bfloat16", 1, 1, 2, 0, 1],
+        ["mm", "float32", 1, 0, 0, 0, 0],
+        ["fft", "complex64", 0, 0, 0, 0, 0],
+    ]

@@ -57,13 +57,14 @@ class Verdict:
     limit_pct: float
     regressions: tuple[Regression, ...]
     not_judged: tuple[str, ...]  # a screen's operators of one round
+    option: str = "--zl-fail-beyond"  # how the lines name the gate: pytest's option, zlbench's
 
     @property
     def failed(self) -> bool:
         return bool(self.regressions)
 
     def lines(self) -> list[str]:
-        head = f"zlbench: --zl-fail-beyond={self.limit_pct:g}%: "
+        head = f"zlbench: {self.option}={self.limit_pct:g}%: "
         out = []
         if self.regressions:
             what = "; ".join(r.text(self.limit_pct) for r in self.regressions)
@@ -75,14 +76,14 @@ class Verdict:
             out.append(f"{head}passed, no operator slower on side B by more than that")
         if self.not_judged:
             out.append(
-                f"zlbench: --zl-fail-beyond: {len(self.not_judged)} operator(s) of one round not "
+                f"zlbench: {self.option}: {len(self.not_judged)} operator(s) of one round not "
                 f"judged (beyond noise needs two rounds): {', '.join(self.not_judged)}"
             )
         return out
 
 
-def judge(doc: Mapping[str, Any], limit_pct: float) -> Verdict:
-    """The gate over the operators of a result document."""
+def judge(doc: Mapping[str, Any], limit_pct: float, option: str = "--zl-fail-beyond") -> Verdict:
+    """The gate over the operators of a result document; its lines name it ``option``."""
     compare = doc.get("kind") == "compare"
     found: list[Regression] = []
     skipped: list[str] = []
@@ -102,7 +103,7 @@ def judge(doc: Mapping[str, Any], limit_pct: float) -> Verdict:
                 found.append(Regression(op, float(median), "one round: median over shapes"))
         elif median is not None:
             skipped.append(op)
-    return Verdict(limit_pct, tuple(found), tuple(skipped))
+    return Verdict(limit_pct, tuple(found), tuple(skipped), option)
 
 
 def exit_status(current: int, verdict: Verdict | None) -> int:

@@ -1,6 +1,7 @@
 """The screen-level pass of the beyond-noise judgement (:mod:`.noise`): one noise floor for a
-whole screen, measured from its A/A control or its ``NO_IR_DIFF`` operators, and every
-operator's shapes judged against it."""
+whole screen, measured from its A/A control or its ``NO_IR_DIFF`` operators (or taken from a
+separate A/A control screen, :func:`control_root_floor`), and every operator's shapes judged
+against it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import replace
 
 from .noise import (
     CONTROL,
+    CONTROL_ROOT,
     FLOOR_QUANTILE,
     MIN_SAMPLES,
     NO_FLOOR,
@@ -57,6 +59,22 @@ def noise_floor(results: Iterable[OpResult]) -> NoiseFloor:
             classes.append(ClassFloor(cls.name, None, len(own)))
     ops = tuple(sorted({r.op for r in chosen}))
     return NoiseFloor(source, ops, tuple(classes))
+
+
+def control_root_floor(results: Sequence[OpResult], root: str) -> NoiseFloor:
+    """The floor of a separate A/A control screen (its operators' ``results``, aggregated from
+    ``root``) to judge another screen against; a one-line ``ValueError`` (without the root's
+    name) when those results are no A/A control's or hold no measured round."""
+    ranged = [r for r in results if r.has_range]
+    if not ranged:
+        raise ValueError("no operator with a measured round to take a floor from")
+    switched = sorted(r.op for r in ranged if not r.control)
+    if switched:
+        shown = ", ".join(switched[:3]) + (", ..." if len(switched) > 3 else "")
+        raise ValueError(
+            f"not an A/A control (side B ran a switch, or the sides were not one screen's: {shown})"
+        )
+    return replace(noise_floor(ranged), source=CONTROL_ROOT, root=root)
 
 
 def classify(result: OpResult, floor: NoiseFloor) -> OpResult:

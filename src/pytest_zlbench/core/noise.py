@@ -14,7 +14,10 @@ the median over rounds narrows the spread, and a shape is judged by how far sing
 scatter. The floor's operators are, by preference, those of an A/A control (a screen without a
 switch, :func:`core.verdicts.is_control`), else the screen's own ``NO_IR_DIFF`` operators
 (identical IR: whatever their deltas are, the switch did not make them); the floor says which
-(:attr:`NoiseFloor.source`), or that neither exists, and then only the own spread applies.
+(:attr:`NoiseFloor.source`), or that neither exists, and then only the own spread applies. A
+screen may also be judged against the floor of a separate A/A control screen of the same caliber
+(``--zl-floor-from=AA_ROOT``, ``zlbench report ROOT --floor-from AA_ROOT``): its source is then
+:data:`CONTROL_ROOT` and :attr:`NoiseFloor.root` names that control's root.
 
 Size classes by side A's latency: under 10 µs, 10–100 µs, 100 µs and more. Rows of 1–8 µs are
 launch-bound and drift by 0.3–1 % per kernel between processes (two processes: median 1.1–1.8 %,
@@ -42,6 +45,7 @@ FLOOR_QUANTILE = 0.95
 MIN_SAMPLES = 20
 
 CONTROL = "A/A control"
+CONTROL_ROOT = "separate A/A control"
 SAME_SCREEN = "NO_IR_DIFF operators"
 NO_FLOOR = "none"
 NO_FLOOR_TEXT = "no floor available: each shape's between-round spread only"
@@ -100,9 +104,10 @@ class ClassFloor:
 class NoiseFloor:
     """The floor a screen's shapes are judged against, and where it came from."""
 
-    source: str  # CONTROL, SAME_SCREEN or NO_FLOOR
+    source: str  # CONTROL, CONTROL_ROOT, SAME_SCREEN or NO_FLOOR
     ops: tuple[str, ...] = ()
     classes: tuple[ClassFloor, ...] = ()
+    root: str | None = None  # CONTROL_ROOT: the A/A control screen's root it was taken from
 
     def for_latency(self, latency_ms: float | None) -> ClassFloor | None:
         """The floor of a row's size class; for a row of unknown size, the highest floor."""
@@ -116,7 +121,8 @@ class NoiseFloor:
         if self.source == NO_FLOOR:
             return NO_FLOOR_TEXT
         classes = ", ".join(c.text() for c in self.classes)
-        return f"{self.source} ({', '.join(self.ops)}): p{FLOOR_QUANTILE * 100:.0f} {classes}"
+        source = f"{self.source} {self.root}" if self.root else self.source
+        return f"{source} ({', '.join(self.ops)}): p{FLOOR_QUANTILE * 100:.0f} {classes}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,5 +131,6 @@ class NoiseFloor:
             "quantile": FLOOR_QUANTILE,
             "min_samples": MIN_SAMPLES,
             "classes": [c.to_json() for c in self.classes],
+            "root": self.root,
             "text": self.describe(),
         }

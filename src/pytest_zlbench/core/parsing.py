@@ -166,6 +166,11 @@ ACTS_IN: dict[str, tuple[frozenset[str], str]] = {
         frozenset({SCREEN, COMPARE}),
         "it gates an A/B screen or --zl-compare on operators slower beyond noise",
     ),
+    "zl_floor_from": (
+        frozenset({SCREEN, COMPARE}),
+        "it judges an A/B screen (or the A/B root --zl-compare re-aggregates) against an A/A "
+        "control's noise floor",
+    ),
     "zl_resume": (
         frozenset({SCREEN}),
         "it continues an A/B screen root (--zl-ab or --zl-rounds with --zl-out=ROOT)",

@@ -128,7 +128,7 @@ MIXED = "mixed"
 KIND_NAMES = {
     RUN: "a recorded run",
     SCREEN: "an A/B screen root",
-    COMPARE: "the output of --zl-compare",
+    COMPARE: "a comparison of two runs",
     MIXED: "files of more than one kind (a recorded run and an A/B screen root)",
 }
 #: the files that say a directory without a marker is of a kind

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from .judge import classify, judge_screen, noise_floor
+from .judge import classify, control_root_floor, judge_screen, noise_floor
 from .noise import NoiseFloor
 from .opresult import OpResult, ShapeResult
 from .pairing import Key, Pair, Pairing, RoundInput, key_text, keyed, pair_rows
@@ -78,6 +78,7 @@ __all__ = [
     "aggregate",
     "caliber_of",
     "classify",
+    "control_root_floor",
     "is_control",
     "judge_screen",
     "key_text",

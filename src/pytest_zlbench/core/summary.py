@@ -1,6 +1,11 @@
 """The per-run summary: per operator and dtype, how many rows, their median speedup over the
 baseline, and which timers measured each latency (SPEC §5 ``summary.tsv``). Rows whose two
-latencies were timed by unlike timers give no speedup and are counted apart."""
+latencies were timed by unlike timers give no speedup and are counted apart.
+
+The file is a tidy table (issue 18): every numeric column holds one number, so the rows each
+timer measured are one integer column per timer and latency (``timer_graph``,
+``timer_base_direct``, ...), 0 when it measured none. The terminal shows the same counts as
+``graph=2,direct=1`` in two columns, which reads better than four mostly-zero ones."""
 
 from __future__ import annotations
 
@@ -8,11 +13,26 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .records import UNSTEADY_SPREAD, Row
+from .records import TIMERS, UNSTEADY_SPREAD, Row
 from .render import fmt_float, read_tsv, table, to_tsv
 from .stats import median
 
+#: the count columns of ``summary.tsv``: rows whose ``latency`` (``timer_<name>``) and whose
+#: ``latency_base`` (``timer_base_<name>``) each timer measured
+TIMER_COLUMNS: tuple[str, ...] = tuple(f"timer_{t}" for t in TIMERS)
+TIMER_BASE_COLUMNS: tuple[str, ...] = tuple(f"timer_base_{t}" for t in TIMERS)
 HEADERS: tuple[str, ...] = (
+    "op",
+    "dtype",
+    "rows",
+    "failed",
+    "median_speedup",
+    *TIMER_COLUMNS,
+    *TIMER_BASE_COLUMNS,
+    "unlike_timers",
+)
+#: the terminal's table: the timer counts as text, two columns
+TERMINAL_HEADERS: tuple[str, ...] = (
     "op",
     "dtype",
     "rows",
@@ -36,6 +56,19 @@ class SummaryLine:
     unlike_timers: int = 0  # rows whose latencies were timed differently: no speedup
 
     def cells(self) -> list[str]:
+        """The line of ``summary.tsv``: one count per timer and latency."""
+        return [
+            self.op,
+            self.dtype,
+            str(self.rows),
+            str(self.failed),
+            fmt_float(self.median_speedup),
+            *_per_timer(self.timers, self.op),
+            *_per_timer(self.timers_base, self.op),
+            str(self.unlike_timers),
+        ]
+
+    def terminal_cells(self) -> list[str]:
         return [
             self.op,
             self.dtype,
@@ -48,14 +81,21 @@ class SummaryLine:
         ]
 
 
+def _per_timer(counts: tuple[tuple[str, int], ...], op: str) -> list[str]:
+    found = dict(counts)
+    unknown = sorted(set(found) - set(TIMERS))
+    if unknown:  # rows come from our timers only; a column per timer cannot hold another
+        raise ValueError(f"{op}: timer {unknown[0]!r} is not one of {', '.join(TIMERS)}")
+    return [str(found.get(t, 0)) for t in TIMERS]
+
+
+def _from_columns(rec: dict[str, str], columns: Sequence[str]) -> tuple[tuple[str, int], ...]:
+    counts = ((t, int(rec[c])) for t, c in zip(TIMERS, columns, strict=True))
+    return tuple(sorted((t, n) for t, n in counts if n))
+
+
 def _counts(counts: tuple[tuple[str, int], ...]) -> str:
     return ",".join(f"{name}={count}" for name, count in counts)
-
-
-def _parse_counts(text: str) -> tuple[tuple[str, int], ...]:
-    return tuple(
-        (name, int(count)) for name, _, count in (t.partition("=") for t in text.split(",") if t)
-    )
 
 
 def summarize(rows: Iterable[Row]) -> list[SummaryLine]:
@@ -98,8 +138,8 @@ def parse_tsv(text: str, source: str = "summary.tsv") -> list[SummaryLine]:
                     rows=int(rec["rows"]),
                     failed=int(rec["failed"]),
                     median_speedup=float(rec["median_speedup"]) if rec["median_speedup"] else None,
-                    timers=_parse_counts(rec["timers"]),
-                    timers_base=_parse_counts(rec["timers_base"]),
+                    timers=_from_columns(rec, TIMER_COLUMNS),
+                    timers_base=_from_columns(rec, TIMER_BASE_COLUMNS),
                     unlike_timers=int(rec["unlike_timers"]),
                 )
             )
@@ -109,7 +149,8 @@ def parse_tsv(text: str, source: str = "summary.tsv") -> list[SummaryLine]:
 
 
 def render(lines: Sequence[SummaryLine]) -> list[str]:
-    return table(HEADERS, (line.cells() for line in lines))
+    """The terminal's table (:data:`TERMINAL_HEADERS`)."""
+    return table(TERMINAL_HEADERS, (line.terminal_cells() for line in lines))
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,11 @@ FAIL_BEYOND_HELP = (
 COMPARE_TO_HELP = (
     "Compare against the stored run NAME (--zl-save): the run --zl-out records, or --zl-compare"
 )
+FLOOR_FROM_HELP = (
+    "Judge the screen's shapes (or those of the A/B root --zl-compare re-aggregates) against the "
+    "noise floor of this A/A control screen's root, of the same caliber, instead of the "
+    "screen's own"
+)
 SCREEN_MODE_HELP = (
     "How the sides run: lockstep (default: one worker process per side over all operators per "
     "round, timing in alternating turns), sequential (the same workers, one side after the "
@@ -77,6 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="lockstep|sequential|process",
     )
     add(parser, group, "--zl-fail-beyond", FAIL_BEYOND_HELP, child=DROP, metavar="PCT")
+    add(parser, group, "--zl-floor-from", FLOOR_FROM_HELP, child=DROP, metavar="AA_ROOT")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,30 @@ from ..core.rundir import IdentityError, Side, load_side
 from .outputs import exit_status, fail_beyond, publish
 from .results import aggregate_op_dir, caliber_line, write_op_result
 from .settings import default_root
+
+
+@dataclass(frozen=True)
+class Words:
+    """How a comparison's messages name what the user gave: pytest's options (the defaults), or
+    a ``zlbench`` command's own arguments (:func:`command_words`). A message reads
+    ``f"{words.root} {path}: problem"``."""
+
+    root: str = "--zl-compare"  # before an A/B root or a run directory
+    out: str = "--zl-out"  # before the directory a comparison writes
+    allow: str = "--zl-allow-caliber-mismatch"
+    fail_beyond: str = "--zl-fail-beyond"
+    floor_from: str = "--zl-floor-from"  # before the A/A control root a floor is taken from
+
+
+PYTEST_WORDS = Words()
+
+
+def command_words(command: str) -> Words:
+    """The words of ``zlbench COMMAND``: ``zlbench report: ROOT: ...``, ``--fail-beyond``."""
+    head = f"zlbench {command}:"
+    return Words(
+        head, f"{head} -o", "--allow-caliber-mismatch", "--fail-beyond", f"{head} --floor-from"
+    )
 
 
 def terminal_writer(config: pytest.Config) -> Any:
@@ -54,7 +79,16 @@ def run_compare(config: pytest.Config) -> int:
             )
         paths.insert(0, stored_run(config, str(name)))
     limit = fail_beyond(config)
-    return compare_paths(paths, mode.out, allow, terminal_writer(config), config, limit)
+    floor_from = _common.raw(config, "zl_floor_from")
+    return compare_paths(
+        paths,
+        mode.out,
+        allow,
+        terminal_writer(config),
+        config,
+        limit,
+        floor_from=Path(str(floor_from)) if floor_from else None,
+    )
 
 
 def compare_paths(
@@ -64,13 +98,16 @@ def compare_paths(
     tw: Any,
     config: pytest.Config | None = None,
     fail_beyond: float | None = None,
+    words: Words = PYTEST_WORDS,
+    floor_from: Path | None = None,
 ) -> int:
     """The one implementation of ``--zl-compare`` and ``zlbench compare``/``zlbench report``:
     two run directories paired into ``out`` (else a fresh directory under runs/), or one A/B
     root re-aggregated in place. ``tw`` is anything with pytest's terminal writer's ``line``
-    and ``sep``; bad input raises :class:`pytest.UsageError`; returns the exit status, the
-    gate's (``core.gate``) when ``fail_beyond`` (a percentage) is given and an operator got
-    slower by more."""
+    and ``sep``; bad input raises :class:`pytest.UsageError` in one line naming the option or
+    argument as ``words`` do; returns the exit status, the gate's (``core.gate``) when
+    ``fail_beyond`` (a percentage) is given and an operator got slower by more. With
+    ``floor_from`` an A/B root is judged against the floor of that A/A control root."""
     if len(paths) not in (1, 2):
         raise pytest.UsageError(
             f"--zl-compare takes one A/B root or two run directories, got {len(paths)}"
@@ -84,16 +121,21 @@ def compare_paths(
         from ..core.rundir import kind_of
 
         if kind_of(Path(paths[0])) != SCREEN:  # refused by reaggregate in its own words
-            return reaggregate(Path(paths[0]), allow, tw, fail_beyond)
-        with _hold(config, SCREEN, Path(paths[0]), option="--zl-compare") as held:
-            rc = reaggregate(Path(paths[0]), allow, tw, fail_beyond)
+            return reaggregate(Path(paths[0]), allow, tw, fail_beyond, words, floor_from)
+        with _hold(config, SCREEN, Path(paths[0]), option=words.root) as held:
+            rc = reaggregate(Path(paths[0]), allow, tw, fail_beyond, words, floor_from)
             held.keep()
         return rc
+    if floor_from is not None:
+        raise pytest.UsageError(
+            f"{words.floor_from} judges the rounds of one A/B root; two runs compared have one "
+            "round and nothing to judge"
+        )
     from ..claim import COMPARE
 
     root = Path(out) if out else default_root()
-    with _hold(config, COMPARE, root) as held:
-        rc = compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw, fail_beyond)
+    with _hold(config, COMPARE, root, option=words.out) as held:
+        rc = compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw, fail_beyond, words)
         if rc in (0, REGRESSION_EXIT):
             held.keep()
     return rc
@@ -111,13 +153,19 @@ def _hold(
     return claiming(config, kind, path, resume=True, option=option)
 
 
-def refuse(tw: Any) -> int:
-    caliber_line(tw, f"{CALIBER_PREFIX} refusing to compare; --zl-allow-caliber-mismatch overrides")
+def refuse(tw: Any, words: Words = PYTEST_WORDS) -> int:
+    caliber_line(tw, f"{CALIBER_PREFIX} refusing to compare; {words.allow} overrides")
     return int(pytest.ExitCode.USAGE_ERROR)
 
 
 def compare_two(
-    path_a: Path, path_b: Path, root: Path, allow: bool, tw: Any, limit: float | None = None
+    path_a: Path,
+    path_b: Path,
+    root: Path,
+    allow: bool,
+    tw: Any,
+    limit: float | None = None,
+    words: Words = PYTEST_WORDS,
 ) -> int:
     sides: list[Side] = []
     identity_problem = False
@@ -129,7 +177,7 @@ def compare_two(
             caliber_line(tw, unreadable(label, str(exc)).line())
             identity_problem = True
         except RecordError as exc:
-            errors.append(f"--zl-compare {label}: {exc}")
+            errors.append(f"{words.root} {label}: {exc}")
     if identity_problem:
         return int(pytest.ExitCode.USAGE_ERROR)
     if errors:
@@ -139,7 +187,7 @@ def compare_two(
     for problem in problems:
         caliber_line(tw, problem.line())
     if any(p.fatal for p in problems) and not allow:
-        return refuse(tw)
+        return refuse(tw, words)
     notes = [f"caliber mismatch allowed: {p.field}" for p in problems if p.fatal]
     notes += [f"caliber warning: {p.field}" for p in problems if not p.fatal]
     if (a.ir is not None and a.ir.entries) or (b.ir is not None and b.ir.entries):
@@ -164,19 +212,27 @@ def compare_two(
             {"schema_version": result.SCHEMA_VERSION, **paths, "ops": entries},
         )
     except OSError as exc:
-        raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
+        raise pytest.UsageError(f"{words.out} {root}: not writable ({exc.strerror})") from None
     doc = result.document(result.COMPARE, entries, sides=paths)
-    return exit_status(0, publish(root, doc, tw, limit))
+    return exit_status(0, publish(root, doc, tw, limit, words.fail_beyond))
 
 
-def reaggregate(root: Path, allow: bool, tw: Any, limit: float | None = None) -> int:
+def reaggregate(
+    root: Path,
+    allow: bool,
+    tw: Any,
+    limit: float | None = None,
+    words: Words = PYTEST_WORDS,
+    floor_from: Path | None = None,
+) -> int:
     if not root.is_dir():
-        raise pytest.UsageError(f"--zl-compare {root}: no such directory")
+        raise pytest.UsageError(f"{words.root} {root}: no such directory")
     op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
     if not op_dirs:
+        # --zl-compare takes one A/B root or two run directories; zlbench report one root
+        what = "neither a run directory pair nor" if words == PYTEST_WORDS else "not"
         raise pytest.UsageError(
-            f"--zl-compare {root}: neither a run directory pair nor an A/B root "
-            "(no <op>/r<k>_A directories)"
+            f"{words.root} {root}: {what} an A/B root (no <op>/r<k>_A directories)"
         )
     results = []
     problems: list[str] = []
@@ -187,13 +243,25 @@ def reaggregate(root: Path, allow: bool, tw: Any, limit: float | None = None) ->
     for problem in problems:
         caliber_line(tw, problem)
     if refusing(problems, allow):
-        return refuse(tw)
-    judged = screening.judge_screen([r for _, r in results])  # the screen's one noise floor
+        return refuse(tw, words)
+    floor = None  # the screen's own: its A/A control operators', else its NO_IR_DIFF ones'
+    if floor_from is not None:
+        from .control_floor import check_caliber, control_floor
+
+        floor = control_floor(floor_from, words.floor_from)
+        for line in check_caliber(root, floor_from, allow, words.floor_from, words.allow):
+            caliber_line(tw, line)
+    judged = screening.judge_screen([r for _, r in results], floor)  # one floor for all
     results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
-    for op_dir, res in results:
-        write_op_result(op_dir, res)
+    try:
+        for op_dir, res in results:
+            write_op_result(op_dir, res)
+    except OSError as exc:
+        raise pytest.UsageError(
+            f"{words.root} {root}: not writable ({exc.strerror or exc})"
+        ) from None
     settings = records.read_json_object(root / SETTINGS_FILE)  # None: a root of an older version
     doc = result.document(result.SCREEN, [r.to_json() for _, r in results], settings=settings)
-    out = publish(root, doc, tw, limit)
+    out = publish(root, doc, tw, limit, words.fail_beyond)
     failed = any(r.rounds_failed for _, r in results)
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)

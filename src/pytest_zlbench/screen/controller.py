@@ -117,6 +117,8 @@ class AbController:
         #: every operator's seconds of side-worker time, for the next screen's cards split
         self.costs: dict[str, float] = {}
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
+        #: why --zl-floor-from's control was not applied at the end (its caliber differs)
+        self.floor_refused: str | None = None
 
     # ---- collection ------------------------------------------------------------------------
 
@@ -353,6 +355,8 @@ class AbController:
         if not self.lines and not (self.settings.root / RESULT_FILE).is_file():
             return
         self.judge()
+        if self.floor_refused:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
         from . import outputs  # screen_result.json, screen.tsv, the gate, the report
 
         self.outputs = outputs.finish_screen(self.config, self.settings.root)
@@ -368,9 +372,22 @@ class AbController:
         ops = [op for op in self.lines if (root / op).is_dir()]
         allow = self.settings.allow_caliber_mismatch
         results = [aggregate_op_dir(root / op, allow=allow)[0] for op in ops]
-        for op, result in zip(ops, screening.judge_screen(results), strict=True):
+        floor = self.control_floor()
+        for op, result in zip(ops, screening.judge_screen(results, floor), strict=True):
             write_op_result(root / op, result)
             self.lines[op] = result.to_line()
+
+    def control_floor(self) -> Any:
+        """``--zl-floor-from``'s floor (``None``: the screen's own). A control of another
+        caliber is not applied: the screen is judged against its own floor, and the refusal
+        makes the exit status 4 (SPEC §5), as a caliber mismatch between rounds does."""
+        if self.settings.floor_from is None:
+            return None
+        from .control_floor import at_screen_end
+
+        floor, lines, self.floor_refused = at_screen_end(self.settings)
+        self.caliber.update(dict.fromkeys(lines))
+        return floor
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -380,6 +397,8 @@ class AbController:
         terminalreporter.write_sep("=", "zlbench screen")
         for text in self.caliber:
             caliber_line(terminalreporter, text)
+        if self.floor_refused:
+            terminalreporter.write_line(f"{CALIBER_PREFIX} {self.floor_refused}", red=True)
         if self.refused():
             terminalreporter.write_line(
                 f"{CALIBER_PREFIX} those rounds count as failed and have no range; "

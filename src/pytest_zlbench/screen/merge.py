@@ -26,24 +26,24 @@ class Part:
     def __init__(self, root: Path) -> None:
         self.root = root
         if not root.is_dir():
-            raise pytest.UsageError(f"zlbench merge {root}: no such directory")
+            raise pytest.UsageError(f"zlbench merge: {root}: no such directory")
         if not (root / SCREEN_FILE).is_file():
             raise pytest.UsageError(
-                f"zlbench merge {root}: not a finished screen root (no {SCREEN_FILE})"
+                f"zlbench merge: {root}: not a finished screen root (no {SCREEN_FILE})"
             )
         try:
             settings = json.loads((root / SETTINGS_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise pytest.UsageError(
-                f"zlbench merge {root}: {SETTINGS_FILE} unreadable ({type(exc).__name__})"
+                f"zlbench merge: {root}: {SETTINGS_FILE} unreadable ({type(exc).__name__})"
             ) from None
         if not isinstance(settings, dict):
-            raise pytest.UsageError(f"zlbench merge {root}: {SETTINGS_FILE} is not an object")
+            raise pytest.UsageError(f"zlbench merge: {root}: {SETTINGS_FILE} is not an object")
         self.settings: dict[str, Any] = settings
         try:
             self.lines = read_screen(root)
         except (ValueError, OSError) as exc:
-            raise pytest.UsageError(f"zlbench merge {root}: {exc}") from None
+            raise pytest.UsageError(f"zlbench merge: {root}: {exc}") from None
         self.op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
         self.ops = {line.op for line in self.lines} | {p.name for p in self.op_dirs}
         known = [line.caliber for line in self.lines if any(line.caliber.values())]
@@ -64,25 +64,25 @@ def check(parts: Sequence[Part]) -> list[str]:
         if differ:
             what = ", ".join(f"{k}: {shared.get(k)!r} vs {other.get(k)!r}" for k in differ)
             raise pytest.UsageError(
-                f"zlbench merge {name}: screened with other settings than {first.root} ({what})"
+                f"zlbench merge: {name}: screened with other settings than {first.root} ({what})"
             )
         if caliber is None:
             caliber = part.caliber
         elif part.caliber is not None and part.caliber != caliber:
             fields = [k for k in CALIBER_FIELDS if part.caliber[k] != caliber[k]]
             what = ", ".join(f"{k}: {caliber[k]!r} vs {part.caliber[k]!r}" for k in fields)
-            raise pytest.UsageError(f"zlbench merge {name}: caliber differs ({what})")
+            raise pytest.UsageError(f"zlbench merge: {name}: caliber differs ({what})")
         shard = part.settings.get("shard")
         if shard:
             if shard in shards:
                 raise pytest.UsageError(
-                    f"zlbench merge {name}: shard {shard} again (also {shards[shard]})"
+                    f"zlbench merge: {name}: shard {shard} again (also {shards[shard]})"
                 )
             shards[str(shard)] = part.root
         for op in sorted(part.ops):
             if op in seen:
                 raise pytest.UsageError(
-                    f"zlbench merge {name}: screened {op}, which {seen[op]} screened too"
+                    f"zlbench merge: {name}: screened {op}, which {seen[op]} screened too"
                 )
             seen[op] = part.root
     warnings = []
@@ -104,7 +104,7 @@ def merge(roots: Sequence[str | Path], out: str | Path, tw: Any) -> int:
     parts = [Part(Path(r)) for r in roots]
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise pytest.UsageError(f"zlbench merge -o {target}: already holds something")
+        raise pytest.UsageError(f"zlbench merge: -o {target}: already holds something")
     warnings = check(parts)
     try:
         target.mkdir(parents=True, exist_ok=True)
@@ -124,7 +124,7 @@ def merge(roots: Sequence[str | Path], out: str | Path, tw: Any) -> int:
         ]
         records.write_json(target / SETTINGS_FILE, settings)
     except OSError as exc:
-        raise pytest.UsageError(f"zlbench merge -o {target}: not writable ({exc})") from None
+        raise pytest.UsageError(f"zlbench merge: -o {target}: not writable ({exc})") from None
     for text in warnings:
         tw.line(text, yellow=True)
     from . import result_file

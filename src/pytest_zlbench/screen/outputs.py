@@ -47,14 +47,19 @@ def fail_beyond(config: pytest.Config | None) -> float | None:
 
 
 def finish(
-    root: Path, doc: Mapping[str, Any], limit: float | None, write_doc: bool = True
+    root: Path,
+    doc: Mapping[str, Any],
+    limit: float | None,
+    write_doc: bool = True,
+    option: str = "--zl-fail-beyond",
 ) -> Outputs:
-    """Write the document (unless already written) and its views; judge the gate."""
+    """Write the document (unless already written) and its views; judge the gate (whose lines
+    name it ``option``)."""
     if write_doc:
         result_file.write_document(root, doc)
     tsv = result_file.write_views(root, doc)
     files = result_file.write_report(root, doc)
-    verdict = judge(doc, limit) if limit is not None else None
+    verdict = judge(doc, limit, option) if limit is not None else None
     return Outputs(root, doc, tsv, verdict, files)
 
 
@@ -64,11 +69,17 @@ def finish_screen(config: pytest.Config, root: Path) -> Outputs:
     return finish(root, result_file.update(root, final=True), limit, write_doc=False)
 
 
-def publish(root: Path, doc: Mapping[str, Any], tw: Any, limit: float | None) -> Outputs:
+def publish(
+    root: Path,
+    doc: Mapping[str, Any],
+    tw: Any,
+    limit: float | None,
+    option: str = "--zl-fail-beyond",
+) -> Outputs:
     """:func:`finish`, then the table read back from ``screen.tsv`` and the lines under it."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        out = finish(root, doc, limit)
+        out = finish(root, doc, limit, option=option)
     except OSError as exc:
         raise pytest.UsageError(f"{root}: not writable ({exc.strerror})") from None
     tw.sep("=", "zlbench screen")

@@ -41,6 +41,9 @@ class AbSettings:
     #: how the sides run: ``lockstep`` and ``sequential`` (side workers over the batch) or
     #: ``process`` (one child process per side per operator and round)
     mode: str = "lockstep"
+    #: --zl-floor-from: the A/A control screen root whose noise floor judges this screen (a
+    #: judgement, not a measurement: not in :meth:`describe`, so --zl-resume may change it)
+    floor_from: Path | None = None
 
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
@@ -148,7 +151,22 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         allow_caliber_mismatch=_common.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
         shard=shard,
         mode=screen_mode,
+        floor_from=floor_root(config),
     )
+
+
+def floor_root(config: pytest.Config) -> Path | None:
+    """``--zl-floor-from``, refused before anything is measured when it names no A/A control
+    screen root (its caliber is compared with the screen's once the screen has measured)."""
+    value = _common.raw(config, "zl_floor_from")
+    if not value:
+        return None
+    path = Path(str(value)).resolve()
+    if not _common.is_worker(config):
+        from .control_floor import control_floor
+
+        control_floor(path, "--zl-floor-from")
+    return path
 
 
 SCREEN_MODES = ("lockstep", "sequential", "process")

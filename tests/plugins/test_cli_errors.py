@@ -1,0 +1,194 @@
+"""Every error ``zlbench report|plot|merge|compare|list`` can reach is one line that starts
+``ERROR: zlbench COMMAND:`` and names what was given in the command's own words: a bad screen
+root once read ``--zl-compare ROOT: ...``, a refused ``-o`` ``--zl-out ...``, a caliber
+refusal ``--zl-allow-caliber-mismatch overrides``. Exit status 4, as for every usage error."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_result_outputs import IDENTITY, SCREEN, rows, run_dir, synthetic_screen
+
+from pytest_zlbench import cli
+from pytest_zlbench.core import records, rundir
+from pytest_zlbench.core.store import STORE_DIR
+
+
+def zlbench(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, list[str], list[str]]:
+    capsys.readouterr()
+    rc = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return rc, out.splitlines(), err.splitlines()
+
+
+def refused(
+    capsys: pytest.CaptureFixture[str], command: str, *args: object
+) -> tuple[list[str], str]:
+    """Run ``zlbench COMMAND ARGS``, which must fail with one error line in its own words;
+    returns stdout's lines and the error without its ``ERROR: zlbench COMMAND: ``."""
+    rc, out, err = zlbench(capsys, command, *args)
+    assert rc == 4, (out, err)
+    (line,) = err
+    head = f"ERROR: zlbench {command}: "
+    assert line.startswith(head), line
+    assert "--zl-" not in "\n".join(out + err)  # no pytest option names
+    return out, line.removeprefix(head)
+
+
+def two_runs(tmp_path: Path) -> tuple[Path, Path]:
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_dir(a, rows("mm", SCREEN["mm"], None))
+    run_dir(b, rows("mm", SCREEN["mm"], 0))
+    return a, b
+
+
+def other_device(run: Path) -> None:
+    (run / records.IDENTITY_FILE).write_text(json.dumps({**IDENTITY, "device": "another card"}))
+
+
+# --------------------------------------------------------------------------------------------
+# zlbench report
+
+
+def test_report_of_a_screen_root_without_operators(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder marked as a screen root but holding no rounds was refused as
+    ``--zl-compare ROOT: neither a run directory pair nor an A/B root``."""
+    root = tmp_path / "screen"
+    root.mkdir()
+    (root / rundir.KIND_FILE).write_text(rundir.kind_marker(rundir.SCREEN, "2026-12-01"))
+    _, error = refused(capsys, "report", root)
+    assert error == f"{root}: not an A/B root (no <op>/r<k>_A directories)"
+
+
+def test_report_refuses_a_caliber_mismatch_in_its_own_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = synthetic_screen(tmp_path / "screen")
+    other_device(root / "mm" / "r1_B")
+    rc, out, err = zlbench(capsys, "report", root)
+    assert (rc, err) == (4, [])
+    assert out == [
+        "!!! [caliber] device differs: r1_A='NVIDIA H200' r1_B='another card' (mm)",
+        "!!! [caliber] refusing to compare; --allow-caliber-mismatch overrides",
+    ]
+    rc, out, _ = zlbench(capsys, "report", root, "--allow-caliber-mismatch")
+    assert rc == 0
+
+
+def test_report_of_a_root_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = synthetic_screen(tmp_path / "screen")
+    fd = os.open(root / rundir.LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another open file: refused as another session's
+        _, error = refused(capsys, "report", root)
+    finally:
+        os.close(fd)
+    assert error.startswith(f"{root}: in use by another session (")
+
+
+def test_report_of_a_root_it_cannot_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operator's ``ab.json`` that cannot be replaced ended in a traceback."""
+    root = synthetic_screen(tmp_path / "screen")
+    (root / "mm" / "ab.json").mkdir()
+    _, error = refused(capsys, "report", root)
+    assert error.startswith(f"{root}: not writable (")
+
+
+def test_report_of_a_name_when_the_store_cannot_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken store index read as "no such stored screen"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / STORE_DIR).mkdir()
+    (tmp_path / STORE_DIR / "index.json").write_text("{}")
+    _, error = refused(capsys, "report", "nightly")
+    assert error.startswith("nightly: no such directory, and the store cannot be read: ")
+    assert error.endswith("index.json: not a zlbench store index (no entries list)")
+    _, error = refused(capsys, "compare", "nightly", "other")
+    assert error.startswith("A: nightly: no such directory, and the store cannot be read: ")
+    _, error = refused(capsys, "list")
+    assert error.endswith("index.json: not a zlbench store index (no entries list)")
+
+
+# --------------------------------------------------------------------------------------------
+# zlbench compare
+
+
+def no_rows(tmp_path: Path, b: Path) -> tuple[object, ...]:
+    (b / records.ROWS_FILE).unlink()
+    return ()
+
+
+def screen_as_out(tmp_path: Path, b: Path) -> tuple[object, ...]:
+    return ("-o", synthetic_screen(tmp_path / "screen"))
+
+
+def file_as_out(tmp_path: Path, b: Path) -> tuple[object, ...]:
+    (tmp_path / "f").write_text("")
+    return ("-o", tmp_path / "f")
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        (no_rows, "B: {b}/rows.jsonl: missing"),
+        (
+            screen_as_out,
+            "-o {tmp}/screen: holds an A/B screen root, not a comparison of two runs; give a new "
+            "directory (a directory holds one kind of results)",
+        ),
+        (file_as_out, "-o {tmp}/f: not a directory"),
+    ],
+    ids=["side", "out-of-another-kind", "out-a-file"],
+)
+def test_compare_names_its_own_arguments(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    setup: Callable[[Path, Path], tuple[object, ...]],
+    expected: str,
+) -> None:
+    a, b = two_runs(tmp_path)
+    extra = setup(tmp_path, b)
+    if not extra:
+        extra = ("-o", tmp_path / "cmp")
+    _, error = refused(capsys, "compare", a, b, *extra)
+    assert error == expected.format(b=b, tmp=tmp_path)
+
+
+def test_compare_refuses_a_caliber_mismatch_in_its_own_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = two_runs(tmp_path)
+    other_device(b)
+    rc, out, err = zlbench(capsys, "compare", a, b, "-o", tmp_path / "cmp")
+    assert (rc, err) == (4, [])
+    assert out[-1] == "!!! [caliber] refusing to compare; --allow-caliber-mismatch overrides"
+    assert "--zl-" not in "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# zlbench plot, zlbench merge
+
+
+def test_plot_of_a_root_it_cannot_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    root = synthetic_screen(tmp_path / "screen")
+    (root / "mm" / "delta.svg").mkdir()
+    _, error = refused(capsys, "plot", root)
+    assert error.startswith(f"{root}: not writable (")
+
+
+def test_merge_names_the_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, _ = two_runs(tmp_path)
+    _, error = refused(capsys, "merge", a, "-o", tmp_path / "m")
+    assert error == f"{a}: not a finished screen root (no screen.tsv)"
