@@ -46,7 +46,8 @@
 #             operator fails with the reason, the others are measured (~1 min)
 #   cost      the screen's cost and precision on COST_OPS (abs, mul, sum, fft, mm, nonzero and 24
 #             more) with the smoke shapes, a seed of its own replayed: DISABLE_MMA_V3=1 and an A/A
-#             control, 3 rounds each, for each mode of SCREEN_MODES (~4 min per mode and switch)
+#             control, 3 rounds each, for each mode of SCREEN_MODES (~4 min per mode and switch);
+#             COST_SCREENS (mma aa) picks the screens, COST_SEED a seed recorded before
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
 #             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card
 #   capture   capture fallbacks (nonzero, unique), a capture that breaks cuSOLVER
@@ -345,15 +346,17 @@ stage_crash() {
 }
 
 stage_cost() {
-  step "cost: ${#COST_SEL[@]} test functions, smoke shapes, modes ${MODES[*]}"
+  step "cost: ${#COST_SEL[@]} test functions, smoke shapes, modes ${MODES[*]}, screens ${COST_SCREENS:-mma aa}"
   stage_dir cost || return
-  local smoke=(--shape_file="$SMOKE")
-  zl cost/seed "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}"
+  local smoke=(--shape_file="$SMOKE") seed=${COST_SEED:-$O/cost/seed}
+  [ -n "${COST_SEED:-}" ] || zl cost/seed "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}"
   for mode in "${MODES[@]}"; do
-    screen "cost/mma_$mode" "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}" --zl-ab=DISABLE_MMA_V3=1 \
-      --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$O/cost/seed" --zl-timeout=300
-    screen "cost/aa_$mode" "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}" --zl-rounds=3 \
-      --zl-screen-mode="$mode" --zl-replay-from="$O/cost/seed" --zl-timeout=300
+    for kind in ${COST_SCREENS:-mma aa}; do
+      local switch=()
+      [ "$kind" = mma ] && switch=(--zl-ab=DISABLE_MMA_V3=1)
+      screen "cost/${kind}_$mode" "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}" "${switch[@]}" \
+        --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300
+    done
   done
 }
 

@@ -57,28 +57,15 @@ class SummaryLine:
 
     def cells(self) -> list[str]:
         """The line of ``summary.tsv``: one count per timer and latency."""
-        return [
-            self.op,
-            self.dtype,
-            str(self.rows),
-            str(self.failed),
-            fmt_float(self.median_speedup),
-            *_per_timer(self.timers, self.op),
-            *_per_timer(self.timers_base, self.op),
-            str(self.unlike_timers),
-        ]
+        return self._line(_per_timer(self.timers, self.op), _per_timer(self.timers_base, self.op))
 
     def terminal_cells(self) -> list[str]:
-        return [
-            self.op,
-            self.dtype,
-            str(self.rows),
-            str(self.failed),
-            fmt_float(self.median_speedup),
-            _counts(self.timers),
-            _counts(self.timers_base),
-            str(self.unlike_timers),
-        ]
+        return self._line([_counts(self.timers)], [_counts(self.timers_base)])
+
+    def _line(self, timers: list[str], timers_base: list[str]) -> list[str]:
+        head = [self.op, self.dtype, str(self.rows), str(self.failed)]
+        return [*head, fmt_float(self.median_speedup), *timers, *timers_base,
+                str(self.unlike_timers)]  # fmt: skip
 
 
 def _per_timer(counts: tuple[tuple[str, int], ...], op: str) -> list[str]:
