@@ -10,6 +10,12 @@ python benchmarks/gpu_validate.py devices DIR...
 python benchmarks/gpu_validate.py tuning DIR [KERNEL]
     per run: autotune keys tuned (printed in run.log under TRITON_PRINT_AUTOTUNING), keys
     pinned in autotune.json, .ttgir files in the run's Triton cache (and those of KERNEL)
+python benchmarks/gpu_validate.py timers DIR...
+    per run: rows counted by the timer of each latency (timer, timer_base), rows whose two
+    latencies were timed differently, the fewest samples of any latency (spread.n)
+python benchmarks/gpu_validate.py nodes
+    on a CUDA card: the nodes a graph capture records for nothing, a view and a 64 x 64 abs
+    (what the graph timer counts to refuse an empty capture)
 python benchmarks/gpu_validate.py screen ROOT [WALL_S]
     one screen (its screen_result.json, the cost.json of each side-worker batch and its
     progress.log): per operator the verdict, rounds used, shapes beyond noise and its seconds;
@@ -101,6 +107,38 @@ def cmd_identity(run: str, timer: str, direct_repeat: str, device: str) -> None:
     (Path(run) / "run_identity.json").write_text(json.dumps(identity) + "\n")
 
 
+def cmd_timers(dirs: list[str]) -> None:
+    for d in dirs:
+        _, rows = rows_of(Path(d))
+        pairs = Counter((r.timer, r.timer_base) for r in rows)
+        samples = [s.n for r in rows for s in (r.spread, r.spread_base) if s is not None]
+        unlike = sum(1 for r in rows if r.timer_base and r.timer != r.timer_base)
+        print(
+            f"{d}: {len(rows)} rows; (timer, timer_base): "
+            + ", ".join(f"{a}/{b}: {n}" for (a, b), n in sorted(pairs.items(), key=str))
+            + f"; unlike timers {unlike}; fewest samples {min(samples) if samples else '-'}"
+        )
+
+
+def cmd_nodes() -> None:
+    import torch
+
+    from pytest_zlbench.adapters.torch_api import TorchDeviceAPI
+    from pytest_zlbench.core.backends import BUILTIN_BACKENDS
+
+    api = TorchDeviceAPI(next(b for b in BUILTIN_BACKENDS if b.name == "cuda"))
+    x = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    for name, fn in (("nothing", lambda: None), ("a view", lambda: x.view(-1)),
+                     ("abs 64 x 64 fp16", lambda: torch.abs(x))):  # fmt: skip
+        fn()
+        api.synchronize()
+        graph = api.new_graph()
+        with api.capture(graph):
+            fn()
+        print(f"{name}: {api.graph_nodes(graph)} nodes")
+        api.release(graph)
+
+
 def _op_seconds(root: Path) -> dict[str, float]:
     """Seconds each operator kept the side workers busy, summed over its passes, from the
     screen's progress lines (``<op> <record|rK>: ... (<s>s) [...]``)."""
@@ -172,6 +210,10 @@ def main(argv: list[str]) -> int:
         cmd_devices(args)
     elif command == "tuning" and 1 <= len(args) <= 2:
         cmd_tuning(*args)
+    elif command == "timers":
+        cmd_timers(args)
+    elif command == "nodes" and not args:
+        cmd_nodes()
     elif command == "screen" and 1 <= len(args) <= 2:
         cmd_screen(*args)
     elif command == "identity" and len(args) == 4:

@@ -35,6 +35,9 @@
 #             4 rounds on mm, and with two or more cards -n 2 --zl-devices=0,1 and the card-to-
 #             card pairs (~6 min)
 #   aa        an A/A control: --zl-rounds=2 without --zl-ab on abs and mm (~3 min)
+#   refuse    what the timers refuse: a recorded run of abs, nonzero, sum, mul at --level core
+#             (the timer of both latencies, the fewest samples), and the nodes a capture of
+#             nothing, a view and abs records (~2 min)
 #   aa3       the A/A control of the docs: --zl-rounds=3 without a switch over abs, mul, sum, fft
 #             and mm, for each mode of SCREEN_MODES (default lockstep): precision per shape (~3 min
 #             per mode with DTYPES=float16)
@@ -80,10 +83,10 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || die "-o needs a folder"; O=$2; shift 2 ;;
     --seed) [ $# -ge 2 ] || die "--seed needs a folder"; SEED=$2; shift 2 ;;
     --pack) PACK=1; shift ;;
-    all) STAGES+=(seed record noise timers caliber ab aa aa3 mma rlc crash cost capture xdist kill); shift ;;
-    env|seed|record|noise|timers|caliber|ab|aa|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
+    all) STAGES+=(seed record noise timers caliber ab aa refuse aa3 mma rlc crash cost capture xdist kill); shift ;;
+    env|seed|record|noise|timers|caliber|ab|aa|refuse|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
       STAGES+=("$1"); shift ;;
-    *) die "unknown argument '$1' (stages: env seed record noise timers caliber ab aa aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
+    *) die "unknown argument '$1' (stages: env seed record noise timers caliber ab aa refuse aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
   esac
 done
 [ ${#STAGES[@]} -gt 0 ] || die "name at least one stage (see the head of $0)"
@@ -295,6 +298,16 @@ screen() {
   sed -n '/^op  /,/passed\|failed/p' "$O/$name.log"
   grep -E "^zlbench: (gate|switch)" "$O/$name.log"
   $PY "$BENCH/gpu_validate.py" screen "$O/$name" "$(( $(date +%s) - t0 ))"
+}
+
+stage_refuse() {
+  step "refuse: the timer of both latencies, the fewest samples, what a capture records"
+  stage_dir refuse || return
+  zl refuse/run benchmark/test_abs.py benchmark/test_nonzero.py benchmark/test_sum.py \
+    benchmark/test_mul.py "${COMMON[@]}"
+  $PY "$BENCH/gpu_validate.py" timers "$O/refuse/run"
+  $PY "$BENCH/gpu_validate.py" rows "$O/refuse/run" | grep -i "direct" | head -n 12
+  $PY "$BENCH/gpu_validate.py" nodes
 }
 
 stage_aa3() {

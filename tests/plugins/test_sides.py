@@ -19,7 +19,8 @@ import pytest
 
 from pytest_zlbench.core import screening
 from pytest_zlbench.core.records import is_complete, read_identity, read_rows
-from pytest_zlbench.screen.sides import COST_FILE, WORKERS_DIR
+from pytest_zlbench.screen.cost import COST_FILE
+from pytest_zlbench.screen.sides import WORKERS_DIR
 from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"

@@ -45,8 +45,6 @@ if TYPE_CHECKING:
 #: where a screen's side workers keep their caches and output, under its root (a name no
 #: operator can have: operator ids start with a letter, digit or underscore)
 WORKERS_DIR = ".workers"
-#: a batch's cost record, in its folder under WORKERS_DIR
-COST_FILE = "cost.json"
 #: the longest a busy worker goes without a progress line
 HEARTBEAT_S = 10.0
 
@@ -400,28 +398,13 @@ class SideWorkers:
         return replay
 
     def _write_cost(self) -> None:
-        """``cost.json`` of the batch: its wall time, the seconds its workers spent inside timed
-        turns and how many operator passes it made (``docs/PERFORMANCE.md``, screen cost)."""
-        import json
-
-        from ..core.records import write_atomic
+        """``cost.json`` of the batch and a progress line (``screen.cost``)."""
+        from .cost import batch_cost
 
         wall = time.monotonic() - self.started
-        cost = {
-            "batch": self.name,
-            "mode": self.settings.mode,
-            "operators": len(self.items),
-            "operator_passes": self.units_done,
-            "wall_s": round(wall, 3),
-            "timed_s": round(self.timed_s, 3),
-        }
-        if self.workdir.is_dir():
-            write_atomic(self.workdir / COST_FILE, json.dumps(cost, indent=1) + "\n")
-        share = self.timed_s / wall if wall > 0 else 0.0
-        self.progress(
-            f"batch {self.name}: {self.units_done} operator passes in {wall:.0f}s, "
-            f"{self.timed_s:.0f}s of it inside timed turns ({share:.0%})"
-        )
+        record = batch_cost(self.name, self.settings.mode, len(self.items), self.units_done,
+                            wall, self.timed_s, self.workdir)  # fmt: skip
+        self.progress(record)
 
     def _merge_pins(self, replay: Path) -> None:
         """The recording worker's ``autotune.json``: every operator's choices, which the
