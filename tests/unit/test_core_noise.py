@@ -53,16 +53,21 @@ def report(digest: str) -> IrReport:
 
 
 def op_rounds(
-    op: str, shapes: Shapes, *, ir_b: str = "same", switch: Mapping[str, str] | None = None
+    op: str,
+    shapes: Shapes,
+    *,
+    ir_b: str = "same",
+    switch: Mapping[str, str] | None = None,
+    timer: str = "graph",
 ) -> list[RoundInput]:
     """The rounds of one operator whose side-B latencies are side A's times (1 + delta)."""
     switch = {"X": "1"} if switch is None else switch
     n = len(next(iter(shapes.values()))[1])
     out = []
     for k in range(1, n + 1):
-        rows_a = [Row(op, "float16", s, lat, timer="graph") for s, (lat, _) in shapes.items()]
+        rows_a = [Row(op, "float16", s, lat, timer=timer) for s, (lat, _) in shapes.items()]
         rows_b = [
-            Row(op, "float16", s, lat * (1 + d[k - 1]), timer="graph")
+            Row(op, "float16", s, lat * (1 + d[k - 1]), timer=timer)
             for s, (lat, d) in shapes.items()
         ]
         info = {"round": k}
@@ -352,3 +357,36 @@ def test_no_triton_shows_its_numbers() -> None:
     assert line.range == "+11.00% ~ +21.00%"
     assert line.median_pct == "+16.000"
     assert (line.beyond, line.judged) == ("2", "2")
+
+
+def test_direct_timed_rows_get_a_floor_of_their_own() -> None:
+    """On an H200 smoke-shape A/A screen, FlagGems' nonzero (its capture refused: timed by the
+    direct timer, L2 flushed) moved 18-118 % between processes and made the floor of every
+    graph-timed row of 10 us and more 56.7 %: a switch's +10 % on such rows read as noise. The
+    direct timer's rows are judged against a floor of their own."""
+    rng = random.Random(7)
+    graph = {f"[{i}]": (0.03, [rng.gauss(0.0, 0.003) for _ in range(3)]) for i in range(10)}
+    direct = {f"[d{i}]": (0.5, [rng.choice((-1, 1)) * rng.uniform(0.2, 0.6) for _ in range(3)])
+              for i in range(4)}  # fmt: skip
+    control = [
+        aggregate("mul", op_rounds("mul", graph, switch={})),
+        aggregate("nonzero", op_rounds("nonzero", direct, switch={}, timer="direct")),
+    ]
+    floor = noise_floor(control)
+    graph_floor = floor.for_latency(0.03, "graph")
+    assert graph_floor is not None
+    assert graph_floor.value is not None
+    assert graph_floor.value < 0.01, floor.describe()
+    assert "direct timer" in floor.describe()
+    direct_floor = floor.for_latency(0.5, "direct")
+    assert direct_floor is not None
+    assert direct_floor.timer == "direct"
+    # a switch's steady +10 % on graph-timed 30 us rows is beyond that noise
+    switched = aggregate("mm", op_rounds("mm", {"[64]": (0.03, [0.10, 0.11, 0.09])}, ir_b="x"))
+    (judged,) = judge_screen([switched], floor)
+    assert beyond(judged) == ["[64]"]
+    shape = judged.to_json()["shapes"][0]
+    assert shape["timer"] == "graph"
+    # and the floor says which classes are the direct timer's
+    classes = floor.to_json()["classes"]
+    assert {c["timer"] for c in classes} == {None, "direct"}

@@ -19,6 +19,7 @@ from .noise import (
     ClassFloor,
     NoiseFloor,
     size_class,
+    timer_group,
 )
 from .opresult import OpResult
 from .stats import quantile
@@ -38,27 +39,41 @@ def noise_floor(results: Iterable[OpResult]) -> NoiseFloor:
     source, chosen = _floor_ops(list(results))
     if not chosen:
         return NoiseFloor(NO_FLOOR)
-    samples: list[list[float]] = [[] for _ in SIZE_CLASSES]
+    samples: dict[str | None, list[list[float]]] = {None: [[] for _ in SIZE_CLASSES]}
     for result in chosen:
         for shape in result.shapes:
             cls = size_class(shape.latency)
             if cls is not None:
-                samples[SIZE_CLASSES.index(cls)] += [abs(d) for d in shape.deltas]
+                group = samples.setdefault(timer_group(shape.timer), [[] for _ in SIZE_CLASSES])
+                group[SIZE_CLASSES.index(cls)] += [abs(d) for d in shape.deltas]
+    classes = [
+        c
+        for timer, group in samples.items()
+        for c in _class_floors(group, timer)
+        if timer is None or c.samples  # the direct timer's classes where it measured rows
+    ]
+    ops = tuple(sorted({r.op for r in chosen}))
+    return NoiseFloor(source, ops, tuple(classes))
+
+
+def _class_floors(samples: list[list[float]], timer: str | None) -> list[ClassFloor]:
+    """The floor of each size class from its per-round deltas (a class with too few pooled
+    with the next larger one, the largest with the one below)."""
     classes = []
     for i, cls in enumerate(SIZE_CLASSES):
         own = samples[i]
         if len(own) >= MIN_SAMPLES:
-            classes.append(ClassFloor(cls.name, quantile(own, FLOOR_QUANTILE), len(own)))
+            value = quantile(own, FLOOR_QUANTILE)
+            classes.append(ClassFloor(cls.name, value, len(own), timer=timer))
             continue
         j = i + 1 if i + 1 < len(SIZE_CLASSES) else i - 1
         pool = own + samples[j]
         if len(pool) >= MIN_SAMPLES:
             value = quantile(pool, FLOOR_QUANTILE)
-            classes.append(ClassFloor(cls.name, value, len(pool), SIZE_CLASSES[j].name))
+            classes.append(ClassFloor(cls.name, value, len(pool), SIZE_CLASSES[j].name, timer))
         else:
-            classes.append(ClassFloor(cls.name, None, len(own)))
-    ops = tuple(sorted({r.op for r in chosen}))
-    return NoiseFloor(source, ops, tuple(classes))
+            classes.append(ClassFloor(cls.name, None, len(own), timer=timer))
+    return classes
 
 
 def control_root_floor(results: Sequence[OpResult], root: str) -> NoiseFloor:
@@ -87,7 +102,7 @@ def classify(result: OpResult, floor: NoiseFloor) -> OpResult:
         if len(shape.deltas) < 2:
             shapes.append(replace(shape, noise=None, beyond_noise=False))
             continue
-        cls = floor.for_latency(shape.latency)
+        cls = floor.for_latency(shape.latency, shape.timer)
         noise = max(shape.round_spread, cls.value if cls and cls.value is not None else 0.0)
         steady = all(d > 0 for d in shape.deltas) or all(d < 0 for d in shape.deltas)
         shapes.append(

@@ -27,6 +27,10 @@ more are the long kernels: power-capped tensor-core GEMMs (180–240 µs, 3–5 
 rows whose length lets the card's power controller move their clock, so they get a class of
 their own rather than borrowing the quiet 10–100 µs one.
 
+Rows the direct timer measured (:data:`DIRECT`) are floored apart, in classes of their own: one
+noisy operator whose capture is refused would otherwise set the floor of every graph-timed row
+of its size.
+
 A class with fewer than :data:`MIN_SAMPLES` per-round deltas (below 20 values the 95th
 percentile is the largest one) pools them with the next larger class (the largest with the one
 below it); if the pool is still too small, the class has no floor and says "too few".
@@ -68,6 +72,18 @@ SIZE_CLASSES: tuple[SizeClass, ...] = (
 )
 
 
+#: the timer whose rows get a floor of their own: it flushes L2 and times each call apart, and it
+#: measures what a graph cannot capture (host copies, synchronisations), so its rows scatter far
+#: more between processes (FlagGems' nonzero on an H200: 18-118 %) than graph-timed ones
+DIRECT = "direct"
+
+
+def timer_group(timer: str) -> str | None:
+    """The floor group of a row timed by ``timer``: DIRECT for the direct timer, ``None`` for
+    every other (the graph timer, the cpu timer, a shape whose rounds mixed timers)."""
+    return DIRECT if timer == DIRECT else None
+
+
 def size_class(latency_ms: float | None) -> SizeClass | None:
     """The size class of a latency in milliseconds; ``None`` when it is unknown."""
     if latency_ms is None or not math.isfinite(latency_ms) or latency_ms < 0:
@@ -84,15 +100,19 @@ class ClassFloor:
     value: float | None
     samples: int
     pooled_with: str | None = None
+    #: DIRECT for the rows the direct timer measured (their own floor), ``None`` for the others
+    timer: str | None = None
 
     def text(self) -> str:
+        size = f"{DIRECT} timer {self.size}" if self.timer else self.size
         if self.value is None:
-            return f"{self.size} too few ({self.samples})"
+            return f"{size} too few ({self.samples})"
         pooled = f", with {self.pooled_with}" if self.pooled_with else ""
-        return f"{self.size} {self.value * 100:.2f}% ({self.samples} deltas{pooled})"
+        return f"{size} {self.value * 100:.2f}% ({self.samples} deltas{pooled})"
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "timer": self.timer,
             "size": self.size,
             "value_pct": None if self.value is None else round(self.value * 100, 6),
             "samples": self.samples,
@@ -109,13 +129,16 @@ class NoiseFloor:
     classes: tuple[ClassFloor, ...] = ()
     root: str | None = None  # CONTROL_ROOT: the A/A control screen's root it was taken from
 
-    def for_latency(self, latency_ms: float | None) -> ClassFloor | None:
-        """The floor of a row's size class; for a row of unknown size, the highest floor."""
+    def for_latency(self, latency_ms: float | None, timer: str = "") -> ClassFloor | None:
+        """The floor of a row's size class among those of its timer's group
+        (:func:`timer_group`); for a row of unknown size, the highest floor of that group."""
+        group = timer_group(timer)
+        mine = [c for c in self.classes if c.timer == group]
         cls = size_class(latency_ms)
         if cls is None:
-            known = [c for c in self.classes if c.value is not None]
+            known = [c for c in mine if c.value is not None]
             return max(known, key=lambda c: c.value or 0.0) if known else None
-        return next((c for c in self.classes if c.size == cls.name), None)
+        return next((c for c in mine if c.size == cls.name), None)
 
     def describe(self) -> str:
         if self.source == NO_FLOOR:

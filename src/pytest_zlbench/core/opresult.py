@@ -61,6 +61,7 @@ class ShapeResult:
     beyond_noise: bool = False
     node: str = ""  # the test that measured it (side A's row)
     detail: Any = None  # the size detail as FlagGems gives it (a JSON list), when known
+    timer: str = ""  # what timed side A's latency in every round ("mixed" when rounds differ)
 
     @property
     def median(self) -> float:
@@ -105,6 +106,7 @@ class ShapeResult:
             "occurrence": self.key[3],
             "test": self.node or None,
             "latency_a_ms": _finite(self.latency),
+            "timer": self.timer or None,
             "size_class": cls.name if cls else None,
             "rounds": rounds,
             "median_pct": pct(self.median),

@@ -169,9 +169,12 @@ def _shape(key: Key, pairs: Sequence[Pair]) -> ShapeResult:
         corrected = tuple((1 + d) / (1 + b) - 1 for d, b in zip(deltas, known, strict=True))
     latency = median([p.a.latency for p in pairs if p.a.latency is not None])
     first = pairs[0].a
+    timers = {p.a.timer or "" for p in pairs}
+    timer = timers.pop() if len(timers) == 1 else "mixed"
     return ShapeResult(
-        key, deltas, known, latency, corrected, node=first.node, detail=first.shape_detail
-    )
+        key, deltas, known, latency, corrected, node=first.node, detail=first.shape_detail,
+        timer=timer,
+    )  # fmt: skip
 
 
 def _flip_text(op: str, flips: Sequence[Key], limit: int = 3) -> str:
