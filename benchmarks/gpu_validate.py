@@ -180,7 +180,7 @@ def cmd_screen(root: str, wall: str = "") -> None:
     if seconds:
         per_op = sorted(seconds.values())
         line = f"seconds per operator (side workers): median {statistics.median(per_op):.1f}"
-        if wall:
+        if wall and ops:
             line += f"; screen wall {float(wall):.0f}s / {len(ops)} = {float(wall) / len(ops):.1f}"
         print(line)
     costs = [json.loads(c.read_text()) for c in sorted(path.glob(".workers/*/cost.json"))]

@@ -126,12 +126,14 @@ stage_dir() {  # stage_dir NAME: a fresh DIR/NAME, or the stage is refused
   mkdir -p "$O/$1"
 }
 # zl NAME [ARGS...]: one recorded pytest run into DIR/NAME, its console in DIR/NAME.log, stopped
-# by SIGINT after RUN_TIMEOUT seconds (900); prints its exit status, wall time and last line
+# by SIGINT after RUN_TIMEOUT seconds (900); prints its exit status (also left in ZL_RC), wall
+# time and last line
 zl() {
   local name=$1; shift
   local t0; t0=$(date +%s)
   timeout -s INT -k 10 "${RUN_TIMEOUT:-900}" $PY -m pytest "$@" --zl-out="$O/$name" > "$O/$name.log" 2>&1
-  echo "$name: rc=$? $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$name.log")"
+  ZL_RC=$?
+  echo "$name: rc=$ZL_RC $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$name.log")"
 }
 # native NAME ARGS...: FlagGems' own timer (no zlbench option), seed configs copied into its own
 # cache; its table is parsed from run.log by timer_noise.py through a hand-made identity
@@ -296,7 +298,7 @@ screen() {
   local t0; t0=$(date +%s)
   zl "$name" "$@"
   sed -n '/^op  /,/passed\|failed/p' "$O/$name.log"
-  grep -E "^zlbench: (gate|switch)" "$O/$name.log"
+  grep -E "^zlbench: (switch|--zl-fail-beyond)" "$O/$name.log"
   $PY "$BENCH/gpu_validate.py" screen "$O/$name" "$(( $(date +%s) - t0 ))"
 }
 
@@ -324,16 +326,17 @@ stage_mma() {
   step "mma: DISABLE_MMA_V3=1 on abs, mul, mm, 3 rounds, lockstep; the gate; the report"
   stage_dir mma || return
   local sel=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_mm.py::test_mm)
-  local floor=()
-  if [ -f "$O/aa3/lockstep/screen_result.json" ] && $PY -m pytest --help 2>/dev/null | grep -q -- --zl-floor-from; then
-    floor=(--zl-floor-from="$O/aa3/lockstep")
+  local floor=() report=()
+  if [ -f "$O/aa3/lockstep/screen_result.json" ] && $PY -m pytest --help 2>/dev/null | grep -c -- --zl-floor-from > /dev/null; then
+    floor=(--zl-floor-from="$O/aa3/lockstep"); report=(--floor-from "$O/aa3/lockstep")
   fi
   screen mma/screen "${sel[@]}" "${COMMON[@]}" --zl-ab=DISABLE_MMA_V3=1 --zl-rounds=3 \
-    --zl-replay-from="$(seed)" --zl-timeout=300 --zl-fail-beyond=5 "${floor[@]}"
-  echo "the screen with --zl-fail-beyond=5: exit $(grep -o 'rc=[0-9]*' <<< "$(tail -n 1 "$O/mma/screen.log")" || true) (see the zl line above)"
-  for pct in 5 100; do
-    (cd /tmp && zlbench report "$O/mma/screen" --fail-beyond "$pct" > "$O/mma/report_$pct.log" 2>&1
-     echo "zlbench report --fail-beyond $pct: exit $?"; grep -E "gate|wrote" "$O/mma/report_$pct.log")
+    --zl-replay-from="$(seed)" --zl-timeout=300 --zl-fail-beyond=5 ${floor[@]+"${floor[@]}"}
+  echo "the screen with --zl-fail-beyond=5: exit status $ZL_RC (6: the gate failed it)"
+  for pct in 5 100; do  # re-aggregated against the same floor as the screen
+    (cd /tmp && $PY -m pytest_zlbench.cli report "$O/mma/screen" --fail-beyond "$pct" \
+       ${report[@]+"${report[@]}"} > "$O/mma/report_$pct.log" 2>&1
+     echo "zlbench report --fail-beyond $pct: exit $?"; grep -E "fail-beyond|wrote" "$O/mma/report_$pct.log")
   done
   $PY -c 'import json, sys, jsonschema
 from importlib import resources
@@ -367,7 +370,7 @@ stage_cost() {
     for kind in ${COST_SCREENS:-mma aa}; do
       local switch=()
       [ "$kind" = mma ] && switch=(--zl-ab=DISABLE_MMA_V3=1)
-      screen "cost/${kind}_$mode" "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}" "${switch[@]}" \
+      screen "cost/${kind}_$mode" "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
         --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300
     done
   done
@@ -450,7 +453,8 @@ stage_sample() {
     timeout -s INT -k 10 "${SAMPLE_SECONDS:-480}" $PY -m pytest $(cat "$c/failed.txt") "${opts[@]}" \
       -n "${SAMPLE_WORKERS_RETRY:-12}" --timeout="${SAMPLE_TIMEOUT:-420}" --junitxml="$c/retry.xml" \
       --zl-out="$c/retry" > "$c/retry.log" 2>&1
-    echo "second pass over $(wc -l < "$c/failed.txt") functions: rc=$? $(tail -n 1 "$c/retry.log")"
+    local rc=$?
+    echo "second pass over $(wc -l < "$c/failed.txt") functions: rc=$rc $(tail -n 1 "$c/retry.log")"
     runs+=("$c/retry"); xmls+=("$c/retry.xml")
   fi
   $PY "$BENCH/sample_ops.py" report "$c/inventory.tsv" --runs "${runs[@]}" --junit "${xmls[@]}" > "$c/report.tsv"

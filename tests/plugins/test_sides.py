@@ -374,3 +374,13 @@ def test_the_screen_mode_is_checked(suite: pytest.Pytester) -> None:
         ["ERROR: --zl-screen-mode: expected one of lockstep, sequential, process, not 'parallel'"]
     )
     assert os.environ.get("ZLBENCH_WORKER_FD") is None
+
+
+def test_a_worker_counts_the_timed_seconds_of_its_first_test_too(suite: pytest.Pytester) -> None:
+    """Without lockstep, a worker whose first test builds the timer (a ``zl_bench`` suite)
+    timed that test through the plain gate and counted none of it: a batch of one operator
+    reported 0 s inside timed turns."""
+    suite.makepyfile(test_ops=TESTS)
+    result, root, _ = screen(suite, "sequential", SWITCH, "--zl-rounds=1", "-k", "gemm")
+    assert result.ret == 0, result.outlines
+    assert batch_cost(root)["timed_s"] > 0

@@ -50,7 +50,8 @@ def mark_skipped(op_dir: Path, text: str) -> None:
 
 
 def mark_done(op_dir: Path) -> None:
-    """The screen finished this operator (written last)."""
+    """The screen finished measuring this operator: its rounds are all on disk (a batch
+    marks its operators before their ``ab.json`` is written; a reader re-aggregates then)."""
     records.write_atomic(op_dir / OP_DONE_FILE, "")
 
 

@@ -220,9 +220,6 @@ class SideWorker:
     def pytest_runtest_call(self, item: pytest.Item) -> None:
         """The session's timer (built here, after the test's fixtures, if no test built it
         yet) times through this operator's gate."""
-        if self.gate is None:
-            self._set_gate(None)
-            return
         from ..timing.timer import active_timer
 
         if self.config.stash.get(timing_settings_key, None) is not None:
