@@ -7,7 +7,9 @@
 #
 #   cd FlagGems && bash /path/to/pytest-zlbench/benchmarks/gpu_validate.sh [OPTIONS] STAGE...
 #
-# Environment: DTYPES (e.g. float16) restricts every stage to those dtypes (FlagGems' --dtypes);
+# Environment: DTYPES (e.g. float16) restricts every stage to those dtypes (FlagGems' --dtypes),
+# but for the tests of OWN_DTYPES (default fft, which takes complex64 only): the screens measure
+# those apart on their own dtypes (a screen would retry them alone, one process per side);
 # SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep sequential process".
 #
 # Options:
@@ -97,8 +99,19 @@ O=$(cd "$O" && pwd)
 exec > >(tee -a "$O/validate.log") 2>&1
 export PYTHONUNBUFFERED=1
 
-COMMON=(--level core -p no:cacheprovider -q -rfEs)
+BASE=(--level core -p no:cacheprovider -q -rfEs)
+COMMON=("${BASE[@]}")
 [ -z "${DTYPES:-}" ] || COMMON+=(--dtypes "$DTYPES")
+read -r -a OWN <<< "${OWN_DTYPES-benchmark/test_fft.py::test_perf_fft}"
+# own_split TEST...: KEEP the tests measured under DTYPES, OWN_SEL those of OWN_DTYPES (which
+# refuse other dtypes: fft takes complex64 only), screened apart on their own dtypes
+own_split() {
+  KEEP=(); OWN_SEL=()
+  local t
+  for t in "$@"; do
+    if [ -n "${DTYPES:-}" ] && [[ " ${OWN[*]-} " == *" $t "* ]]; then OWN_SEL+=("$t"); else KEEP+=("$t"); fi
+  done
+}
 read -r -a MODES <<< "${SCREEN_MODES:-lockstep}"
 read -r -a COST_SEL <<< "${COST_OPS:-benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul
   benchmark/test_sum.py::test_sum benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm
@@ -185,7 +198,8 @@ stage_env() {
 
 stage_seed() {
   step "seed: recording LibTuner configs (abs, mul, sum, fft, mm at core)"
-  zl seed "${NOISE[@]}" "${COMMON[@]}"
+  own_split "${NOISE[@]}"
+  zl seed "${KEEP[@]}" "${COMMON[@]}"
   ls "$O"/seed/flaggems_cache/config_cache/*.db
 }
 
@@ -316,9 +330,12 @@ stage_aa3() {
   step "aa3: A/A control, 3 rounds, modes ${MODES[*]}"
   stage_dir aa3 || return
   local s; s=$(seed)
+  own_split "${NOISE[@]}"
   for mode in "${MODES[@]}"; do
-    screen "aa3/$mode" "${NOISE[@]}" "${COMMON[@]}" --zl-rounds=3 --zl-screen-mode="$mode" \
+    screen "aa3/$mode" "${KEEP[@]}" "${COMMON[@]}" --zl-rounds=3 --zl-screen-mode="$mode" \
       --zl-replay-from="$s" --zl-timeout=300
+    [ ${#OWN_SEL[@]} -eq 0 ] || screen "aa3/${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" --zl-rounds=3 \
+      --zl-screen-mode="$mode" --zl-timeout=300
   done
 }
 
@@ -365,13 +382,16 @@ stage_cost() {
   step "cost: ${#COST_SEL[@]} test functions, smoke shapes, modes ${MODES[*]}, screens ${COST_SCREENS:-mma aa}"
   stage_dir cost || return
   local smoke=(--shape_file="$SMOKE") seed=${COST_SEED:-$O/cost/seed}
-  [ -n "${COST_SEED:-}" ] || zl cost/seed "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}"
+  own_split "${COST_SEL[@]}"
+  [ -n "${COST_SEED:-}" ] || zl cost/seed "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}"
   for mode in "${MODES[@]}"; do
     for kind in ${COST_SCREENS:-mma aa}; do
       local switch=()
       [ "$kind" = mma ] && switch=(--zl-ab=DISABLE_MMA_V3=1)
-      screen "cost/${kind}_$mode" "${COST_SEL[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
+      screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
         --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300
+      [ ${#OWN_SEL[@]} -eq 0 ] || screen "cost/${kind}_${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" \
+        "${smoke[@]}" ${switch[@]+"${switch[@]}"} --zl-rounds=3 --zl-screen-mode="$mode" --zl-timeout=300
     done
   done
 }
