@@ -25,8 +25,8 @@ from .turns import UNGATED, Gate, Turns, shares
 PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (GraphTimer)
 # ... of an op whose eager estimate (in cold mode: flush + op) is below this: on an H200 the
 # two device states differ by about 0.18 us per kernel, and rows of 1 ms and more read the same
-# with and without a primer (docs/PERFORMANCE.md, "Two device states"), where 8 more calls of
-# a 100 ms op cost 0.8 s
+# with and without a primer (docs/PERFORMANCE.md, "What limits the noise on an H200"), where
+# 8 more calls of a 100 ms op cost 0.8 s
 PRIMER_BELOW_MS = 1.0
 #: a graph whose time per call is below this fraction of the eager estimate did not capture the
 #: op's work (kernels on a stream not joined to the capture, host-only work, a view). Eager calls
@@ -72,9 +72,9 @@ class GraphTimer:
       H200 the device runs every graph's kernels in one of two states, about 0.18 us per
       kernel apart (64x64 abs: 0.92 / 1.10 us per call; 2 % at 17 us): the fast one for a
       process's first three graphs and again after idle gaps, the steady one once a few graphs
-      were made (docs/PERFORMANCE.md, "Two device states"). Without the primer a row's latency
-      depends on how many graphs came just before it and how long the device idled; with it
-      every row is timed in the steady state.
+      were made (docs/PERFORMANCE.md, "What limits the noise on an H200"). Without the primer
+      a row's latency depends on how many graphs came just before it and how long the device
+      idled; with it every row is timed in the steady state.
     * A capture failure that is not fatal falls back to ``direct`` for this shape, with a reason;
       so does a graph that captured none of the op's work (no node recorded, where the device API
       can count them, or a time per call below ``IMPLAUSIBLE_BELOW`` of the eager estimate), and

@@ -22,10 +22,10 @@ screen may also be judged against the floor of a separate A/A control screen of 
 Size classes by side A's latency: under 10 µs, 10–100 µs, 100 µs and more. Rows of 1–8 µs are
 launch-bound and drift by 0.3–1 % per kernel between processes (two processes: median 1.1–1.8 %,
 worst 5–20 %); rows of 10 µs and more differ by a median 0.2 %, worst 1.4–5 %
-(docs/PERFORMANCE.md, "Timer noise" and "What the rest of the noise is"). Rows of 100 µs and
-more are the long kernels: power-capped tensor-core GEMMs (180–240 µs, 3–5 % after a pause) and
-rows whose length lets the card's power controller move their clock, so they get a class of
-their own rather than borrowing the quiet 10–100 µs one.
+(docs/PERFORMANCE.md, "Timer noise on an H200" and "What limits the noise on an H200"). Rows of
+100 µs and more are the long kernels: power-capped tensor-core GEMMs (180–240 µs, 3–5 % after a
+pause) and rows whose length lets the card's power controller move their clock, so they get a
+class of their own rather than borrowing the quiet 10–100 µs one.
 
 Rows the direct timer measured (:data:`DIRECT`) are floored apart, in classes of their own: one
 noisy operator whose capture is refused would otherwise set the floor of every graph-timed row
