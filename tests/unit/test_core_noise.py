@@ -5,6 +5,7 @@ Every number here is synthetic and fixed (seeded): no timing.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 
@@ -390,3 +391,53 @@ def test_direct_timed_rows_get_a_floor_of_their_own() -> None:
     # and the floor says which classes are the direct timer's
     classes = floor.to_json()["classes"]
     assert {c["timer"] for c in classes} == {None, "direct"}
+
+
+def test_a_short_class_falls_back_rather_than_leave_rows_without_a_floor() -> None:
+    """The H200 smoke A/A had 15 graph-timed deltas of 10 us and more and 6 direct-timed ones:
+    floored apart, every such row was left with its own round spread only. A class still short
+    after its neighbour pools every size of its timer's group; a direct-timed class still short
+    takes the floor of all rows of its size, then of every row."""
+    rng = random.Random(3)
+    small = {f"[s{i}]": (0.004, [rng.gauss(0.0, 0.02) for _ in range(3)]) for i in range(10)}
+    mid = {f"[m{i}]": (0.03, [rng.gauss(0.0, 0.003) for _ in range(3)]) for i in range(5)}
+    direct = {"[d0]": (0.5, [0.40, -0.20, 0.50]), "[d1]": (0.7, [-0.30, 0.45, -0.10])}
+    control = [
+        aggregate("mul", op_rounds("mul", {**small, **mid}, switch={})),
+        aggregate("nonzero", op_rounds("nonzero", direct, switch={}, timer="direct")),
+    ]
+    floor = noise_floor(control)
+    mid_floor = floor.for_latency(0.03, "graph")
+    assert mid_floor is not None
+    assert mid_floor.value is not None  # 15 deltas: pooled with every graph-timed size
+    assert mid_floor.pooled_with == "every size"
+    big_direct = floor.for_latency(0.5, "direct")
+    assert big_direct is not None
+    assert big_direct.value is not None  # 6 deltas, 6 of its size: the floor of every row
+    assert big_direct.value >= 0.3
+    assert big_direct.pooled_with == "every size and timer"
+    # a steady +30 % of nonzero is not beyond that noise
+    nz = aggregate("nonzero", op_rounds("nonzero", {"[d0]": (0.5, [0.30, 0.28, 0.32])},
+                                        ir_b="x", timer="direct"))  # fmt: skip
+    (judged,) = judge_screen([nz], floor)
+    assert beyond(judged) == []
+    assert judged.shapes[0].noise == big_direct.value
+    # the direct timer's classes are listed where it measured rows only
+    assert [c.size for c in floor.classes if c.timer] == ["≥ 100 µs"]
+
+
+def test_a_screen_timed_by_one_timer_lists_only_its_classes() -> None:
+    """The cpu timer is named direct: a cpu screen's floor has no empty graph classes."""
+    rng = random.Random(5)
+    shapes = {f"[{i}]": (0.03, [rng.gauss(0.0, 0.01) for _ in range(3)]) for i in range(8)}
+    floor = noise_floor([aggregate("relu", op_rounds("relu", shapes, switch={}, timer="direct"))])
+    assert {c.timer for c in floor.classes} == {"direct"}
+    assert "too few (0)" not in floor.describe()
+
+
+def test_a_shape_whose_sides_were_timed_differently_is_mixed() -> None:
+    rounds = op_rounds("mm", {"[1]": (0.03, [0.01, 0.02])}, switch={})
+    for r in rounds:
+        r.rows_b[0] = dataclasses.replace(r.rows_b[0], timer="direct")
+    shape = aggregate("mm", rounds).shapes[0]
+    assert shape.timer == "mixed"

@@ -39,38 +39,58 @@ def noise_floor(results: Iterable[OpResult]) -> NoiseFloor:
     source, chosen = _floor_ops(list(results))
     if not chosen:
         return NoiseFloor(NO_FLOOR)
-    samples: dict[str | None, list[list[float]]] = {None: [[] for _ in SIZE_CLASSES]}
+    samples: dict[str | None, list[list[float]]] = {}
     for result in chosen:
         for shape in result.shapes:
             cls = size_class(shape.latency)
             if cls is not None:
                 group = samples.setdefault(timer_group(shape.timer), [[] for _ in SIZE_CLASSES])
                 group[SIZE_CLASSES.index(cls)] += [abs(d) for d in shape.deltas]
+    if not samples:  # no shape of known size
+        samples[None] = [[] for _ in SIZE_CLASSES]
+    combined = [
+        [d for group in samples.values() for d in group[i]] for i in range(len(SIZE_CLASSES))
+    ]
     classes = [
         c
         for timer, group in samples.items()
-        for c in _class_floors(group, timer)
-        if timer is None or c.samples  # the direct timer's classes where it measured rows
+        for own, c in zip(
+            group, _class_floors(group, timer, combined if timer else None), strict=True
+        )
+        if timer is None or own  # the direct timer's classes where it measured rows
     ]
     ops = tuple(sorted({r.op for r in chosen}))
     return NoiseFloor(source, ops, tuple(classes))
 
 
-def _class_floors(samples: list[list[float]], timer: str | None) -> list[ClassFloor]:
-    """The floor of each size class from its per-round deltas (a class with too few pooled
-    with the next larger one, the largest with the one below)."""
+#: what a short class pooled with: every size class of its timer's group, every timer's rows of
+#: its size, every row
+EVERY_SIZE = "every size"
+EVERY_TIMER = "every timer"
+EVERY_ROW = "every size and timer"
+
+
+def _class_floors(
+    samples: list[list[float]], timer: str | None, combined: list[list[float]] | None
+) -> list[ClassFloor]:
+    """The floor of each size class from its per-round deltas. A class with too few pools them
+    with the next larger class (the largest with the one below), then with every class of its
+    timer's group (a wider, so safer, floor than none); a direct-timed class still short takes
+    the deltas of every row of its size (``combined``), whatever timed them, then of every row."""
     classes = []
+    everything = [d for own in samples for d in own]
     for i, cls in enumerate(SIZE_CLASSES):
         own = samples[i]
-        if len(own) >= MIN_SAMPLES:
-            value = quantile(own, FLOOR_QUANTILE)
-            classes.append(ClassFloor(cls.name, value, len(own), timer=timer))
-            continue
         j = i + 1 if i + 1 < len(SIZE_CLASSES) else i - 1
-        pool = own + samples[j]
-        if len(pool) >= MIN_SAMPLES:
-            value = quantile(pool, FLOOR_QUANTILE)
-            classes.append(ClassFloor(cls.name, value, len(pool), SIZE_CLASSES[j].name, timer))
+        pools = [(own, None), (own + samples[j], SIZE_CLASSES[j].name), (everything, EVERY_SIZE)]
+        if combined is not None:
+            pools.append((combined[i], EVERY_TIMER))
+            pools.append(([d for c in combined for d in c], EVERY_ROW))
+        for pool, label in pools:
+            if len(pool) >= MIN_SAMPLES:
+                value = quantile(pool, FLOOR_QUANTILE)
+                classes.append(ClassFloor(cls.name, value, len(pool), label, timer))
+                break
         else:
             classes.append(ClassFloor(cls.name, None, len(own), timer=timer))
     return classes

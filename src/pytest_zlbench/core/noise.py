@@ -29,11 +29,12 @@ class of their own rather than borrowing the quiet 10–100 µs one.
 
 Rows the direct timer measured (:data:`DIRECT`) are floored apart, in classes of their own: one
 noisy operator whose capture is refused would otherwise set the floor of every graph-timed row
-of its size.
+of its size. A direct-timed row never gets less than a graph-timed row of its size would.
 
 A class with fewer than :data:`MIN_SAMPLES` per-round deltas (below 20 values the 95th
 percentile is the largest one) pools them with the next larger class (the largest with the one
-below it); if the pool is still too small, the class has no floor and says "too few".
+below it), then with every class of its timer's group, and a direct-timed class then with every
+row of its size; if the pool is still too small, the class has no floor and says "too few".
 
 The judgement uses the raw delta, as the floor does; the baseline-corrected delta is reported
 beside it, not judged (it carries the baseline's own noise as well).
@@ -76,12 +77,15 @@ SIZE_CLASSES: tuple[SizeClass, ...] = (
 #: measures what a graph cannot capture (host copies, synchronisations), so its rows scatter far
 #: more between processes (FlagGems' nonzero on an H200: 18-118 %) than graph-timed ones
 DIRECT = "direct"
+#: the timer of a shape whose sides or rounds were timed differently
+MIXED = "mixed"
 
 
 def timer_group(timer: str) -> str | None:
-    """The floor group of a row timed by ``timer``: DIRECT for the direct timer, ``None`` for
-    every other (the graph timer, the cpu timer, a shape whose rounds mixed timers)."""
-    return DIRECT if timer == DIRECT else None
+    """The floor group of a row timed by ``timer``: DIRECT for the direct timer (the cpu
+    backend's timer is one too) and for a shape whose sides or rounds mixed timers, ``None``
+    for the graph timer's rows (and rows of no recorded timer)."""
+    return DIRECT if timer in (DIRECT, MIXED) else None
 
 
 def size_class(latency_ms: float | None) -> SizeClass | None:
@@ -131,8 +135,15 @@ class NoiseFloor:
 
     def for_latency(self, latency_ms: float | None, timer: str = "") -> ClassFloor | None:
         """The floor of a row's size class among those of its timer's group
-        (:func:`timer_group`); for a row of unknown size, the highest floor of that group."""
+        (:func:`timer_group`); for a row of unknown size, the highest floor of that group. A
+        direct-timed row whose group has no value for its size gets the other rows' floor."""
         group = timer_group(timer)
+        found = self._in_group(latency_ms, group)
+        if group is not None and (found is None or found.value is None):
+            return self._in_group(latency_ms, None) or found
+        return found
+
+    def _in_group(self, latency_ms: float | None, group: str | None) -> ClassFloor | None:
         mine = [c for c in self.classes if c.timer == group]
         cls = size_class(latency_ms)
         if cls is None:
