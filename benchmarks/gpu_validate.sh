@@ -199,7 +199,7 @@ stage_env() {
 stage_seed() {
   step "seed: recording LibTuner configs (abs, mul, sum, fft, mm at core)"
   own_split "${NOISE[@]}"
-  zl seed "${KEEP[@]}" "${COMMON[@]}"
+  [ ${#KEEP[@]} -eq 0 ] || zl seed "${KEEP[@]}" "${COMMON[@]}"
   ls "$O"/seed/flaggems_cache/config_cache/*.db
 }
 
@@ -332,7 +332,7 @@ stage_aa3() {
   local s; s=$(seed)
   own_split "${NOISE[@]}"
   for mode in "${MODES[@]}"; do
-    screen "aa3/$mode" "${KEEP[@]}" "${COMMON[@]}" --zl-rounds=3 --zl-screen-mode="$mode" \
+    [ ${#KEEP[@]} -eq 0 ] || screen "aa3/$mode" "${KEEP[@]}" "${COMMON[@]}" --zl-rounds=3 --zl-screen-mode="$mode" \
       --zl-replay-from="$s" --zl-timeout=300
     [ ${#OWN_SEL[@]} -eq 0 ] || screen "aa3/${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" --zl-rounds=3 \
       --zl-screen-mode="$mode" --zl-timeout=300
@@ -383,12 +383,12 @@ stage_cost() {
   stage_dir cost || return
   local smoke=(--shape_file="$SMOKE") seed=${COST_SEED:-$O/cost/seed}
   own_split "${COST_SEL[@]}"
-  [ -n "${COST_SEED:-}" ] || zl cost/seed "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}"
+  [ -n "${COST_SEED:-}" ] || [ ${#KEEP[@]} -eq 0 ] || zl cost/seed "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}"
   for mode in "${MODES[@]}"; do
     for kind in ${COST_SCREENS:-mma aa}; do
       local switch=()
       [ "$kind" = mma ] && switch=(--zl-ab=DISABLE_MMA_V3=1)
-      screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
+      [ ${#KEEP[@]} -eq 0 ] || screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
         --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300
       [ ${#OWN_SEL[@]} -eq 0 ] || screen "cost/${kind}_${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" \
         "${smoke[@]}" ${switch[@]+"${switch[@]}"} --zl-rounds=3 --zl-screen-mode="$mode" --zl-timeout=300
