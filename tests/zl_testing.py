@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_zlbench.core.records import RunIdentity
+
 #: the ini every pytester run uses: stable output, nothing from the outer project
 STABLE_INI = "[pytest]\nconsole_output_style = classic\n"
 
@@ -111,3 +113,17 @@ def files_under(root: Path) -> set[str]:
         for p in root.rglob("*")
         if "__pycache__" not in p.parts and ".pytest_cache" not in p.parts
     }
+
+
+#: the identity of a recorded run on an H200 at FlagGems' core level, replaying pinned configs:
+#: the unit tests' side of a round (each test file replaces what it varies)
+H200_IDENTITY = RunIdentity(
+    backend="cuda",
+    device="NVIDIA H200",
+    timer="graph",
+    bench_level="core",
+    shape_mode="upstream",
+    tuner_cache="isolated",
+    direct_repeat="warmup=25ms,rep=100ms",
+    autotune_mode="replay",
+)

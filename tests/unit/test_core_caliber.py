@@ -10,18 +10,10 @@ from pytest_zlbench.core.caliber import (
     refusing,
     unreadable,
 )
-from pytest_zlbench.core.records import CALIBER_FIELDS, RunIdentity
+from pytest_zlbench.core.records import CALIBER_FIELDS
+from zl_testing import H200_IDENTITY
 
-BASE = RunIdentity(
-    backend="cuda",
-    device="NVIDIA H200",
-    timer="graph",
-    bench_level="core",
-    shape_mode="upstream",
-    tuner_cache="isolated",
-    direct_repeat="warmup=25ms,rep=100ms",
-    autotune_mode="record",
-)
+BASE = H200_IDENTITY.replace(autotune_mode="record")
 REPLAY = BASE.replace(autotune_mode="replay")
 
 OTHER_VALUE = {

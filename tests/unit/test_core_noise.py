@@ -20,7 +20,7 @@ from pytest_zlbench.core.noise import (
     SIZE_CLASSES,
     size_class,
 )
-from pytest_zlbench.core.records import Row, RunIdentity
+from pytest_zlbench.core.records import Row
 from pytest_zlbench.core.screening import (
     IR_CHANGED,
     NO_IR_DIFF,
@@ -32,17 +32,9 @@ from pytest_zlbench.core.screening import (
     render_screen,
     write_screen,
 )
+from zl_testing import H200_IDENTITY
 
-IDENTITY = RunIdentity(
-    backend="cuda",
-    device="NVIDIA H200",
-    timer="graph",
-    bench_level="core",
-    shape_mode="upstream",
-    tuner_cache="isolated",
-    direct_repeat="n/a",
-    autotune_mode="replay",
-)
+IDENTITY = H200_IDENTITY.replace(direct_repeat="n/a")
 
 #: shape -> (side A latency in ms, per-round delta B/A - 1)
 Shapes = Mapping[str, tuple[float, Sequence[float]]]

@@ -14,7 +14,8 @@ import pytest
 
 from pytest_zlbench.core import gate, report, result, screening
 from pytest_zlbench.core.pairing import RoundInput
-from pytest_zlbench.core.records import Row, RunIdentity
+from pytest_zlbench.core.records import Row
+from zl_testing import H200_IDENTITY
 
 SCHEMA_PATH = (
     Path(__file__).resolve().parents[2]
@@ -24,16 +25,7 @@ SCHEMA_PATH = (
     / "screen_result.schema.json"
 )
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
-IDENTITY = RunIdentity(
-    backend="cuda",
-    device="NVIDIA H200",
-    timer="graph",
-    bench_level="core",
-    shape_mode="upstream",
-    tuner_cache="isolated",
-    direct_repeat="warmup=25ms,rep=100ms",
-    autotune_mode="replay",
-)
+IDENTITY = H200_IDENTITY
 NODE = "benchmark/test_blas_perf.py::test_blas_benchmark[mm-mm-mm_kernel]"
 
 

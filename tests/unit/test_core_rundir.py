@@ -9,21 +9,13 @@ import pytest
 
 from pytest_zlbench.core import records
 from pytest_zlbench.core.fingerprint import IrEntry, IrReport
-from pytest_zlbench.core.records import RecordError, Row, RunIdentity
+from pytest_zlbench.core.records import RecordError, Row
 from pytest_zlbench.core.rundir import IdentityError, load_side
+from zl_testing import H200_IDENTITY
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "flaggems"
 
-IDENTITY = RunIdentity(
-    backend="cuda",
-    device="NVIDIA H200",
-    timer="graph",
-    bench_level="core",
-    shape_mode="upstream",
-    tuner_cache="isolated",
-    direct_repeat="warmup=25ms,rep=100ms",
-    autotune_mode="replay",
-)
+IDENTITY = H200_IDENTITY
 ROWS = [
     Row(op="abs", dtype="float16", shape="[64]", latency=0.01, timer="graph"),
     Row(op="abs", dtype="float16", shape="[128]", latency=0.02, timer="graph"),

@@ -18,18 +18,9 @@ from pytest_zlbench.core.screening import (
     read_screen,
     write_screen,
 )
+from zl_testing import H200_IDENTITY
 
-REPLAY = RunIdentity(
-    backend="cuda",
-    device="NVIDIA H200",
-    timer="graph",
-    bench_level="core",
-    shape_mode="upstream",
-    tuner_cache="isolated",
-    direct_repeat="n/a",
-    autotune_mode="replay",
-    info={"replay_seed": "aaaa", "autotuned": []},
-)
+REPLAY = H200_IDENTITY.replace(direct_repeat="n/a", info={"replay_seed": "aaaa", "autotuned": []})
 ROWS_A = [Row("mm", "float16", "[1]", 1.0), Row("mm", "float16", "[2]", 2.0)]
 ROWS_B = [Row("mm", "float16", "[1]", 0.9), Row("mm", "float16", "[2]", 2.2)]
 
