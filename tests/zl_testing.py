@@ -127,3 +127,13 @@ H200_IDENTITY = RunIdentity(
     direct_repeat="warmup=25ms,rep=100ms",
     autotune_mode="replay",
 )
+
+
+#: a test of the stand-in suites: operator abs, two sizes, with a baseline (needs BUSY)
+ABS_TEST = """
+@pytest.mark.abs
+@pytest.mark.parametrize("size", [100, 300])
+def test_abs(zl_bench, size):
+    zl_bench(lambda: busy(size), baseline=lambda: busy(size), op="abs", dtype="int",
+             shape=str(size))
+"""

@@ -16,7 +16,14 @@ import pytest
 from pytest_zlbench import cli
 from pytest_zlbench.core import screening
 from pytest_zlbench.core.records import read_identity
-from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR, assert_usage_error
+from zl_testing import (
+    ABS_TEST,
+    BUSY,
+    FAST_CPU_TIMER_CONFTEST,
+    NO_HYPOTHESIS,
+    WRITE_TTGIR,
+    assert_usage_error,
+)
 
 OPS_CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
@@ -42,14 +49,8 @@ import pytest
 
 """
     + WRITE_TTGIR
+    + ABS_TEST
     + """
-
-
-@pytest.mark.abs
-@pytest.mark.parametrize("size", [100, 300])
-def test_abs(zl_bench, size):
-    zl_bench(lambda: busy(size), baseline=lambda: busy(size), op="abs", dtype="int",
-             shape=str(size))
 
 
 @pytest.mark.mul

@@ -21,7 +21,7 @@ from pytest_zlbench.core import screening
 from pytest_zlbench.core.records import is_complete, read_identity, read_rows
 from pytest_zlbench.screen.cost import COST_FILE
 from pytest_zlbench.screen.sides import WORKERS_DIR
-from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR
+from zl_testing import ABS_TEST, BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
@@ -74,13 +74,8 @@ import pytest
 
 """
     + WRITE_TTGIR
+    + ABS_TEST
     + """
-
-@pytest.mark.abs
-@pytest.mark.parametrize("size", [100, 300])
-def test_abs(zl_bench, size):
-    zl_bench(lambda: busy(size), baseline=lambda: busy(size), op="abs", dtype="int",
-             shape=str(size))
 
 
 @pytest.mark.gemm
