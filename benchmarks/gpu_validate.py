@@ -21,8 +21,8 @@ python benchmarks/gpu_validate.py screen ROOT [WALL_S]
     progress.log): per operator the verdict, rounds used, shapes beyond noise and its seconds;
     the median seconds per operator (WALL_S, the screen's wall time, divided by the operators
     too), the share of the side workers' wall time spent inside timed turns; over every shape
-    with two rounds or more: |median over rounds of the delta| (median, worst), |mean of the
-    median of odd rounds and that of even rounds| (the same), shapes beyond noise
+    with two rounds or more: |median over rounds of the delta| (median, worst), shapes beyond
+    noise
 python benchmarks/gpu_validate.py identity DIR TIMER DIRECT_REPEAT DEVICE
     writes a hand-made run_identity.json beside a plain FlagGems log (DIR/run.log), so that
     timer_noise.py and --zl-compare read FlagGems' own timers: backend cuda, --level core,
@@ -159,7 +159,7 @@ def cmd_screen(root: str, wall: str = "") -> None:
         f"{root}: status {result['status']}, switch {result['switch'] or 'none (A/A)'}, "
         f"{len(ops)} operators, floor: {(result.get('noise_floor') or {}).get('text', '-')}"
     )
-    plain, balanced, beyond, shapes = [], [], 0, 0
+    plain, beyond, shapes = [], 0, 0
     for op in ops:
         verdict = op.get("verdict", op["status"])
         judged = op.get("judged")
@@ -175,8 +175,6 @@ def cmd_screen(root: str, wall: str = "") -> None:
             shapes += 1
             beyond += bool(shape.get("beyond_noise"))
             plain.append(abs(statistics.median(deltas)))
-            odd, even = deltas[0::2], deltas[1::2]
-            balanced.append(abs((statistics.median(odd) + statistics.median(even)) / 2))
     if seconds:
         per_op = sorted(seconds.values())
         line = f"seconds per operator (side workers): median {statistics.median(per_op):.1f}"
@@ -191,9 +189,7 @@ def cmd_screen(root: str, wall: str = "") -> None:
     if plain:
         print(
             f"{shapes} shapes with 2+ rounds: |median over rounds| median "
-            f"{statistics.median(plain):.3f}% worst {max(plain):.3f}%; |mean of odd/even "
-            f"round medians| median {statistics.median(balanced):.3f}% worst "
-            f"{max(balanced):.3f}%; beyond noise {beyond}"
+            f"{statistics.median(plain):.3f}% worst {max(plain):.3f}%; beyond noise {beyond}"
         )
 
 
