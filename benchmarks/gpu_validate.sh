@@ -10,7 +10,8 @@
 # Environment: DTYPES (e.g. float16) restricts every stage to those dtypes (FlagGems' --dtypes),
 # but for the tests of OWN_DTYPES (default fft, which takes complex64 only): the screens measure
 # those apart on their own dtypes (a screen would retry them alone, one process per side);
-# SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep sequential process".
+# SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep sequential process";
+# ZL_TIMER (e.g. kernel) the --zl-timer of every stage's runs and screens.
 #
 # Options:
 #   -o DIR       output folder (default ./zl_validate); every stage writes DIR/<stage>/ and
@@ -100,6 +101,7 @@ exec > >(tee -a "$O/validate.log") 2>&1
 export PYTHONUNBUFFERED=1
 
 BASE=(--level core -p no:cacheprovider -q -rfEs)
+[ -z "${ZL_TIMER:-}" ] || BASE+=(--zl-timer="$ZL_TIMER")
 COMMON=("${BASE[@]}")
 [ -z "${DTYPES:-}" ] || COMMON+=(--dtypes "$DTYPES")
 read -r -a OWN <<< "${OWN_DTYPES-benchmark/test_fft.py::test_perf_fft}"

@@ -145,6 +145,10 @@ class FakeDevice:
         self.empty_cache_calls = 0
         self.executed: list[str] = []
         self.countable_graphs = True  # False: a device API that cannot count a graph's nodes
+        #: the open device traces (device_trace): each kernel executed is recorded in every one
+        self.traces: list[list[float]] = []
+        self.traced_blocks = 0  # device_trace blocks entered
+        self.traceable = True  # False: a device whose activity records hold nothing
 
     # -- what the "ops" of the tests call ---------------------------------------------------
 
@@ -189,8 +193,13 @@ class FakeDevice:
         self.graphs_since_idle = 0
 
     def _execute(self, kernel: Kernel, extra: float = 0.0) -> None:
+        """``extra``: the time the device spends around the kernel (a graph's front end), which
+        the clock sees and the kernel's activity record does not."""
         self.clock += kernel.cost + extra
         self.executed.append(kernel.name)
+        if self.traceable:
+            for trace in self.traces:
+                trace.append(kernel.cost)
         if kernel.fault is not None:
             self.error = kernel.fault  # reported asynchronously, at the next API call
 
@@ -312,6 +321,19 @@ class FakeDevice:
 
     def graph_nodes(self, graph: FakeGraph) -> int | None:
         return len(graph.kernels) if self.countable_graphs else None
+
+    @contextmanager
+    def device_trace(self) -> Iterator[list[float]]:
+        self.check()
+        self.traced_blocks += 1
+        records: list[float] = []
+        self.traces.append(records)
+        durations: list[float] = []
+        try:
+            yield durations
+        finally:
+            self.traces.remove(records)
+        durations.extend(records)
 
     def thread_context(self) -> Callable[[], Any]:
         grad = self.grad_enabled()

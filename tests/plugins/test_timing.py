@@ -87,12 +87,18 @@ def test_bad_replays_is_a_one_line_usage_error(rows_suite: pytest.Pytester) -> N
 
 def test_bad_timer_is_a_one_line_usage_error(rows_suite: pytest.Pytester) -> None:
     result = rows_suite.runpytest("--zl-timer=fast")
-    assert_usage_error(result, "--zl-timer", "'fast'", "auto, graph, direct")
+    assert_usage_error(result, "--zl-timer", "'fast'", "auto, graph, kernel, direct")
 
 
-def test_graph_timer_on_cpu_is_a_usage_error(rows_suite: pytest.Pytester) -> None:
-    result = rows_suite.runpytest("--zl-backend=cpu", "--zl-timer=graph")
-    assert_usage_error(result, "--zl-timer=graph", "cpu")
+@pytest.mark.parametrize("timer", ["graph", "kernel"])
+def test_graph_timer_on_cpu_is_a_usage_error(rows_suite: pytest.Pytester, timer: str) -> None:
+    result = rows_suite.runpytest("--zl-backend=cpu", f"--zl-timer={timer}")
+    assert_usage_error(result, f"--zl-timer={timer}", "cpu")
+
+
+def test_the_kernel_timer_refuses_a_cold_cache(rows_suite: pytest.Pytester) -> None:
+    result = rows_suite.runpytest("--zl-timer=kernel", "--zl-cold-cache")
+    assert_usage_error(result, "--zl-timer=kernel", "warm replays", "--zl-cold-cache")
 
 
 def test_timer_ini_twin(rows_suite: pytest.Pytester) -> None:
@@ -318,7 +324,7 @@ def test_the_run_summary_names_unsteady_measurements(gems_suite: pytest.Pytester
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "zlbench: 2 measurement(s) spread over their timer's limit (graph 5%, direct 25%; "
+            "zlbench: 2 measurement(s) spread over their timer's limit (graph 5%, kernel 5%, direct 25%; "
             "p20-p80 / p50) within themselves, less certain than their medians: abs float32 "
             "[[]200[]] 14%; abs float32 [[]400[]] 14%",
             "zlbench: run complete: *",

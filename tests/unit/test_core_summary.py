@@ -88,8 +88,8 @@ def test_summary_tsv_keeps_awkward_names_on_one_line() -> None:
 
 
 def test_a_timer_without_a_column_is_refused_in_one_line() -> None:
-    with pytest.raises(ValueError, match="abs: timer 'kernel' is not one of graph, direct"):
-        summary.write_tsv(summary.summarize([row("abs", "f", 1.0, timer="kernel")]))
+    with pytest.raises(ValueError, match="abs: timer 'cupti' is not one of graph, kernel, direct"):
+        summary.write_tsv(summary.summarize([row("abs", "f", 1.0, timer="cupti")]))
 
 
 def test_empty_summary_round_trips() -> None:
@@ -107,14 +107,14 @@ TSV = "\t".join(HEADERS) + "\n"
         ("op\tdtype\n", "unexpected header"),
         ("\t".join(HEADERS) + "\nabs\tf16\t1\n", "3 cells"),
         (
-            "\t".join(HEADERS) + "\nabs\tf16\tone\t0\t1.0\t1\t0\t1\t0\t0\n",
+            "\t".join(HEADERS) + "\nabs\tf16\tone\t0\t1.0\t1\t0\t0\t1\t0\t0\t0\n",
             "bad line for 'abs'",
         ),
         (
-            "\t".join(HEADERS) + "\nabs\tf16\t1\t0\tfast\t1\t0\t1\t0\t0\n",
+            "\t".join(HEADERS) + "\nabs\tf16\t1\t0\tfast\t1\t0\t0\t1\t0\t0\t0\n",
             "bad line for 'abs'",
         ),
-        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\t1.0\tx\t0\t1\t0\t0\n", "bad line for 'abs'"),
+        ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\t1.0\tx\t0\t0\t1\t0\t0\t0\n", "bad line for 'abs'"),
         # the text cells written before the counts had a column each
         ("\t".join(HEADERS) + "\nabs\tf16\t1\t0\t1.0\tgraph=1\tgraph=1\t0\n", "8 cells"),
     ],
@@ -189,7 +189,7 @@ def test_unsteady_names_the_wide_measurements_widest_first() -> None:
     assert found[1].spread == pytest.approx(0.14)
     line = summary.unsteady_line(found)
     assert line == (
-        "zlbench: 3 measurement(s) spread over their timer's limit (graph 5%, direct 25%; "
+        "zlbench: 3 measurement(s) spread over their timer's limit (graph 5%, kernel 5%, direct 25%; "
         "p20-p80 / p50) within themselves, less certain than their medians: cpu float16 [1] "
         "500%; mm bfloat16 [4096] 14%; mm float16 [2048] (baseline) 6%"
     )

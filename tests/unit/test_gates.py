@@ -268,8 +268,12 @@ def make_workers(
             )
         else:
             device = FakeDevice()
-            timer, _ = make_timer(device)
-            op = kernel_op(device, 0.25) if kind == "graph" else host_sync_op(device, 0.25)
+            timer, _ = make_timer(device, kernel=kind == "kernel")
+            op = (
+                host_sync_op(device, 0.25)
+                if kind == "graph-falls-back"
+                else kernel_op(device, 0.25)
+            )
             workers.append(
                 Worker(side, controller.workers[side], timer, op, plans[side], log, device)
             )
@@ -280,7 +284,7 @@ def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-@pytest.mark.parametrize("kind", ["cpu", "graph", "graph-falls-back"])
+@pytest.mark.parametrize("kind", ["cpu", "graph", "kernel", "graph-falls-back"])
 @pytest.mark.parametrize("round_index", [1, 2])
 def test_both_sides_time_in_turns_in_the_rounds_order(kind: str, round_index: int) -> None:
     order = order_for(round_index)
@@ -299,7 +303,7 @@ def test_both_sides_time_in_turns_in_the_rounds_order(kind: str, round_index: in
         for key, (result, paired) in w.results.items():
             assert isinstance(result, Measurement), (key, result)
             assert paired is True
-            assert result.timer == ("direct" if kind in ("cpu", "graph-falls-back") else "graph")
+            assert result.timer == ("direct" if kind in ("cpu", "graph-falls-back") else kind)
     # one enter and one leave per measurement, also when the graph timer fell back to its
     # direct timer inside it (a nested measurement)
     for side in SIDES:
@@ -315,7 +319,7 @@ def test_both_sides_time_in_turns_in_the_rounds_order(kind: str, round_index: in
     for side, other in (("A", "B"), ("B", "A")):
         for untimed in log.untimed(side):
             assert not any(overlaps(untimed, t) for t in timed[other])
-    if kind == "graph":
+    if kind in ("graph", "kernel"):
         # every timed replay ran inside a turn: 10 replays of 80 calls per measurement
         for w in workers:
             assert w.watched.inside_turns() == len(keys) * 10 * int(20.0 // 0.25)

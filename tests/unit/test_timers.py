@@ -187,6 +187,78 @@ def test_the_primer_times_every_measurement_in_the_steady_state(cold: bool) -> N
     assert f"primer={PRIMER_GRAPHS}" in timer.describe()
 
 
+# ---------------------------------------------------------------------------------------------
+# kernel timer: the graph's replays read by the device's activity records
+
+
+def test_the_kernel_timer_reads_the_kernels_without_the_graph_s_front_end() -> None:
+    """The fake's steady state adds 0.05 ms around each replayed kernel (the device's front end
+    between graph nodes): the graph timer sees it, the kernels' own durations do not."""
+    device = FakeDevice(steady_extra=0.05)
+    graph, _ = make_timer(device, replays=6)
+    kernel, direct = make_timer(device, replays=6, kernel=True)
+    op = kernel_op(device, 0.25)
+    assert graph.measure(op).ms == pytest.approx(0.30, rel=1e-9)
+    m = kernel.measure(op)
+    assert (m.timer, m.fallback) == ("kernel", None)
+    assert m.ms == pytest.approx(0.25, rel=1e-9)
+    assert m.spread.n == 6
+    assert m.settings == kernel.describe()
+    assert kernel.describe().startswith("kernel:budget=20ms,replays=6")
+    assert direct.calls == 0
+    assert device.live_graphs == []
+
+
+def test_the_kernel_timer_starts_the_device_trace_once_untimed() -> None:
+    """The profiler's first start in a process is slow (about a second on an H200): it is made
+    before the first turn, once; then one trace per turn."""
+    device = FakeDevice()
+    timer, _ = make_timer(device, replays=4, kernel=True)
+    gate = RecordingGate(device, portions=2)
+    timer.gate = gate
+    op = kernel_op(device, 0.25)
+    timer.measure(op)
+    assert device.traced_blocks == 1 + 2
+    timer.measure(op)
+    assert device.traced_blocks == 1 + 2 + 2
+
+
+def test_a_device_trace_without_records_falls_back_to_direct() -> None:
+    device = FakeDevice()
+    device.traceable = False
+    timer, direct = make_timer(device, kernel=True)
+    m = timer.measure(kernel_op(device, 0.25))
+    assert m.timer == "direct"
+    assert m.fallback == "NotCapturedError: the device trace recorded no work of the op's graph"
+    assert direct.calls == 1
+
+
+def test_a_device_trace_that_does_not_split_into_replays_falls_back() -> None:
+    """Activities that do not divide into the replays' equal shares (another stream's kernel in
+    the trace) cannot be attributed to replays: never summed into a latency."""
+    device = FakeDevice()
+    timer, _ = make_timer(device, replays=4, kernel=True)
+    stray = Kernel("stray", 1.0)
+    replay = device.replay
+
+    def replay_and_stray(graph: Any) -> None:
+        first = bool(device.traces) and not device.traces[0]
+        replay(graph)
+        if first:
+            device.launch(stray)  # once per trace, after its first replay
+
+    device.replay = replay_and_stray  # type: ignore[method-assign]
+    m = timer.measure(kernel_op(device, 0.25))
+    assert m.timer == "direct"
+    assert m.fallback is not None and "activities over 4 replays" in m.fallback
+
+
+def test_the_kernel_timer_times_warm_replays_only() -> None:
+    device = FakeDevice()
+    with pytest.raises(ValueError, match="warm replays only"):
+        make_timer(device, kernel=True, cold=True)
+
+
 def test_an_op_of_a_millisecond_or_more_is_not_primed() -> None:
     """The two states differ by a fraction of a microsecond per kernel; 8 more calls of a slow
     op would cost seconds."""

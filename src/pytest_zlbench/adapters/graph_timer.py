@@ -80,6 +80,13 @@ class GraphTimer:
       can count them, or a time per call below ``IMPLAUSIBLE_BELOW`` of the eager estimate), and
       in cold mode a flush+op replay that is not slower than the flush-only one.
     * Graphs are released and the caching allocator emptied after every measurement.
+    * ``kernel=True`` (``--zl-timer=kernel``) times the same replays by the device's activity
+      records instead of events: per call, the summed durations of the kernels, copies and sets
+      the graph ran, without the time the device's front end spends between graph nodes. On an
+      H200 that time varies from one capture of a microsecond op to the next by 1-9 % of the
+      replay, while the kernels' durations vary by 0.02-0.25 % (docs/PERFORMANCE.md, "Kernel
+      time against replay time"); an A/B screen of a compiler switch compares the kernels the
+      switch changed. Warm replays only.
     """
 
     name = "graph"
@@ -94,8 +101,14 @@ class GraphTimer:
         max_calls: int = 2000,
         cold: bool = False,
         primer: int = PRIMER_GRAPHS,
+        kernel: bool = False,
     ) -> None:
+        if kernel and cold:
+            raise ValueError("the kernel timer times warm replays only")
         self.api = api
+        self.kernel = kernel
+        self.name = "kernel" if kernel else "graph"
+        self._traced = False  # the first device trace of a process sets the profiler up
         self.direct = direct
         self.budget_ms = budget_ms
         self.replays = replays
@@ -122,6 +135,11 @@ class GraphTimer:
             self.direct.gate = gate
 
     def describe(self) -> str:
+        if self.kernel:
+            return (
+                f"kernel:budget={self.budget_ms:g}ms,replays={self.replays},"
+                f"primer={self.primer}<{PRIMER_BELOW_MS:g}ms"
+            )
         return (
             f"graph:{'cold' if self.cold else 'warm'},budget={self.budget_ms:g}ms,"
             f"replays={self.replays},primer={self.primer}<{PRIMER_BELOW_MS:g}ms"
@@ -173,17 +191,39 @@ class GraphTimer:
             out.append(api.elapsed_ms(start, end) / calls)
         return out
 
+    def _trace_replays(self, graph: Any, calls: int, replays: int) -> list[float]:
+        """Per replay, the device time of its activities per call (the kernel timer)."""
+        api = self.api
+        with api.device_trace() as durations:
+            for _ in range(replays):
+                api.replay(graph)
+            api.synchronize()
+        if not durations:
+            raise NotCapturedError("the device trace recorded no work of the op's graph")
+        if len(durations) % replays:
+            raise NotCapturedError(
+                f"the device trace recorded {len(durations)} activities over {replays} replays "
+                "of one graph"
+            )
+        per = len(durations) // replays
+        return [sum(durations[i * per : (i + 1) * per]) / calls for i in range(replays)]
+
     def _timed(self, graphs: list[Any], calls: int, turns: Turns) -> list[float]:
         """Every graph uploaded by one untimed replay, then ``replays`` timed replays of each,
         split over the gate's turns; warm: per-call times; cold: flush+op minus flush-only."""
         for graph in graphs:
             self.api.replay(graph)
         self.api.synchronize()
+        if self.kernel and not self._traced:  # untimed: the profiler's first start is slow
+            with self.api.device_trace():
+                self.api.synchronize()
+            self._traced = True
+        time_replays = self._trace_replays if self.kernel else self._time_replays
         timed: list[list[float]] = [[] for _ in graphs]
         for share in shares(self.replays, turns.portions):
             with turns.turn():
                 for graph, out in zip(graphs, timed, strict=True):
-                    out += self._time_replays(graph, calls, share)
+                    out += time_replays(graph, calls, share)
         if len(graphs) == 1:
             return timed[0]
         return _cold_samples(timed[1], timed[0])
@@ -361,7 +401,8 @@ class GraphTimer:
                 )
                 self._check_recorded(graphs)
                 samples = self._timed(graphs, calls, turns)
-                if flush is None:  # cold: the estimate is mostly the flush's
+                # cold: the estimate is mostly the flush's; kernel: the trace holds the work
+                if flush is None and not self.kernel:
                     _check_plausible(samples, estimate)
             except FatalDeviceError:
                 raise
@@ -384,4 +425,4 @@ class GraphTimer:
                 api.release(g)
             self._empty_cache()
         s = spread(samples)
-        return Measurement(s.p50, s, "graph", settings=self.describe())
+        return Measurement(s.p50, s, self.name, settings=self.describe())

@@ -150,6 +150,22 @@ class TorchDeviceAPI:
 
         return enter
 
+    @contextmanager
+    def device_trace(self) -> Iterator[list[float]]:
+        """The device's activity records of the block, through torch's profiler (CUPTI on
+        CUDA, roctracer on ROCm): each kernel, copy and set as the device ran it, without the
+        host's launches and the gaps between them."""
+        import warnings
+
+        from torch.profiler import ProfilerActivity, profile
+
+        durations: list[float] = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the profiler's notes on cycles and CPU events
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                yield durations
+        durations.extend(_device_durations(self.torch, prof))
+
     def memory_allocated(self) -> int:
         return int(self.m.memory_allocated())
 
@@ -174,3 +190,18 @@ def _graph_get_nodes(torch: Any) -> Any:
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
     return fn
+
+
+def _device_durations(torch: Any, prof: Any) -> list[float]:
+    """Milliseconds of each device activity of a finished profile, in start order."""
+    device = torch.autograd.DeviceType.CUDA
+    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if results is not None:  # the raw records: no event tree to build
+        spans = [
+            (e.start_ns(), e.duration_ns()) for e in results.events() if e.device_type() == device
+        ]
+        if spans:
+            return [d / 1e6 for _, d in sorted(spans)]
+    events = [e for e in prof.events() if e.device_type == device]
+    events.sort(key=lambda e: e.time_range.start)
+    return [e.time_range.elapsed_us() / 1000 for e in events]

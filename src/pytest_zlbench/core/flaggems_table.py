@@ -9,7 +9,7 @@ from typing import Any
 
 from .records import Row
 
-#: Our timing plugin prints ``ZLBENCH_TIMER <graph|direct>`` once, before the first table.
+#: Our timing plugin prints ``ZLBENCH_TIMER <graph|kernel|direct>`` once, before the first table.
 TIMER_MARKER = "ZLBENCH_TIMER"
 #: ... and ``BENCHMARK_DIRECT_NO_CUDAGRAPH op=<op> dtype=<dtype> shape=<shape> reason=<text>`` for
 #: each shape whose graph capture failed and that was timed directly instead.

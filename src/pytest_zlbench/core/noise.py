@@ -84,7 +84,8 @@ MIXED = "mixed"
 def timer_group(timer: str) -> str | None:
     """The floor group of a row timed by ``timer``: DIRECT for the direct timer (the cpu
     backend's timer is one too) and for a shape whose sides or rounds mixed timers, ``None``
-    for the graph timer's rows (and rows of no recorded timer)."""
+    for the rows of the graph or kernel timer (a session has one of them) and rows of no
+    recorded timer."""
     return DIRECT if timer in (DIRECT, MIXED) else None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-TIMER_CHOICES: tuple[str, ...] = ("auto", "graph", "direct")
+TIMER_CHOICES: tuple[str, ...] = ("auto", "graph", "kernel", "direct")
 _DEVICE_TOKEN = re.compile(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SWITCH_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")

@@ -33,7 +33,7 @@ NO_LEVEL = "unset"
 _OLD_NO_LEVEL = "n/a"
 AUTOTUNE_MODES: tuple[str, ...] = ("record", "replay", "off")
 TUNER_CACHES: tuple[str, ...] = ("isolated", "shared", "inherited")
-TIMERS: tuple[str, ...] = ("graph", "direct")
+TIMERS: tuple[str, ...] = ("graph", "kernel", "direct")
 
 IDENTITY_FILE = "run_identity.json"
 ROWS_FILE = "rows.jsonl"
@@ -53,7 +53,7 @@ PARTIAL_ROWS_FILE = "rows.partial.jsonl"
 #: one call after an L2 flush; on the cpu backend, the host clock under whatever else runs): a
 #: quarter of the median marks one whose middle is unsettled, e.g. a CPU row under load that read
 #: p20 5.3 ms against p50 34.5 ms.
-UNSTEADY_SPREAD: dict[str, float] = {"graph": 0.05, "direct": 0.25}
+UNSTEADY_SPREAD: dict[str, float] = {"graph": 0.05, "kernel": 0.05, "direct": 0.25}
 
 
 class RecordError(ValueError):

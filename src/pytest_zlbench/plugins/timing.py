@@ -17,9 +17,12 @@ from .._common import PASS, TimingSettings, timing_settings_key
 if TYPE_CHECKING:  # the rest is imported where used: an inactive plugin imports little
     from ..timing.session import Bench
 
-TIMER_HELP = "Timer: auto (graph where the backend supports it, else direct), graph, direct"
-REPLAYS_HELP = "Graph timer: timed replays per measurement (default 10)"
-BUDGET_HELP = "Graph timer: milliseconds of work captured in one graph (default 20)"
+TIMER_HELP = (
+    "Timer: auto (graph where the backend supports it, else direct), graph, kernel (the graph's "
+    "replays timed by the device's kernel durations, for A/B screens), direct"
+)
+REPLAYS_HELP = "Graph and kernel timers: timed replays per measurement (default 10)"
+BUDGET_HELP = "Graph and kernel timers: milliseconds of work captured in one graph (default 20)"
 COLD_HELP = "Flush L2 inside the graph before every call (cold cache); default warm"
 #: besides a recorded run: options whose presence means "this session measures" (the adapter
 #: is installed only then)

@@ -149,8 +149,8 @@ class TimingSession:
         adapter = FlagGemsAdapter(timer, self.sink, print)
         if adapter.install():
             self.adapter = adapter
-            if timer.name == "graph":
-                print("ZLBENCH_TIMER graph")
+            if timer.name in ("graph", "kernel"):
+                print(f"ZLBENCH_TIMER {timer.name}")
         else:
             self.adapter = False
 

@@ -20,12 +20,16 @@ def parse_settings(config: pytest.Config) -> TimingSettings:
 
     requested = _common.get(config, "zl_timer", parse_timer, "auto")
     cold = _common.get(config, "zl_cold_cache", parse_bool, False)
-    if requested == "graph" and _common.raw(config, "zl_backend") is not None:
+    if requested == "kernel" and cold:
+        raise pytest.UsageError(
+            "--zl-timer=kernel sums the kernels of warm replays: it cannot time --zl-cold-cache"
+        )
+    if requested in ("graph", "kernel") and _common.raw(config, "zl_backend") is not None:
         # a conflict between two options is a usage error now, not a failure in the first test
         from ..device.backend import backend_of
 
         if backend_of(config).name == "cpu":
-            raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
+            raise pytest.UsageError(f"--zl-timer={requested}: the cpu backend has no device graphs")
     replays = _common.get(
         config, "zl_graph_replays", lambda v: parse_positive_int(v, "--zl-graph-replays"), 10
     )
@@ -44,8 +48,8 @@ def build_timer(
     from ..adapters.timers import CpuTimer, DirectTimer, GraphTimer
 
     if backend.name == "cpu":
-        if requested == "graph":
-            raise pytest.UsageError("--zl-timer=graph: the cpu backend has no device graphs")
+        if requested in ("graph", "kernel"):
+            raise pytest.UsageError(f"--zl-timer={requested}: the cpu backend has no device graphs")
         return CpuTimer()
     from ..adapters.torch_api import TorchDeviceAPI, triton_do_bench
 
@@ -53,11 +57,17 @@ def build_timer(
     if do_bench is None:
         raise pytest.UsageError(f"the {backend.name} backend needs triton for its direct timer")
     direct = DirectTimer(do_bench)
-    use_graph = requested == "graph" or (requested == "auto" and backend.graph_capture)
+    kernel = requested == "kernel"
+    use_graph = kernel or requested == "graph" or (requested == "auto" and backend.graph_capture)
     if not use_graph:
         return direct
     return GraphTimer(
-        TorchDeviceAPI(backend), direct, budget_ms=budget_ms, replays=replays, cold=cold
+        TorchDeviceAPI(backend),
+        direct,
+        budget_ms=budget_ms,
+        replays=replays,
+        cold=cold,
+        kernel=kernel,
     )
 
 
