@@ -212,16 +212,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if not op_dirs:
         raise Usage(f"zlbench plot: {root}: not an A/B root (no <op>/r<k>_A directories)")
     tw = Writer()
-    if importlib.util.find_spec("matplotlib") is None or not plot.available():
-        tw.line(f"zlbench: {plot.MISSING} for the {len(op_dirs)} operator(s) of {root}")
-        return 1
-    results = []
-    for op_dir in op_dirs:
-        result, _ = aggregate_op_dir(op_dir, allow=args.allow_caliber_mismatch, require_done=True)
-        results.append(result)
-    from .core import result as result_doc
-    from .core import screening
-
     floor = None  # the screen's one floor, as report judges
     if args.floor_from:
         from .screen.control_floor import check_caliber, control_floor
@@ -232,6 +222,18 @@ def cmd_plot(args: argparse.Namespace) -> int:
         allow = args.allow_caliber_mismatch
         for text in check_caliber(root, aa_root, allow, where, "--allow-caliber-mismatch"):
             caliber_line(tw, text)
+    # every argument is checked: only now does a missing matplotlib decide (it is not the
+    # answer to a wrong argument)
+    if importlib.util.find_spec("matplotlib") is None or not plot.available():
+        tw.line(f"zlbench: {plot.MISSING} for the {len(op_dirs)} operator(s) of {root}")
+        return 1
+    results = []
+    for op_dir in op_dirs:
+        result, _ = aggregate_op_dir(op_dir, allow=args.allow_caliber_mismatch, require_done=True)
+        results.append(result)
+    from .core import result as result_doc
+    from .core import screening
+
     judged = screening.judge_screen(results, floor)
     try:
         for op_dir, result in zip(op_dirs, judged, strict=True):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from test_result_outputs import IDENTITY, SCREEN, rows, run_dir, synthetic_screen
 
 from pytest_zlbench import cli
+from pytest_zlbench.adapters import plot
 from pytest_zlbench.core import records, rundir
 from pytest_zlbench.core.store import STORE_DIR
 
@@ -46,6 +48,12 @@ def two_runs(tmp_path: Path) -> tuple[Path, Path]:
     run_dir(a, rows("mm", SCREEN["mm"], None))
     run_dir(b, rows("mm", SCREEN["mm"], 0))
     return a, b
+
+
+def hide_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    """matplotlib as if not installed: importing it fails, and it has no module spec."""
+    for name in ("matplotlib", "matplotlib.figure"):  # the submodule may be imported already
+        monkeypatch.setitem(sys.modules, name, None)
 
 
 def other_device(run: Path) -> None:
@@ -186,6 +194,23 @@ def test_plot_of_a_root_it_cannot_write(tmp_path: Path, capsys: pytest.CaptureFi
     (root / "mm" / "delta.svg").mkdir()
     _, error = refused(capsys, "plot", root)
     assert error.startswith(f"{root}: not writable (")
+
+
+def test_plot_without_matplotlib_checks_its_arguments_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad root is named as one error (exit 4); only a good one hears that matplotlib is
+    missing: one line, exit status 1 (nothing could be drawn), no error."""
+    hide_matplotlib(monkeypatch)
+    _, error = refused(capsys, "plot", tmp_path / "nowhere")
+    assert error == f"{tmp_path / 'nowhere'}: no such directory"
+    _, error = refused(capsys, "plot", tmp_path)
+    assert error == f"{tmp_path}: not an A/B root (no <op>/r<k>_A directories)"
+    root = synthetic_screen(tmp_path / "screen")
+    rc, out, err = zlbench(capsys, "plot", root)
+    assert (rc, err) == (1, [])
+    assert out == [f"zlbench: {plot.MISSING} for the 2 operator(s) of {root}"]
+    assert not list(root.rglob("*.svg"))
 
 
 def test_merge_names_the_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_cli_errors import refused, zlbench
+from test_cli_errors import hide_matplotlib, refused, zlbench
 from test_result_outputs import (
     CONFTEST,
     IDENTITY,
@@ -108,7 +108,8 @@ def a_run(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(
+#: roots given as --floor-from that are no A/A control of the screen, and the error of each
+NOT_A_CONTROL = pytest.mark.parametrize(
     ("make", "expected"),
     [
         (lambda p: p, "{aa}: no such directory"),
@@ -126,6 +127,9 @@ def a_run(path: Path) -> Path:
     ],
     ids=["missing", "a-run", "a-switch-screen", "another-caliber"],
 )
+
+
+@NOT_A_CONTROL
 def test_report_refuses_a_root_that_is_no_control_of_the_screen(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], make: object, expected: str
 ) -> None:
@@ -136,6 +140,26 @@ def test_report_refuses_a_root_that_is_no_control_of_the_screen(
     _, error = refused(capsys, "report", root, "--floor-from", aa)
     assert error == "--floor-from " + expected.format(aa=aa, root=root)
     assert (root / "screen_result.json").exists() == before  # nothing written
+
+
+@NOT_A_CONTROL
+def test_plot_without_matplotlib_names_a_bad_floor_first(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    make: object,
+    expected: str,
+) -> None:
+    """Without matplotlib, ``zlbench plot --floor-from`` said only that matplotlib is missing
+    (exit 1), whatever the root given: the user learnt of the bad argument after installing it."""
+    hide_matplotlib(monkeypatch)
+    root = synthetic_screen(tmp_path / "screen")
+    aa = tmp_path / "aa"
+    make(aa)  # type: ignore[operator]
+    out, error = refused(capsys, "plot", root, "--floor-from", aa)
+    assert error == "--floor-from " + expected.format(aa=aa, root=root)
+    assert not any("matplotlib" in line for line in out)
+    assert not list(root.rglob("*.svg"))
 
 
 def test_another_caliber_is_judged_against_when_allowed(

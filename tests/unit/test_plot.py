@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,3 +90,59 @@ def test_without_matplotlib_there_is_no_plot_and_no_error(
     path = tmp_path / plot.PLOT_FILE
     assert not plot.write(path, result())
     assert not path.exists()
+
+
+NOISE_LABEL = "noise its shapes were judged against (median, ±)"
+
+
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The figures the module draws, kept as they are saved."""
+    figures: list[Any] = []
+    monkeypatch.setattr(plot, "_save_svg", lambda fig, path: figures.append(fig))
+    return figures
+
+
+def legend_texts(fig: Any) -> list[str]:
+    (ax,) = fig.axes
+    return [text.get_text() for text in ax.get_legend().get_texts()]
+
+
+@pytest.mark.parametrize(
+    ("noises", "band"),
+    [((0.0, 0.0), False), ((0.0, None), False), ((None, None), False), ((0.0, 2.5), True)],
+    ids=["all-zero", "zero-and-none", "none", "one-wide"],
+)
+def test_the_overview_draws_a_noise_band_only_with_noise_to_show(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    noises: tuple[float | None, float | None],
+    band: bool,
+) -> None:
+    """Every noise 0.0 drew a band of no width and its entry in the legend, standing for
+    nothing in the picture."""
+    pytest.importorskip("matplotlib")
+    figures = drawn(monkeypatch)
+    operators = [
+        {**result(op=op).to_json(), "noise_pct": noise}
+        for op, noise in zip(("mm", "addmm"), noises, strict=True)
+    ]
+    doc = {"kind": "screen", "switch": {"DISABLE_MMA_V3": "1"}, "operators": operators}
+    assert plot.write_overview(tmp_path / plot.OVERVIEW_FILE, doc)
+    (fig,) = figures
+    texts = legend_texts(fig)
+    assert "IR_CHANGED: range, median" in texts  # the legend is drawn
+    assert (NOISE_LABEL in texts) is band
+    assert bool(fig.axes[0].patches) is band  # the band's bars
+
+
+def test_an_operator_plot_draws_no_band_of_zero_noise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    figures = drawn(monkeypatch)
+    entry = result().to_json()
+    entry["shapes"] = [{**s, "noise_pct": 0.0} for s in entry["shapes"]]
+    assert plot.write(tmp_path / plot.PLOT_FILE, entry)
+    (fig,) = figures
+    assert not any(t.startswith("noise it was judged against") for t in legend_texts(fig))
+    assert not fig.axes[0].patches

@@ -86,8 +86,9 @@ def _save_svg(fig: Any, path: Path) -> None:
 
 
 def _noise_band(ax: Any, ys: Sequence[int], noises: Sequence[float | None], label: str) -> None:
-    """The grey ± band of the noise each line was judged against (none where no line has one)."""
-    if any(n is not None for n in noises):
+    """The grey ± band of the noise each line was judged against; none, and no legend entry,
+    where no line has a noise above 0 (a band of no width shows nothing)."""
+    if any(n for n in noises):
         half = [n or 0.0 for n in noises]
         ax.barh(
             ys,
