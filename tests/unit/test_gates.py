@@ -186,6 +186,10 @@ class _WatchedTurns:
         self.turns = turns
         self.portions = turns.portions
 
+    @property
+    def lockstep(self) -> str | None:
+        return self.turns.lockstep
+
     @contextmanager
     def turn(self) -> Iterator[None]:
         w = self.watched
@@ -299,6 +303,7 @@ def test_both_sides_time_in_turns_in_the_rounds_order(kind: str, round_index: in
         for key, (result, paired) in w.results.items():
             assert isinstance(result, Measurement), (key, result)
             assert paired is True
+            assert result.lockstep == "paired"  # a fallback's turns included
             assert result.timer == ("direct" if kind in ("cpu", "graph-falls-back") else "graph")
     # one enter and one leave per measurement, also when the graph timer fell back to its
     # direct timer inside it (a nested measurement)
