@@ -563,6 +563,8 @@ class RecordingGate:
     """A gate that grants every turn at once, in ``portions`` turns per measurement, and logs
     how many kernels the device had executed at each step (``executed`` counts)."""
 
+    lockstep = None  # no other side to take turns with
+
     def __init__(self, device: FakeDevice, portions: int = 2) -> None:
         self.device = device
         self.portions = portions

@@ -137,3 +137,86 @@ def test_abs(zl_bench, size):
     zl_bench(lambda: busy(size), baseline=lambda: busy(size), op="abs", dtype="int",
              shape=str(size))
 """
+
+
+# ---------------------------------------------------------------------------------------------
+# A FlagGems-like stand-in suite (package ``benchmark``): ``Benchmark.run`` times every shape
+# through ``get_latency`` (baseline first), then builds one ``BenchmarkResult`` of all of them,
+# as FlagGems does; in both layouts (``GEMS_LAYOUTS``: layout -> base and consts modules)
+
+GEMS_CONSTS = """
+from dataclasses import dataclass, field
+
+
+@dataclass
+class BenchmarkMetrics:
+    shape_detail: object = None
+    latency_base: float | None = None
+    latency: float | None = None
+    error_msg: str | None = None
+
+
+@dataclass
+class BenchmarkResult:
+    op_name: str
+    dtype: str
+    result: list = field(default_factory=list)
+"""
+
+GEMS_BASE = """
+from .{consts} import BenchmarkMetrics, BenchmarkResult
+
+UPSTREAM_LATENCY = 999.0
+
+
+class Benchmark:
+    def __init__(self, op_name, torch_op, gems_op, sizes):
+        self.op_name = op_name
+        self.torch_op = torch_op
+        self.gems_op = gems_op
+        self.sizes = sizes
+
+    def get_latency(self, op, *args, **kwargs):
+        return UPSTREAM_LATENCY  # upstream: triton.testing.do_bench
+
+    def run(self):
+        metrics = []
+        for size in self.sizes:
+            base = self.get_latency(self.torch_op, size)
+            latency = self.get_latency(self.gems_op, size)
+            metrics.append(BenchmarkMetrics([size], base, latency))
+        result = BenchmarkResult(self.op_name, "torch.float32", metrics)
+        print(result)
+        return result
+"""
+
+GEMS_TESTS = """
+from .{base} import UPSTREAM_LATENCY, Benchmark
+
+
+def busy(n):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def test_abs():
+    result = Benchmark("abs", busy, lambda n: busy(n // 2), [200, 400]).run()
+    latencies = [m.latency for m in result.result]
+    with open("latencies.json", "w") as f:
+        f.write(repr(latencies))
+"""
+
+GEMS_LAYOUTS = {"current": ("base", "consts"), "legacy": ("performance_utils", "attri_util")}
+
+
+def write_gems_suite(pytester: pytest.Pytester, layout: str) -> tuple[str, str]:
+    """The stand-in suite in ``benchmark/`` of ``pytester`` (no conftest); returns its base and
+    consts module names."""
+    base, consts = GEMS_LAYOUTS[layout]
+    pkg = pytester.mkpydir("benchmark")
+    (pkg / f"{consts}.py").write_text(GEMS_CONSTS)
+    (pkg / f"{base}.py").write_text(GEMS_BASE.format(consts=consts))
+    (pkg / "test_ops.py").write_text(GEMS_TESTS.format(base=base))
+    return base, consts

@@ -21,7 +21,15 @@ from pytest_zlbench.core import screening
 from pytest_zlbench.core.records import is_complete, read_identity, read_rows
 from pytest_zlbench.screen.cost import COST_FILE
 from pytest_zlbench.screen.sides import WORKERS_DIR
-from zl_testing import ABS_TEST, BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR
+from zl_testing import (
+    ABS_TEST,
+    BUSY,
+    FAST_CPU_TIMER_CONFTEST,
+    GEMS_LAYOUTS,
+    NO_HYPOTHESIS,
+    WRITE_TTGIR,
+    write_gems_suite,
+)
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
@@ -265,6 +273,24 @@ def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode
     counted = [ln for ln in result.outlines if re.search(r"\[ *\d+%\]$", ln)]
     assert counted, result.outlines
     assert counted[-1].endswith("[100%]"), result.outlines
+
+
+@pytest.mark.parametrize("layout", sorted(GEMS_LAYOUTS))
+def test_every_row_of_a_flaggems_test_says_how_its_own_shape_took_turns(
+    suite: pytest.Pytester, layout: str
+) -> None:
+    """FlagGems builds a test's rows at once, after every shape was measured: each row still
+    carries its own measurements' pairing (an A/A screen pairs them all), where the first row
+    once took every shape's and the others none."""
+    write_gems_suite(suite, layout)
+    result, root, _ = screen(suite, "lockstep", "--zl-rounds=2", "benchmark")
+    assert result.ret == 0, result.outlines + result.errlines
+    result.assert_outcomes(passed=1)
+    for k in (1, 2):
+        for side in ("A", "B"):
+            rows = read_rows(root / "ops" / f"r{k}_{side}")  # named after test_ops.py
+            assert [r.shape for r in rows] == ["[200]", "[400]"]
+            assert [r.lockstep for r in rows] == ["paired", "paired"], (k, side)
 
 
 def test_sequential_mode_times_the_sides_in_turn(suite: pytest.Pytester) -> None:

@@ -11,7 +11,15 @@ import pytest
 
 from pytest_zlbench._common import timing_settings_key
 from pytest_zlbench.timing import session as timing
-from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error, read_jsonl
+from zl_testing import (
+    BUSY,
+    FAST_CPU_TIMER_CONFTEST,
+    GEMS_LAYOUTS,
+    NO_HYPOTHESIS,
+    assert_usage_error,
+    read_jsonl,
+    write_gems_suite,
+)
 
 ROW_CHECKS = (
     """
@@ -125,70 +133,6 @@ def test_zl_bench_without_options_detects_the_backend(rows_suite: pytest.Pyteste
 # --------------------------------------------------------------------------------------------
 # FlagGems adapter on a minimal inline fake suite
 
-CONSTS = """
-from dataclasses import dataclass, field
-
-
-@dataclass
-class BenchmarkMetrics:
-    shape_detail: object = None
-    latency_base: float | None = None
-    latency: float | None = None
-    error_msg: str | None = None
-
-
-@dataclass
-class BenchmarkResult:
-    op_name: str
-    dtype: str
-    result: list = field(default_factory=list)
-"""
-
-BASE = """
-from .{consts} import BenchmarkMetrics, BenchmarkResult
-
-UPSTREAM_LATENCY = 999.0
-
-
-class Benchmark:
-    def __init__(self, op_name, torch_op, gems_op, sizes):
-        self.op_name = op_name
-        self.torch_op = torch_op
-        self.gems_op = gems_op
-        self.sizes = sizes
-
-    def get_latency(self, op, *args, **kwargs):
-        return UPSTREAM_LATENCY  # upstream: triton.testing.do_bench
-
-    def run(self):
-        metrics = []
-        for size in self.sizes:
-            base = self.get_latency(self.torch_op, size)
-            latency = self.get_latency(self.gems_op, size)
-            metrics.append(BenchmarkMetrics([size], base, latency))
-        result = BenchmarkResult(self.op_name, "torch.float32", metrics)
-        print(result)
-        return result
-"""
-
-TESTS = """
-from .{base} import UPSTREAM_LATENCY, Benchmark
-
-
-def busy(n):
-    total = 0
-    for i in range(n):
-        total += i
-    return total
-
-
-def test_abs():
-    result = Benchmark("abs", busy, lambda n: busy(n // 2), [200, 400]).run()
-    latencies = [m.latency for m in result.result]
-    with open("latencies.json", "w") as f:
-        f.write(repr(latencies))
-"""
-
 #: checks, after every other plugin's unconfigure, that the suite's own methods are back
 RESTORE_CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
@@ -218,16 +162,10 @@ def pytest_unconfigure(config):
 """
 )
 
-LAYOUTS = {"current": ("base", "consts"), "legacy": ("performance_utils", "attri_util")}
 
-
-@pytest.fixture(params=sorted(LAYOUTS))
+@pytest.fixture(params=sorted(GEMS_LAYOUTS))
 def gems_suite(request: pytest.FixtureRequest, zl_pytester: pytest.Pytester) -> pytest.Pytester:
-    base, consts = LAYOUTS[request.param]
-    pkg = zl_pytester.mkpydir("benchmark")
-    (pkg / f"{consts}.py").write_text(CONSTS)
-    (pkg / f"{base}.py").write_text(BASE.format(consts=consts))
-    (pkg / "test_ops.py").write_text(TESTS.format(base=base))
+    base, consts = write_gems_suite(zl_pytester, request.param)
     zl_pytester.makeconftest(RESTORE_CONFTEST.format(base=base, consts=consts))
     return zl_pytester
 
@@ -324,7 +262,8 @@ def test_the_run_summary_names_unsteady_measurements(gems_suite: pytest.Pytester
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "zlbench: 2 measurement(s) spread over their timer's limit (graph 5%, kernel 5%, direct 25%; "
+            "zlbench: 2 measurement(s) spread over their timer's limit (graph 5%, kernel 5%, "
+            "direct 25%; "
             "p20-p80 / p50) within themselves, less certain than their medians: abs float32 "
             "[[]200[]] 14%; abs float32 [[]400[]] 14%",
             "zlbench: run complete: *",

@@ -414,3 +414,11 @@ def test_read_json_object_answers_none_for_anything_but_an_object(tmp_path: Path
     assert records.read_json_object(path) is None  # not UTF-8
     records.write_json(path, {"a": 1})
     assert records.read_json_object(path) == {"a": 1}
+
+
+def test_a_row_is_paired_only_when_every_measurement_of_it_was() -> None:
+    assert records.row_lockstep("paired", "paired") == records.PAIRED
+    assert records.row_lockstep("paired", None) == records.PAIRED  # no baseline
+    assert records.row_lockstep("paired", "unpaired") == records.UNPAIRED
+    assert records.row_lockstep("unpaired", "paired") == records.UNPAIRED
+    assert records.row_lockstep(None, None) is None  # no lockstep turns: no field

@@ -189,7 +189,8 @@ def test_unsteady_names_the_wide_measurements_widest_first() -> None:
     assert found[1].spread == pytest.approx(0.14)
     line = summary.unsteady_line(found)
     assert line == (
-        "zlbench: 3 measurement(s) spread over their timer's limit (graph 5%, kernel 5%, direct 25%; "
+        "zlbench: 3 measurement(s) spread over their timer's limit (graph 5%, kernel 5%, "
+        "direct 25%; "
         "p20-p80 / p50) within themselves, less certain than their medians: cpu float16 [1] "
         "500%; mm bfloat16 [4096] 14%; mm float16 [2048] (baseline) 6%"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 from collections.abc import Callable
@@ -107,3 +108,26 @@ def test_each_latency_records_its_own_timer(suite: types.SimpleNamespace) -> Non
 def test_rows_without_a_baseline(suite: types.SimpleNamespace) -> None:
     (row,) = run(suite, [measurement(0.25)], shapes=["[8]"], baseline=False)
     assert (row.latency, row.latency_base, row.timer_base) == (0.25, None, None)
+
+
+def test_each_row_says_how_its_own_measurements_took_turns(suite: types.SimpleNamespace) -> None:
+    """FlagGems builds a test's rows after every shape was measured: each row takes the
+    lockstep of its own baseline and latency, not of whatever was measured since the last row."""
+
+    def stamped(ms: float, lockstep: str | None) -> Measurement:
+        return dataclasses.replace(measurement(ms), lockstep=lockstep)
+
+    timings = [
+        stamped(0.1, "paired"),  # [64]: baseline, then latency
+        stamped(0.2, "paired"),
+        stamped(0.3, "paired"),  # [128]: the other side never reached its latency
+        stamped(0.4, "unpaired"),
+        stamped(0.5, "unpaired"),  # [256]: nor its baseline
+        stamped(0.6, "paired"),
+    ]
+    rows = run(suite, timings, shapes=["[64]", "[128]", "[256]"])
+    assert [r.lockstep for r in rows] == ["paired", "unpaired", "unpaired"]
+    # timed with no other side (no lockstep turns): no lockstep field
+    (alone,) = run(suite, [measurement(0.1), measurement(0.2)], shapes=["[64]"])
+    assert alone.lockstep is None
+    assert "lockstep" not in alone.to_json()

@@ -15,11 +15,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from fake_device import FakeDevice, host_sync_op, kernel_op, make_timer
+from pytest_zlbench.adapters.flaggems import FlagGemsAdapter
 from pytest_zlbench.adapters.gates import ChannelGate, LockstepError
 from pytest_zlbench.adapters.timers import CpuTimer, Measurement, Timer, Turns
 from pytest_zlbench.core.lockstep import (
@@ -30,6 +32,7 @@ from pytest_zlbench.core.lockstep import (
     Release,
     order_for,
 )
+from pytest_zlbench.core.records import Row
 from pytest_zlbench.core.sidework import Channel, ChannelClosed
 
 WAIT_S = 20.0  # no step of these tests takes a fraction of this; a hang fails instead
@@ -186,6 +189,10 @@ class _WatchedTurns:
         self.turns = turns
         self.portions = turns.portions
 
+    @property
+    def lockstep(self) -> str | None:
+        return self.turns.lockstep
+
     @contextmanager
     def turn(self) -> Iterator[None]:
         w = self.watched
@@ -303,6 +310,7 @@ def test_both_sides_time_in_turns_in_the_rounds_order(kind: str, round_index: in
         for key, (result, paired) in w.results.items():
             assert isinstance(result, Measurement), (key, result)
             assert paired is True
+            assert result.lockstep == "paired"  # a fallback's turns included
             assert result.timer == ("direct" if kind in ("cpu", "graph-falls-back") else kind)
     # one enter and one leave per measurement, also when the graph timer fell back to its
     # direct timer inside it (a nested measurement)
@@ -343,6 +351,31 @@ def test_a_measurement_the_other_side_skips_is_unpaired(kind: str) -> None:
     assert controller.lockstep.unpaired == {"A": [(1, 0)], "B": []}
     assert controller.order_at((1, 0)) == ["A", "A"]
     assert controller.order_at((2, 0)) == list(BALANCED)
+
+
+@pytest.mark.parametrize("kind", ["cpu", "graph", "graph-falls-back"])
+def test_a_later_shape_timed_alone_marks_its_own_row_unpaired(kind: str) -> None:
+    """FlagGems times every shape of a test, then builds all its rows at once: the row of the
+    shape the other side never reached is ``unpaired``, the row before it ``paired``."""
+    controller = Controller()
+    log = Log()
+    workers = make_workers(controller, kind, {"A": {0: 2}, "B": {0: 1}}, log)
+    run_sides(controller, workers)
+    a, _ = workers
+    measured = [a.results[(0, m)][0] for m in (0, 1)]
+    assert [getattr(m, "lockstep", m) for m in measured] == ["paired", "unpaired"]
+
+    rows: list[Row] = []
+    left = list(measured)
+    adapter = FlagGemsAdapter(SimpleNamespace(measure=lambda fn: left.pop(0)), rows.append, print)
+    for _ in measured:
+        adapter.time_call(SimpleNamespace(), busy, (), {})
+    metrics = [
+        SimpleNamespace(latency=m.ms, shape_detail=[n])
+        for m, n in zip(measured, (8, 16), strict=True)
+    ]
+    adapter.capture(SimpleNamespace(op_name="abs", dtype="float32", result=metrics))
+    assert [(r.shape, r.lockstep) for r in rows] == [("[8]", "paired"), ("[16]", "unpaired")]
 
 
 def test_an_error_inside_a_turn_ends_the_turn_and_leaves() -> None:

@@ -48,6 +48,7 @@ from pytest_zlbench.adapters.timers import (
     GraphTimer,
     Measurement,
 )
+from pytest_zlbench.adapters.turns import CountingGate
 
 
 def test_the_fake_is_a_device_api() -> None:
@@ -250,7 +251,8 @@ def test_a_device_trace_that_does_not_split_into_replays_falls_back() -> None:
     device.replay = replay_and_stray  # type: ignore[method-assign]
     m = timer.measure(kernel_op(device, 0.25))
     assert m.timer == "direct"
-    assert m.fallback is not None and "activities over 4 replays" in m.fallback
+    assert m.fallback is not None
+    assert "activities over 4 replays" in m.fallback
 
 
 def test_the_kernel_timer_times_warm_replays_only() -> None:
@@ -966,3 +968,16 @@ def test_the_cpu_timer_splits_its_samples_over_the_turns() -> None:
     m = timer.measure(lambda: None)
     assert [what for what, _ in gate.log] == ["enter", "turn", "turned", "turn", "turned", "leave"]
     assert m.spread.n >= MIN_SAMPLES
+
+
+def test_a_measurement_without_another_side_has_no_lockstep() -> None:
+    device = FakeDevice()
+    for gate in (None, CountingGate(), RecordingGate(device)):
+        for timer, op in (
+            (make_timer(device)[0], kernel_op(device, 0.25)),
+            (make_timer(device)[0], host_sync_op(device, 0.25)),  # falls back to direct
+            (CpuTimer(warmup_ms=0.1, rep_ms=0.0, min_sample_ms=0.01), lambda: None),
+        ):
+            if gate is not None:
+                timer.gate = gate
+            assert timer.measure(op).lockstep is None

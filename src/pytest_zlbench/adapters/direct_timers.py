@@ -56,7 +56,7 @@ class CpuTimer:
                 with turns.turn():
                     samples += self._samples(fn, batch, portions)
         s = spread(samples)
-        return Measurement(s.p50, s, "direct", settings=self.describe())
+        return Measurement(s.p50, s, "direct", settings=self.describe(), lockstep=turns.lockstep)
 
     def _samples(self, fn: Callable[[], Any], batch: int, portions: int) -> list[float]:
         """One portion: at least its share of ``min_samples`` and of ``rep_ms``."""
@@ -117,4 +117,4 @@ class DirectTimer:
                             break
                     times += got
         s = spread(times)
-        return Measurement(s.p50, s, "direct", settings=self.describe())
+        return Measurement(s.p50, s, "direct", settings=self.describe(), lockstep=turns.lockstep)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.flaggems import fallback_line
-from ..core.records import Row, json_safe
+from ..core.records import Row, json_safe, row_lockstep
 from .timers import Measurement, Timer
 
 LAYOUTS = (
@@ -148,6 +148,9 @@ class FlagGemsAdapter:
                 fallback_base=mb.fallback if mb else None,
                 status="failed" if error else "ok",
                 error=str(error) if error else None,
+                # from the row's own measurements: every shape was measured before FlagGems
+                # built this result
+                lockstep=row_lockstep(m.lockstep if m else None, mb.lockstep if mb else None),
             )
             if row.fallback:
                 self.echo(fallback_line(row))

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..core.records import PAIRED, UNPAIRED
 from ..core.sidework import Channel, ChannelClosed
 
 
@@ -41,6 +42,13 @@ class _Turns:
         self.portions = gate.portions
         self.granted = 0
         self.paired = True  # until a grant says otherwise
+
+    @property
+    def lockstep(self) -> str | None:
+        """``paired``/``unpaired`` for the turns granted so far, ``None`` before any."""
+        if not self.granted:
+            return None
+        return PAIRED if self.paired else UNPAIRED
 
     @contextmanager
     def turn(self) -> Iterator[None]:

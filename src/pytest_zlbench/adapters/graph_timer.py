@@ -3,6 +3,7 @@ events, with a per-shape fallback to a direct timer."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -364,7 +365,9 @@ class GraphTimer:
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         with self.gate.measurement() as turns:
-            return self._measure(fn, turns)
+            m = self._measure(fn, turns)
+        # stamped once the measurement is done: a direct fallback's turns count too
+        return dataclasses.replace(m, lockstep=turns.lockstep)
 
     def _measure(self, fn: Callable[[], Any], turns: Turns) -> Measurement:
         if self._direct_reason is not None:

@@ -19,6 +19,9 @@ class Measurement:
     timer: str
     fallback: str | None = None
     settings: str = ""
+    #: how the measurement took its turns with the other side of a screen (``Turns.lockstep``):
+    #: ``paired``/``unpaired`` in a side worker timing in lockstep, else ``None``
+    lockstep: str | None = None
 
 
 class Timer(Protocol):

@@ -11,9 +11,16 @@ from typing import Protocol
 
 
 class Turns(Protocol):
-    """One measurement's share of a gate: ``portions`` turns, each taken with ``turn()``."""
+    """One measurement's share of a gate: ``portions`` turns, each taken with ``turn()``.
+    Once the measurement is done, ``lockstep`` says how its turns went with the other side's:
+    ``paired`` when every turn was taken in lockstep, ``unpaired`` when one was timed alone (the
+    other side did not reach the measurement), ``None`` when no turn was granted in lockstep
+    (no other side to take turns with)."""
 
     portions: int
+
+    @property
+    def lockstep(self) -> str | None: ...
 
     def turn(self) -> AbstractContextManager[None]: ...
 
@@ -32,6 +39,7 @@ class Gate(Protocol):
 
 class _Alone:
     portions = 1
+    lockstep = None
 
     @contextmanager
     def turn(self) -> Iterator[None]:
@@ -51,6 +59,7 @@ UNGATED: Gate = Ungated()
 
 class _CountedAlone:
     portions = 1
+    lockstep = None
 
     def __init__(self, owner: CountingGate) -> None:
         self.owner = owner

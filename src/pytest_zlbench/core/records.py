@@ -214,6 +214,21 @@ class Row:
 
 
 #: the names ``rows.jsonl`` used before units were in them, and what they are now
+#: :attr:`Row.lockstep` of a row whose measurements all took their turns with the other side's,
+#: and of a row with one that was timed alone
+PAIRED, UNPAIRED = "paired", "unpaired"
+
+
+def row_lockstep(*measurements: str | None) -> str | None:
+    """A row's :attr:`Row.lockstep` from its measurements' (latency, baseline): ``paired`` when
+    every one that took lockstep turns was paired, ``unpaired`` when one was not, ``None`` when
+    none took lockstep turns."""
+    taken = [m for m in measurements if m is not None]
+    if not taken:
+        return None
+    return PAIRED if all(m == PAIRED for m in taken) else UNPAIRED
+
+
 _OLD_NAMES = {"latency_ms": "latency", "latency_base_ms": "latency_base"}
 _OLD_SPREAD = {"p20_ms": "p20", "p50_ms": "p50", "p80_ms": "p80"}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -55,17 +55,6 @@ class WorkerRows:
         self.partial_dir: Path | None = Path(out).resolve() if out is not None else None
         self.partial: TextIO | None = None
         self.partial_failed = False
-        #: in a side worker timing in lockstep: how the measurements of the row being kept were
-        #: paired (``paired``/``unpaired``), asked once per row; ``None`` elsewhere
-        self.lockstep_of: Callable[[], str | None] | None = None
-
-    def amend(self, row: Row) -> Row:
-        """``row`` as it is kept: with how its measurements took turns with the other side of
-        a screen, in a side worker timing in lockstep."""
-        if self.lockstep_of is None:
-            return row
-        state = self.lockstep_of()
-        return dataclasses.replace(row, lockstep=state) if state is not None else row
 
     def retarget(self, run_dir: Path) -> None:
         """Keep the partial rows in ``run_dir`` from now on (a side worker, one run directory

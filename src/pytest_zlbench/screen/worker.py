@@ -6,7 +6,7 @@ Like pytest-xdist's worker, it takes over ``pytest_runtestloop``: after collecti
 
 * ``run`` (``op``, ``items``: indices into its items, ``dir``: the operator's run directory,
   ``next``: the index the screen will send next or ``None``, ``gate``: ``lockstep`` or
-  ``none``) runs the operator's items, times them through a :class:`RowGate` in lockstep, and
+  ``none``) runs the operator's items, times them through a :class:`ChannelGate` in lockstep, and
   writes the same run directory a child run writes (``recording.run.RunRecorder``, one per
   operator; its ``ir.json`` from ``recording.op_ir``), then answers ``op``;
 * ``stop`` ends the session.
@@ -21,8 +21,6 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -66,30 +64,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(SideWorker(config), "zlbench-side-worker")
 
 
-class RowGate(ChannelGate):
-    """The lockstep gate of a side worker's timers, which remembers how each measurement took
-    its turns until the row it belongs to is kept (:meth:`take`)."""
-
-    def __init__(self, channel: Channel, portions: int = 2) -> None:
-        super().__init__(channel, portions)
-        self.seen: list[bool | None] = []
-
-    @contextmanager
-    def measurement(self) -> Iterator[Any]:
-        outer = self._open is None
-        with super().measurement() as turns:
-            yield turns
-        if outer:
-            self.seen.append(self.paired)
-
-    def take(self) -> str | None:
-        """``paired``/``unpaired`` for the measurements since the last row, or ``None``."""
-        seen, self.seen = [p for p in self.seen if p is not None], []
-        if not seen:
-            return None
-        return "paired" if all(seen) else "unpaired"
-
-
 def _last_error(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     for line in reversed(lines):
@@ -111,7 +85,7 @@ class SideWorker:
         from ..recording.op_ir import OpIrRecorder
 
         self.ir = OpIrRecorder(cache)
-        self.gate: RowGate | None = None
+        self.gate: ChannelGate | None = None
         #: the gate of an operator run without lockstep: it counts the timed seconds too
         self.alone = CountingGate()
         self.recorder: Any = None  # the current operator's RunRecorder
@@ -145,7 +119,7 @@ class SideWorker:
             return f"{timing.lost_what} in {timing.lost_in}"
         return None
 
-    def _set_gate(self, gate: RowGate | None) -> None:
+    def _set_gate(self, gate: ChannelGate | None) -> None:
         settings = self.config.stash.get(timing_settings_key, None)
         timer: Any = settings.timer if settings is not None else None
         if timer is not None:
@@ -164,12 +138,11 @@ class SideWorker:
 
         # the directory is a run, as one a child run claims (the screen's lock covers its root)
         records.write_atomic(run_dir / rundir.KIND_FILE, rundir.kind_marker(rundir.RUN, now()))
-        self.gate = RowGate(self.channel) if message.get("gate") == "lockstep" else None
+        self.gate = ChannelGate(self.channel) if message.get("gate") == "lockstep" else None
         self.alone = CountingGate()
         rows = self.config.pluginmanager.get_plugin("zlbench-worker-rows")
         if rows is not None:
             rows.retarget(run_dir)
-            rows.lockstep_of = self.gate.take if self.gate is not None else None
         recorder = RunRecorder(self.config, run_dir, self.replay, self.seeded, self.seed)
         recorder.ir_writer = self.ir.write
         self._begin(recorder)
@@ -195,7 +168,6 @@ class SideWorker:
         session.shouldstop = session.shouldfail = False  # -x and --maxfail act per operator
         if rows is not None:
             rows.close_partial()
-            rows.lockstep_of = None
         complete = recorder.write(1 if self.failure else 0)
         self.recorder = None
         failure = self.failure

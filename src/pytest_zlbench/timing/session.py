@@ -33,8 +33,6 @@ def keep_row(config: pytest.Config, rows: list[Row], row: Row, nodeid: str) -> N
     (the process's partial-rows file), so that a run killed mid-test keeps it."""
     pm = config.pluginmanager
     keeper = pm.get_plugin("zlbench-run-recorder") or pm.get_plugin("zlbench-worker-rows")
-    if keeper is not None:
-        row = keeper.amend(row)
     rows.append(row)
     if keeper is not None:
         keeper.keep_partial(row, nodeid)
@@ -179,7 +177,7 @@ class Bench:
         dtype: str = "",
         shape: str = "",
     ) -> Row:
-        from ..core.records import Row
+        from ..core.records import Row, row_lockstep
 
         timer = self._timer_factory()
         base: Measurement | None = timer.measure(baseline) if baseline is not None else None
@@ -197,6 +195,7 @@ class Bench:
             timer_base=base.timer if base else None,
             fallback_base=base.fallback if base else None,
             node=self._item.nodeid,
+            lockstep=row_lockstep(m.lockstep, base.lockstep if base else None),
         )
         if row.fallback:  # the same marker line the FlagGems adapter prints (SPEC §6)
             from ..core.flaggems import fallback_line
