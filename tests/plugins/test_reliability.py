@@ -25,6 +25,7 @@ from test_ab import (
     SUITE_CONFTEST,
     SWITCH,
     _gone,
+    ab_json,
     child_steps,
     progress,
     read_lines,
@@ -150,6 +151,43 @@ def test_an_operator_refusing_the_requested_dtypes_is_measured_on_its_own(
     if where == "command-line":
         command = (root / "abs" / "r1_A.out").read_text().splitlines()[0]
         assert "--dtypes float16" in command
+
+
+def test_side_workers_measure_an_operator_refusing_the_dtypes_in_a_batch_of_its_own(
+    suite: pytest.Pytester,
+) -> None:
+    """Not one process per side per round: the refusing operators get side workers of their
+    own, started without --dtypes."""
+    suite.makeconftest(DTYPES_CONFTEST)
+    suite.makepyfile(test_ops=HELPERS + DTYPE_OPS)
+    result, root = screen(
+        suite, SWITCH, "--dtypes", "float16", "--zl-screen-mode=lockstep", "--zl-rounds=2"
+    )
+    result.assert_outcomes(passed=2)
+    assert result.ret == 0
+    lines = read_lines(root)
+    fft, abs_ = lines["fft"], lines["abs"]
+    assert "--dtypes float16 not supported by fft; measured its own dtypes" in fft.note
+    assert "alone" not in fft.note
+    assert "--dtypes" not in abs_.note
+    assert (fft.verdict, fft.rows) == (screening.NO_TRITON, "1")
+    for k in (1, 2):
+        for side in "AB":
+            assert [r.dtype for r in records.read_rows(root / "fft" / f"r{k}_{side}")] == [
+                "complex64"
+            ]
+            assert [r.dtype for r in records.read_rows(root / "abs" / f"r{k}_{side}")] == [
+                "float16"
+            ]
+    assert ab_json(root, "fft")["rounds"] == 2
+    # no child process of its own: the workers of a second batch measured it
+    assert not list((root / "fft").glob("*.out"))
+    assert sorted(p.name for p in (root / ".workers").iterdir()) == ["batch0", "batch0_own"]
+    assert any(
+        "fft: --dtypes float16 not supported; measured again on its own dtypes, in side "
+        "workers of their own" in line
+        for line in progress(root)
+    )
 
 
 # --------------------------------------------------------------------------------------------

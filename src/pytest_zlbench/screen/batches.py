@@ -19,6 +19,7 @@ from .results import add_note, aggregate_op_dir, is_done, mark_done, mark_skippe
 
 if TYPE_CHECKING:
     from .controller import AbController, OpItem
+    from .sides import SideWorkers
 
 #: the pytest cache key of each operator's side-worker seconds in the last screen (the cards
 #: split of the next one balances batches by them)
@@ -56,9 +57,43 @@ def batches_of(config: pytest.Config, groups: dict[str, list[pytest.Item]]) -> d
     return out
 
 
+def _refused_dtypes(self: AbController, workers: SideWorkers) -> list[OpItem]:
+    """The operators that left ``workers``' batch because they refused the requested
+    ``--dtypes``, made ready to be measured again on their own dtypes: their directories
+    emptied and noted, their retry alone cancelled."""
+    from .children import refuses_dtypes
+
+    requested = self.children.requested_dtypes()
+    if not requested:
+        return []
+    root = self.settings.root
+    refused = [i for i in workers.items if i.op in workers.alone
+               and refuses_dtypes(workers.alone[i.op][1])]  # fmt: skip
+    for item in refused:
+        del workers.alone[item.op]
+        self.children.own_dtypes.add(item.op)
+        shutil.rmtree(root / item.op)
+        (root / item.op).mkdir(parents=True)
+        note = f"--dtypes {','.join(requested)} not supported by {item.op}; measured its own dtypes"
+        add_note(root / item.op, note)
+        self.progress(f"{item.op}: --dtypes {','.join(requested)} not supported; measured again "
+                      "on its own dtypes, in side workers of their own")  # fmt: skip
+    return refused
+
+
+def _mark_measured(self: AbController, workers: SideWorkers, items: list[OpItem]) -> None:
+    """The operators a batch measured are complete now, whatever happens to the retries."""
+    for item in items:
+        if item.op not in workers.alone:
+            mark_done(self.settings.root / item.op)
+    self.result_update()
+
+
 def run_batch(self: AbController, items: list[OpItem]) -> None:
-    """Measure a batch of operators with side workers; an operator that fell out of the
-    batch is measured alone afterwards, one process per side, from the round it left."""
+    """Measure a batch of operators with side workers; the operators that refused the
+    requested ``--dtypes`` then in a batch of their own on their own dtypes; an operator that
+    fell out of either batch is measured alone afterwards, one process per side, from the round
+    it left."""
     from .sides import SideWorkers
 
     s = self.settings
@@ -84,15 +119,20 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
         f"round{'s' if s.rounds > 1 else ''}"
     )
     workers = SideWorkers(self, todo, items[0].batch or "batch0")
-    replay = workers.run(after_round)
-    for item in todo:  # measured in the batch: complete now, whatever happens to the retries
-        if item.op not in workers.alone:
-            mark_done(s.root / item.op)
-    self.result_update()
+    batches = [(workers, workers.run(after_round))]
+    own = _refused_dtypes(self, workers)
+    _mark_measured(self, workers, [i for i in todo if i not in own])
+    if own:
+        for item in own:
+            histories[item.op] = []
+        mine = SideWorkers(self, own, f"{workers.name}_own", own_dtypes=True)
+        batches.append((mine, mine.run(after_round)))
+        _mark_measured(self, mine, own)
+    alone = {op: (fell, replay) for w, replay in batches for op, fell in w.alone.items()}
     for item in todo:
-        if item.op not in workers.alone:
+        if item.op not in alone:
             continue
-        start, why = workers.alone[item.op]
+        (start, why), replay = alone[item.op]
         label = "the recording pass" if start == 0 else f"round {start}"
         add_note(
             s.root / item.op,
@@ -105,7 +145,7 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             item, s.root / item.op, Since(start, replay if start > 0 else None, tuple(history))
         )
     for item in todo:
-        self.costs[item.op] = workers.costs.get(item.op, 0.0)
+        self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)
 
 
 def stop_after(

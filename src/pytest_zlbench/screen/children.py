@@ -66,6 +66,11 @@ def dtype_refusal(out_path: Path) -> bool:
         text = out_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
+    return refuses_dtypes(text)
+
+
+def refuses_dtypes(text: str) -> bool:
+    """Whether a run's output or failure text shows FlagGems refusing the requested ``--dtypes``."""
     return _DTYPE_REFUSAL.search(text) is not None
 
 
@@ -111,11 +116,14 @@ class Children:
         directory, the backend, no cache provider and no xdist, the reset ini values."""
         return self._cmd(nodeids, [f"--zl-out={run_dir}"], replay, op in self.own_dtypes)
 
-    def worker_cmd(self, nodeids: list[str], replay: Path | None) -> list[str]:
+    def worker_cmd(
+        self, nodeids: list[str], replay: Path | None, own_dtypes: bool = False
+    ) -> list[str]:
         """The command line of a side worker (``screen.worker``) over the tests of a batch: a
-        child's, without a run directory of its own (one per operator, on command)."""
+        child's, without a run directory of its own (one per operator, on command); without the
+        requested ``--dtypes`` for a batch of operators that refused them."""
         worker = ["-o", "zl_out=", "-p", "pytest_zlbench.screen.worker"]
-        return self._cmd(nodeids, worker, replay, False)
+        return self._cmd(nodeids, worker, replay, own_dtypes)
 
     def _cmd(
         self, nodeids: list[str], own: list[str], replay: Path | None, own_dtypes: bool

@@ -52,8 +52,16 @@ HEARTBEAT_S = 10.0
 class SideWorkers:
     """Runs one batch of operators through side workers (``mode``: lockstep or sequential)."""
 
-    def __init__(self, controller: AbController, items: Sequence[OpItem], name: str) -> None:
+    def __init__(
+        self,
+        controller: AbController,
+        items: Sequence[OpItem],
+        name: str,
+        own_dtypes: bool = False,
+    ) -> None:
         self.controller = controller
+        #: the batch's operators refused the requested --dtypes: its workers are not given them
+        self.own_dtypes = own_dtypes
         self.settings = controller.settings
         self.children = controller.children
         self.items = list(items)
@@ -78,7 +86,7 @@ class SideWorkers:
     # -- workers -----------------------------------------------------------------------------
 
     def _spawn(self, side: str, rnd: int, nodeids: list[str], replay: Path | None) -> SideProcess:
-        cmd = self.children.worker_cmd(nodeids, replay)
+        cmd = self.children.worker_cmd(nodeids, replay, self.own_dtypes)
         env = self.children.env(side, rnd)
         cwd = self.controller.config.invocation_params.dir
         worker = start_side(cmd, env, cwd, self.workdir / side, side, rnd)
