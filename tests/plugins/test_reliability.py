@@ -183,10 +183,16 @@ def test_side_workers_measure_an_operator_refusing_the_dtypes_in_a_batch_of_its_
     # no child process of its own: the workers of a second batch measured it
     assert not list((root / "fft").glob("*.out"))
     assert sorted(p.name for p in (root / ".workers").iterdir()) == ["batch0", "batch0_own"]
+    lines_of_fft = progress(root, "fft")
     assert any(
+        "ValueError: Given dtype(s)" in line
+        and line.endswith("; measured again on its own dtypes, in side workers of their own, "
+                          "after the batch")
+        for line in lines_of_fft
+    ), lines_of_fft  # fmt: skip
+    assert (
         "fft: --dtypes float16 not supported; measured again on its own dtypes, in side "
-        "workers of their own" in line
-        for line in progress(root)
+        "workers of their own" in lines_of_fft
     )
 
 

@@ -360,10 +360,16 @@ class SideWorkers:
                 f"{item.op} {self._label(rnd)}: {state} ({elapsed:.1f}s) [{where}; {eta}]"
             )
             if causes:
-                self.progress(
-                    f"{item.op}: {'; '.join(f'{s}: {c}' for s, c in causes.items())}; "
-                    "measured again alone, one process per side, after the batch"
-                )
+                text = "; ".join(f"{s}: {c}" for s, c in causes.items())
+                self.progress(f"{item.op}: {text}; measured again {self._then(text)}")
+
+    def _then(self, cause: str) -> str:
+        """How an operator that left the batch for ``cause`` is measured after it."""
+        from .children import refuses_dtypes
+
+        if not self.own_dtypes and refuses_dtypes(cause) and self.children.requested_dtypes():
+            return "on its own dtypes, in side workers of their own, after the batch"
+        return "alone, one process per side, after the batch"
 
     def run(self, after_round: Callable[[OpItem, int], str | None]) -> Path | None:
         """Measure the batch; returns the recording the sides replayed (or ``None``).
