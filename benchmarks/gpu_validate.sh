@@ -28,6 +28,8 @@
 #             (leaky_relu, smoke shapes): keys tuned, .ttgir files (~2 min)
 #   noise     the noise pair: two processes of abs, mul, sum, fft, mm at --level core, seed
 #             replayed, 30 replays x 10 ms, paired by timer_noise.py (~2 min)
+#   capnoise  capture to capture, in plain torch: a graph replay's time per call against its
+#             kernels' summed durations, five rows, two processes (capture_noise.py; ~1 min)
 #   timers    the same selection, two processes each, with the graph timer at its defaults, cold
 #             cache, the direct timer, FlagGems' kernel mode and FlagGems' cudagraph mode; noise
 #             per timer and latency ratios between them (~9 min)
@@ -86,10 +88,10 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || die "-o needs a folder"; O=$2; shift 2 ;;
     --seed) [ $# -ge 2 ] || die "--seed needs a folder"; SEED=$2; shift 2 ;;
     --pack) PACK=1; shift ;;
-    all) STAGES+=(seed record noise timers caliber ab aa refuse aa3 mma rlc crash cost capture xdist kill); shift ;;
-    env|seed|record|noise|timers|caliber|ab|aa|refuse|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
+    all) STAGES+=(seed record noise capnoise timers caliber ab aa refuse aa3 mma rlc crash cost capture xdist kill); shift ;;
+    env|seed|record|noise|capnoise|timers|caliber|ab|aa|refuse|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
       STAGES+=("$1"); shift ;;
-    *) die "unknown argument '$1' (stages: env seed record noise timers caliber ab aa refuse aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
+    *) die "unknown argument '$1' (stages: env seed record noise capnoise timers caliber ab aa refuse aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
   esac
 done
 [ ${#STAGES[@]} -gt 0 ] || die "name at least one stage (see the head of $0)"
@@ -226,6 +228,15 @@ stage_noise() {
   for r in n1 n2; do zl noise/$r "${NOISE[@]}" "${COMMON[@]}" --zl-replay-from="$s" "${R30[@]}"; done
   noise "graph 30 x 10 ms=$O/noise/n1,$O/noise/n2"
   for r in n1 n2; do summary "$O/noise/$r.log"; done
+}
+
+stage_capnoise() {
+  step "capnoise: replay time against kernel time, capture to capture, two processes"
+  stage_dir capnoise || return
+  local p
+  for p in 1 2; do
+    $PY "$BENCH/capture_noise.py" --json "$O/capnoise/process$p.json" | tee "$O/capnoise/process$p.txt"
+  done
 }
 
 stage_timers() {
