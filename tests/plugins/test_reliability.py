@@ -153,16 +153,19 @@ def test_an_operator_refusing_the_requested_dtypes_is_measured_on_its_own(
         assert "--dtypes float16" in command
 
 
+@pytest.mark.parametrize("where", ["command-line", "PYTEST_ADDOPTS"])
 def test_side_workers_measure_an_operator_refusing_the_dtypes_in_a_batch_of_its_own(
-    suite: pytest.Pytester,
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
     """Not one process per side per round: the refusing operators get side workers of their
     own, started without --dtypes."""
     suite.makeconftest(DTYPES_CONFTEST)
     suite.makepyfile(test_ops=HELPERS + DTYPE_OPS)
-    result, root = screen(
-        suite, SWITCH, "--dtypes", "float16", "--zl-screen-mode=lockstep", "--zl-rounds=2"
-    )
+    dtypes: tuple[str, ...] = ("--dtypes", "float16")
+    if where == "PYTEST_ADDOPTS":
+        monkeypatch.setenv("PYTEST_ADDOPTS", "--dtypes=float16")
+        dtypes = ()
+    result, root = screen(suite, SWITCH, *dtypes, "--zl-screen-mode=lockstep", "--zl-rounds=2")
     result.assert_outcomes(passed=2)
     assert result.ret == 0
     lines = read_lines(root)

@@ -90,9 +90,12 @@ class Children:
         #: seconds between two "still running" lines of a child run
         self.heartbeat = HEARTBEAT_S
 
-    def env(self, side: str, rnd: int, op: str | None = None) -> dict[str, str]:
-        """The environment of one child: the screen's own, side B's switch on side B only, the
-        options of PYTEST_ADDOPTS a child may have, and the contract's variables."""
+    def env(
+        self, side: str, rnd: int, op: str | None = None, own_dtypes: bool = False
+    ) -> dict[str, str]:
+        """The environment of one child (or side worker): the screen's own, side B's switch on
+        side B only, the options of PYTEST_ADDOPTS a child may have (without ``--dtypes`` for
+        ``op`` measured on its own dtypes, or ``own_dtypes``), and the contract's variables."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
         for var in self.settings.env_b:
             env.pop(var, None)
@@ -102,7 +105,7 @@ class Children:
         if addopts:
             try:
                 passed = passthrough_args(shlex.split(addopts), ())
-                if op in self.own_dtypes:
+                if own_dtypes or op in self.own_dtypes:
                     passed, _ = dtypes_args(passed)
                 env["PYTEST_ADDOPTS"] = shlex.join(passed)
             except ValueError:

@@ -87,7 +87,7 @@ class SideWorkers:
 
     def _spawn(self, side: str, rnd: int, nodeids: list[str], replay: Path | None) -> SideProcess:
         cmd = self.children.worker_cmd(nodeids, replay, self.own_dtypes)
-        env = self.children.env(side, rnd)
+        env = self.children.env(side, rnd, own_dtypes=self.own_dtypes)
         cwd = self.controller.config.invocation_params.dir
         worker = start_side(cmd, env, cwd, self.workdir / side, side, rnd)
         self.workers[side] = worker
