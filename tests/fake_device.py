@@ -146,7 +146,7 @@ class FakeDevice:
         self.executed: list[str] = []
         self.countable_graphs = True  # False: a device API that cannot count a graph's nodes
         #: the open device traces (device_trace): each kernel executed is recorded in every one
-        self.traces: list[list[float]] = []
+        self.traces: list[list[tuple[float, float]]] = []
         self.traced_blocks = 0  # device_trace blocks entered
         self.traceable = True  # False: a device whose activity records hold nothing
 
@@ -195,11 +195,12 @@ class FakeDevice:
     def _execute(self, kernel: Kernel, extra: float = 0.0) -> None:
         """``extra``: the time the device spends around the kernel (a graph's front end), which
         the clock sees and the kernel's activity record does not."""
-        self.clock += kernel.cost + extra
+        start = self.clock + extra
+        self.clock = start + kernel.cost
         self.executed.append(kernel.name)
         if self.traceable:
             for trace in self.traces:
-                trace.append(kernel.cost)
+                trace.append((start, self.clock))
         if kernel.fault is not None:
             self.error = kernel.fault  # reported asynchronously, at the next API call
 
@@ -323,17 +324,17 @@ class FakeDevice:
         return len(graph.kernels) if self.countable_graphs else None
 
     @contextmanager
-    def device_trace(self) -> Iterator[list[float]]:
+    def device_trace(self) -> Iterator[list[tuple[float, float]]]:
         self.check()
         self.traced_blocks += 1
-        records: list[float] = []
+        records: list[tuple[float, float]] = []
         self.traces.append(records)
-        durations: list[float] = []
+        spans: list[tuple[float, float]] = []
         try:
-            yield durations
+            yield spans
         finally:
             self.traces.remove(records)
-        durations.extend(records)
+        spans.extend(records)
 
     def thread_context(self) -> Callable[[], Any]:
         grad = self.grad_enabled()

@@ -104,6 +104,16 @@ def test_graph_timer_on_cpu_is_a_usage_error(rows_suite: pytest.Pytester, timer:
     assert_usage_error(result, f"--zl-timer={timer}", "cpu")
 
 
+@pytest.mark.parametrize("name", ["musa", "ascend"])
+def test_the_kernel_timer_is_refused_where_the_profiler_cannot_trace(name: str) -> None:
+    from pytest_zlbench.core.backends import BUILTIN_BACKENDS
+    from pytest_zlbench.timing.timer import build_timer
+
+    (backend,) = [b for b in BUILTIN_BACKENDS if b.name == name]
+    with pytest.raises(pytest.UsageError, match=f"the {name} backend's kernels cannot be traced"):
+        build_timer(backend, "kernel", cold=False)
+
+
 def test_the_kernel_timer_refuses_a_cold_cache(rows_suite: pytest.Pytester) -> None:
     result = rows_suite.runpytest("--zl-timer=kernel", "--zl-cold-cache")
     assert_usage_error(result, "--zl-timer=kernel", "warm replays", "--zl-cold-cache")

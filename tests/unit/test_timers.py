@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ from fake_device import (
     make_timer,
     on_thread,
 )
+from pytest_zlbench.adapters.graph_timer import busy_ms
 from pytest_zlbench.adapters.timers import (
     FALLBACK_MARK,
     MIN_SAMPLES,
@@ -48,6 +50,7 @@ from pytest_zlbench.adapters.timers import (
     GraphTimer,
     Measurement,
 )
+from pytest_zlbench.adapters.torch_api import device_spans
 from pytest_zlbench.adapters.turns import CountingGate
 
 
@@ -253,6 +256,73 @@ def test_a_device_trace_that_does_not_split_into_replays_falls_back() -> None:
     assert m.timer == "direct"
     assert m.fallback is not None
     assert "activities over 4 replays" in m.fallback
+
+
+@pytest.mark.parametrize(
+    ("spans", "busy"),
+    [
+        ([(0.0, 1.0), (1.0, 3.0)], 3.0),  # back to back: summed
+        ([(0.0, 2.0), (1.0, 3.0)], 3.0),  # two streams at once: counted once
+        ([(0.0, 4.0), (1.0, 2.0), (5.0, 6.0)], 5.0),  # one inside another, then a gap
+        ([], 0.0),
+    ],
+)
+def test_a_replay_s_device_time_is_the_union_of_its_spans(
+    spans: list[tuple[float, float]], busy: float
+) -> None:
+    assert busy_ms(spans) == pytest.approx(busy)
+
+
+def test_kernels_of_two_streams_at_once_count_once() -> None:
+    """A graph whose kernels overlap (two streams joined to the capture): its device time per
+    call is the time the device was busy, not the sum."""
+    device = FakeDevice()
+    timer, _ = make_timer(device, replays=2, kernel=True)
+    trace = device.device_trace
+
+    @contextmanager
+    def overlapping() -> Iterator[list[tuple[float, float]]]:
+        with trace() as spans:
+            yield spans
+        # every span doubled by a twin on another stream over its second half
+        spans[:] = sorted(spans + [((a + b) / 2, b) for a, b in spans])
+
+    device.device_trace = overlapping  # type: ignore[method-assign]
+    m = timer.measure(kernel_op(device, 0.25))
+    assert (m.timer, m.ms) == ("kernel", pytest.approx(0.25))
+
+
+class _Kineto:
+    def __init__(self, device: str, start_ns: int, duration_ns: int) -> None:
+        self._device, self._start, self._duration = device, start_ns, duration_ns
+
+    def device_type(self) -> str:
+        return self._device
+
+    def start_ns(self) -> int:
+        return self._start
+
+    def duration_ns(self) -> int:
+        return self._duration
+
+
+def test_device_spans_come_from_the_profile_s_raw_device_records() -> None:
+    torch = SimpleNamespace(autograd=SimpleNamespace(DeviceType=SimpleNamespace(CUDA="cuda")))
+    raw = [
+        _Kineto("cuda", 3_000_000, 500_000),
+        _Kineto("cpu", 0, 9),
+        _Kineto("cuda", 1_000_000, 250_000),
+    ]
+    prof = SimpleNamespace(
+        profiler=SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: raw))
+    )
+    assert device_spans(torch, prof) == [(1.0, 1.25), (3.0, 3.5)]
+    # a torch without raw records: the events, their time range in microseconds
+    events = [
+        SimpleNamespace(device_type="cuda", time_range=SimpleNamespace(start=2000.0, end=2100.0)),
+        SimpleNamespace(device_type="cpu", time_range=SimpleNamespace(start=0.0, end=1.0)),
+    ]
+    assert device_spans(torch, SimpleNamespace(events=lambda: events)) == [(2.0, 2.1)]
 
 
 def test_the_kernel_timer_times_warm_replays_only() -> None:

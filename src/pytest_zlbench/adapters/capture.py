@@ -53,9 +53,9 @@ class DeviceAPI(Protocol):
     # what torch keeps per thread (device, autograd modes, ...), read on the calling thread,
     # to be entered on the capture thread
     def thread_context(self) -> Callable[[], AbstractContextManager[None]]: ...
-    # the durations in milliseconds of the device work (kernels, copies, sets) that ran inside,
-    # in the order it started, filled in when the block ends (the kernel timer)
-    def device_trace(self) -> AbstractContextManager[list[float]]: ...
+    # the (start, end) in milliseconds of the device work (kernels, copies, sets) that ran
+    # inside, in the order it started, filled in when the block ends (the kernel timer)
+    def device_trace(self) -> AbstractContextManager[list[tuple[float, float]]]: ...
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -4,6 +4,7 @@ events, with a per-shape fallback to a direct timer."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -48,6 +49,17 @@ def _cold_samples(both: list[float], flush: list[float]) -> list[float]:
             f"({worst * 1000:+.3g} us per call), the op is below the flush's noise"
         )
     return samples
+
+
+def busy_ms(spans: list[tuple[float, float]]) -> float:
+    """The length of the union of ``(start, end)`` spans given in start order."""
+    total, reached = 0.0, -math.inf
+    for start, end in spans:
+        if end <= reached:
+            continue
+        total += end - max(start, reached)
+        reached = end
+    return total
 
 
 def _check_plausible(samples: list[float], estimate_ms: float) -> None:
@@ -193,21 +205,23 @@ class GraphTimer:
         return out
 
     def _trace_replays(self, graph: Any, calls: int, replays: int) -> list[float]:
-        """Per replay, the device time of its activities per call (the kernel timer)."""
+        """Per replay, the time its activities kept the device busy, per call (the kernel
+        timer): the length of the union of their spans, so that kernels of two streams running
+        at once count once."""
         api = self.api
-        with api.device_trace() as durations:
+        with api.device_trace() as spans:
             for _ in range(replays):
                 api.replay(graph)
             api.synchronize()
-        if not durations:
+        if not spans:
             raise NotCapturedError("the device trace recorded no work of the op's graph")
-        if len(durations) % replays:
+        if len(spans) % replays:
             raise NotCapturedError(
-                f"the device trace recorded {len(durations)} activities over {replays} replays "
+                f"the device trace recorded {len(spans)} activities over {replays} replays "
                 "of one graph"
             )
-        per = len(durations) // replays
-        return [sum(durations[i * per : (i + 1) * per]) / calls for i in range(replays)]
+        per = len(spans) // replays
+        return [busy_ms(spans[i * per : (i + 1) * per]) / calls for i in range(replays)]
 
     def _timed(self, graphs: list[Any], calls: int, turns: Turns) -> list[float]:
         """Every graph uploaded by one untimed replay, then ``replays`` timed replays of each,

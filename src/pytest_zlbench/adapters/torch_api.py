@@ -151,7 +151,7 @@ class TorchDeviceAPI:
         return enter
 
     @contextmanager
-    def device_trace(self) -> Iterator[list[float]]:
+    def device_trace(self) -> Iterator[list[tuple[float, float]]]:
         """The device's activity records of the block, through torch's profiler (CUPTI on
         CUDA, roctracer on ROCm): each kernel, copy and set as the device ran it, without the
         host's launches and the gaps between them."""
@@ -159,12 +159,12 @@ class TorchDeviceAPI:
 
         from torch.profiler import ProfilerActivity, profile
 
-        durations: list[float] = []
+        spans: list[tuple[float, float]] = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the profiler's notes on cycles and CPU events
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                yield durations
-        durations.extend(_device_durations(self.torch, prof))
+                yield spans
+        spans.extend(device_spans(self.torch, prof))
 
     def memory_allocated(self) -> int:
         return int(self.m.memory_allocated())
@@ -192,16 +192,18 @@ def _graph_get_nodes(torch: Any) -> Any:
     return fn
 
 
-def _device_durations(torch: Any, prof: Any) -> list[float]:
-    """Milliseconds of each device activity of a finished profile, in start order."""
+def device_spans(torch: Any, prof: Any) -> list[tuple[float, float]]:
+    """(start, end) in milliseconds of each device activity of a finished profile, in start
+    order: from its raw records where torch keeps them (no event tree to build), else from its
+    events."""
     device = torch.autograd.DeviceType.CUDA
     results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
-    if results is not None:  # the raw records: no event tree to build
-        spans = [
+    if results is not None:
+        raw = [
             (e.start_ns(), e.duration_ns()) for e in results.events() if e.device_type() == device
         ]
-        if spans:
-            return [d / 1e6 for _, d in sorted(spans)]
+        if raw:
+            return [(t / 1e6, (t + d) / 1e6) for t, d in sorted(raw)]
     events = [e for e in prof.events() if e.device_type == device]
-    events.sort(key=lambda e: e.time_range.start)
-    return [e.time_range.elapsed_us() / 1000 for e in events]
+    spans = [(e.time_range.start / 1000, e.time_range.end / 1000) for e in events]
+    return sorted(spans)

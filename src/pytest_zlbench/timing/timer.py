@@ -28,8 +28,7 @@ def parse_settings(config: pytest.Config) -> TimingSettings:
         # a conflict between two options is a usage error now, not a failure in the first test
         from ..device.backend import backend_of
 
-        if backend_of(config).name == "cpu":
-            raise pytest.UsageError(f"--zl-timer={requested}: the cpu backend has no device graphs")
+        refuse_timer(backend_of(config), requested)
     replays = _common.get(
         config, "zl_graph_replays", lambda v: parse_positive_int(v, "--zl-graph-replays"), 10
     )
@@ -42,14 +41,24 @@ def parse_settings(config: pytest.Config) -> TimingSettings:
     return TimingSettings(requested, cold, replays, budget)
 
 
+def refuse_timer(backend: Backend, requested: str) -> None:
+    """A usage error when ``backend`` cannot run the ``requested`` timer."""
+    if backend.name == "cpu" and requested in ("graph", "kernel"):
+        raise pytest.UsageError(f"--zl-timer={requested}: the cpu backend has no device graphs")
+    if requested == "kernel" and backend.torch_device != "cuda":
+        raise pytest.UsageError(
+            f"--zl-timer=kernel: the {backend.name} backend's kernels cannot be traced (torch's "
+            "profiler records CUDA and ROCm activities)"
+        )
+
+
 def build_timer(
     backend: Backend, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
 ) -> Timer:
     from ..adapters.timers import CpuTimer, DirectTimer, GraphTimer
 
+    refuse_timer(backend, requested)
     if backend.name == "cpu":
-        if requested in ("graph", "kernel"):
-            raise pytest.UsageError(f"--zl-timer={requested}: the cpu backend has no device graphs")
         return CpuTimer()
     from ..adapters.torch_api import TorchDeviceAPI, triton_do_bench
 
