@@ -9,9 +9,10 @@
 #
 # Environment: DTYPES (e.g. float16) restricts every stage to those dtypes (FlagGems' --dtypes),
 # but for the tests of OWN_DTYPES (default fft, which takes complex64 only): the screens measure
-# those apart on their own dtypes (a screen would retry them alone, one process per side);
+# those apart on their own dtypes (a screen would measure them after its batch, in side workers
+# of their own);
 # SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep sequential process";
-# ZL_TIMER (e.g. kernel) the --zl-timer of every stage's runs and screens.
+# ZL_TIMER (e.g. kernel) the --zl-timer of every screen (aa3, mma, rlc, crash, cost, scale).
 #
 # Options:
 #   -o DIR       output folder (default ./zl_validate); every stage writes DIR/<stage>/ and
@@ -103,7 +104,8 @@ exec > >(tee -a "$O/validate.log") 2>&1
 export PYTHONUNBUFFERED=1
 
 BASE=(--level core -p no:cacheprovider -q -rfEs)
-[ -z "${ZL_TIMER:-}" ] || BASE+=(--zl-timer="$ZL_TIMER")
+SCREEN_TIMER=()
+[ -z "${ZL_TIMER:-}" ] || SCREEN_TIMER=(--zl-timer="$ZL_TIMER")
 COMMON=("${BASE[@]}")
 [ -z "${DTYPES:-}" ] || COMMON+=(--dtypes "$DTYPES")
 read -r -a OWN <<< "${OWN_DTYPES-benchmark/test_fft.py::test_perf_fft}"
@@ -323,7 +325,7 @@ stage_aa() {
 screen() {
   local name=$1; shift
   local t0; t0=$(date +%s)
-  zl "$name" "$@"
+  zl "$name" "$@" ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"}
   sed -n '/^op  /,/passed\|failed/p' "$O/$name.log"
   grep -E "^zlbench: (switch|--zl-fail-beyond)" "$O/$name.log"
   $PY "$BENCH/gpu_validate.py" screen "$O/$name" "$(( $(date +%s) - t0 ))"
