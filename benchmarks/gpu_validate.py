@@ -160,6 +160,7 @@ def cmd_screen(root: str, wall: str = "") -> None:
         f"{len(ops)} operators, floor: {(result.get('noise_floor') or {}).get('text', '-')}"
     )
     plain, beyond, shapes = [], 0, 0
+    split: dict[tuple[str, str], list[float]] = {}  # (timer, size class): |median over rounds|
     for op in ops:
         verdict = op.get("verdict", op["status"])
         judged = op.get("judged")
@@ -175,6 +176,8 @@ def cmd_screen(root: str, wall: str = "") -> None:
             shapes += 1
             beyond += bool(shape.get("beyond_noise"))
             plain.append(abs(statistics.median(deltas)))
+            size = "< 10 us" if (shape.get("latency_a_ms") or 0) < 0.010 else ">= 10 us"
+            split.setdefault((shape.get("timer") or "?", size), []).append(plain[-1])
     if seconds:
         per_op = sorted(seconds.values())
         line = f"seconds per operator (side workers): median {statistics.median(per_op):.1f}"
@@ -191,6 +194,11 @@ def cmd_screen(root: str, wall: str = "") -> None:
             f"{shapes} shapes with 2+ rounds: |median over rounds| median "
             f"{statistics.median(plain):.3f}% worst {max(plain):.3f}%; beyond noise {beyond}"
         )
+        for (timer, size), values in sorted(split.items()):
+            print(
+                f"  {timer} timer, rows {size}: {len(values)}, median "
+                f"{statistics.median(values):.3f}% worst {max(values):.3f}%"
+            )
 
 
 def main(argv: list[str]) -> int:

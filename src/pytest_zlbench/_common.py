@@ -52,7 +52,7 @@ class TimingSettings:
     def __init__(
         self, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
     ) -> None:
-        self.requested = requested  # auto | graph | direct
+        self.requested = requested  # auto | graph | kernel | direct
         self.cold = cold
         self.replays = replays
         self.budget_ms = budget_ms

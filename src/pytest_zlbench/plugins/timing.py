@@ -34,7 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-timing", "zlbench timing: graph capture and direct timers")
     # every child run of a screen times the way its screen was asked to
     add = _common.add
-    add(parser, group, "--zl-timer", TIMER_HELP, child=PASS, metavar="auto|graph|direct")
+    add(parser, group, "--zl-timer", TIMER_HELP, child=PASS, metavar="auto|graph|kernel|direct")
     add(parser, group, "--zl-cold-cache", COLD_HELP, child=PASS, action="store_true")
     add(parser, group, "--zl-graph-replays", REPLAYS_HELP, child=PASS, metavar="N")
     add(parser, group, "--zl-graph-budget-ms", BUDGET_HELP, child=PASS, metavar="MS")

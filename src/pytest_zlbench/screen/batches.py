@@ -1,7 +1,8 @@
 """The side workers' batches of a screen, as its controller sees them: which operators form a
 batch (one per xdist worker, balanced by expected cost), measuring a batch
-(``screen.sides``) and then, one process per side, the operators that fell out of it, and the
-rule that stops an operator's rounds early (``core.rounds``)."""
+(``screen.sides``), then the operators that refused the requested ``--dtypes`` in a batch of
+their own on their own dtypes, then, one process per side, the operators that fell out of
+either, and the rule that stops an operator's rounds early (``core.rounds``)."""
 
 from __future__ import annotations
 

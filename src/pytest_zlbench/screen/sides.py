@@ -14,8 +14,10 @@ Each worker writes the run directories a child writes (``<root>/<op>/r<k>_<A|B>/
 own caches under ``<root>/.workers/<batch>/<side>/``, reused by its later rounds (only round 1
 compiles). A worker that dies or fails an operator (a failed test, a sticky device error, a
 segfault, ``--zl-timeout``) is replaced for the next operator, and the operator leaves the batch:
-it is measured again alone, one process per side (``screen.children``), from that round on. An
-operator stops early once more rounds cannot change its verdict (``core.rounds.stop_reason``).
+it is measured again alone, one process per side (``screen.children``), from that round on; one
+that refused the requested ``--dtypes`` is measured instead by a batch of its own whose workers
+are not given them (``own_dtypes``, ``screen.batches``). An operator stops early once more rounds
+cannot change its verdict (``core.rounds.stop_reason``).
 """
 
 from __future__ import annotations
