@@ -21,6 +21,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 PRIMERS = 8
@@ -146,8 +147,9 @@ def main(argv: list[str]) -> int:
             "seconds": time.perf_counter() - t0,
         }
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=1)
+        from pytest_zlbench.core.records import write_atomic
+
+        write_atomic(Path(args.json), json.dumps(out, indent=1))
     return 0
 
 

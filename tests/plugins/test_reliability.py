@@ -199,6 +199,41 @@ def test_side_workers_measure_an_operator_refusing_the_dtypes_in_a_batch_of_its_
     )
 
 
+def test_an_operator_failing_on_its_own_dtypes_too_is_then_measured_alone_on_them(
+    suite: pytest.Pytester,
+) -> None:
+    """It left its batch for the dtypes, then the batch of its own dtypes for a failure: retried
+    alone, one process per side, still without --dtypes, and its note says both."""
+    suite.makeconftest(DTYPES_CONFTEST)
+    breaks = DTYPE_OPS.replace(
+        "def test_fft(zl_bench, request):\n",
+        "def test_fft(zl_bench, request):\n"
+        "    if not request.config.getoption('dtypes'):\n"
+        "        raise RuntimeError('fft broke')\n",
+    )
+    assert breaks != DTYPE_OPS
+    suite.makepyfile(test_ops=HELPERS + breaks)
+    result, root = screen(suite, SWITCH, "--dtypes", "float16", "--zl-screen-mode=lockstep")
+    assert result.ret == 1
+    lines = read_lines(root)
+    note = lines["fft"].note
+    assert "--dtypes float16 not supported by fft; measured its own dtypes" in note
+    assert "round 1 failed in a side worker" in note
+    assert "RuntimeError: fft broke" in note
+    assert lines["abs"].verdict == screening.NO_TRITON
+    assert sorted(p.name for p in (root / ".workers").iterdir()) == ["batch0", "batch0_own"]
+    fft_lines = progress(root, "fft")
+    assert any(
+        "RuntimeError: fft broke" in line
+        and line.endswith("measured again alone, one process per side, after the batch")
+        for line in fft_lines
+    ), fft_lines
+    # the alone retry ran as a child per side, without --dtypes
+    command = (root / "fft" / "r1_A.out").read_text().splitlines()[0]
+    assert "pytest" in command
+    assert "--dtypes" not in command
+
+
 # --------------------------------------------------------------------------------------------
 # interrupts and --zl-resume
 

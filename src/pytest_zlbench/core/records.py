@@ -213,7 +213,6 @@ class Row:
         return cls(**kwargs)
 
 
-#: the names ``rows.jsonl`` used before units were in them, and what they are now
 #: :attr:`Row.lockstep` of a row whose measurements all took their turns with the other side's,
 #: and of a row with one that was timed alone
 PAIRED, UNPAIRED = "paired", "unpaired"
@@ -229,6 +228,7 @@ def row_lockstep(*measurements: str | None) -> str | None:
     return PAIRED if all(m == PAIRED for m in taken) else UNPAIRED
 
 
+#: the names ``rows.jsonl`` used before units were in them, and what they are now
 _OLD_NAMES = {"latency_ms": "latency", "latency_base_ms": "latency_base"}
 _OLD_SPREAD = {"p20_ms": "p20", "p50_ms": "p50", "p80_ms": "p80"}
 
