@@ -29,15 +29,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..contract import (
-    PINS_FILE,
-    RECORD_DIR,
-    RECORD_SIDE,
-    round_dir,
-)
+from ..contract import PINS_FILE, RECORD_DIR, RECORD_SIDE, round_dir
 from ..core.lockstep import Grant, Lockstep, order_for
 from ..core.sidework import ChannelClosed
-from .children import kill_group
+from .children import kill_group, refuses_dtypes
 from .results import mark_failed
 from .side_process import SideProcess, WorkerDied, start_side
 
@@ -367,8 +362,6 @@ class SideWorkers:
 
     def _then(self, cause: str) -> str:
         """How an operator that left the batch for ``cause`` is measured after it."""
-        from .children import refuses_dtypes
-
         if not self.own_dtypes and refuses_dtypes(cause) and self.children.requested_dtypes():
             return "on its own dtypes, in side workers of their own, after the batch"
         return "alone, one process per side, after the batch"
