@@ -199,6 +199,23 @@ def test_side_workers_measure_an_operator_refusing_the_dtypes_in_a_batch_of_its_
     )
 
 
+def test_under_xdist_the_batch_of_the_refusing_operator_gets_the_own_dtypes_batch(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makeconftest(DTYPES_CONFTEST)
+    suite.makepyfile(test_ops=HELPERS + DTYPE_OPS)
+    result, root = screen(suite, SWITCH, "--dtypes", "float16", "--zl-screen-mode=lockstep",
+                          "-n", "2")  # fmt: skip
+    assert result.ret == 0, result.outlines
+    lines = read_lines(root)
+    assert "--dtypes float16 not supported by fft; measured its own dtypes" in lines["fft"].note
+    assert [r.dtype for r in records.read_rows(root / "fft" / "r1_B")] == ["complex64"]
+    assert [r.dtype for r in records.read_rows(root / "abs" / "r1_B")] == ["float16"]
+    assert not list((root / "fft").glob("*.out"))
+    batches = sorted(p.name for p in (root / ".workers").iterdir())
+    assert batches in (["batch0", "batch0_own", "batch1"], ["batch0", "batch1", "batch1_own"])
+
+
 def test_an_operator_failing_on_its_own_dtypes_too_is_then_measured_alone_on_them(
     suite: pytest.Pytester,
 ) -> None:
