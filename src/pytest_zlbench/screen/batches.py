@@ -60,25 +60,19 @@ def batches_of(config: pytest.Config, groups: dict[str, list[pytest.Item]]) -> d
 
 def _refused_dtypes(self: AbController, workers: SideWorkers) -> list[OpItem]:
     """The operators that left ``workers``' batch because they refused the requested
-    ``--dtypes``, made ready to be measured again on their own dtypes: their directories
-    emptied and noted, their retry alone cancelled."""
-    from .children import refuses_dtypes
-
-    requested = self.children.requested_dtypes()
-    if not requested:
-        return []
-    root = self.settings.root
-    refused = [i for i in workers.items if i.op in workers.alone
-               and refuses_dtypes(workers.alone[i.op][1])]  # fmt: skip
-    for item in refused:
+    ``--dtypes``, started over on their own dtypes (``Children.start_on_own_dtypes``), their
+    retry alone cancelled."""
+    refused = []
+    for item in workers.items:
+        fell = workers.alone.get(item.op)
+        dtypes = None if fell is None else self.children.refused_dtypes(item.op, fell[1])
+        if dtypes is None:
+            continue
         del workers.alone[item.op]
-        self.children.own_dtypes.add(item.op)
-        shutil.rmtree(root / item.op)
-        (root / item.op).mkdir(parents=True)
-        note = f"--dtypes {','.join(requested)} not supported by {item.op}; measured its own dtypes"
-        add_note(root / item.op, note)
-        self.progress(f"{item.op}: --dtypes {','.join(requested)} not supported; measured again "
-                      "on its own dtypes, in side workers of their own")  # fmt: skip
+        self.children.start_on_own_dtypes(item.op, self.settings.root / item.op, dtypes)
+        self.progress(f"{item.op}: --dtypes {dtypes} not supported; measured again on its own "
+                      "dtypes, in side workers of their own")  # fmt: skip
+        refused.append(item)
     return refused
 
 

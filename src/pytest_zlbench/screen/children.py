@@ -60,18 +60,11 @@ def same_failure(first: str, second: str) -> bool:
     return _DURATION.sub("<t>", first) == _DURATION.sub("<t>", second)
 
 
-def dtype_refusal(out_path: Path) -> bool:
-    """Whether a child's output shows FlagGems refusing the requested ``--dtypes``."""
+def _read(path: Path) -> str:
     try:
-        text = out_path.read_text(encoding="utf-8", errors="replace")
+        return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
-    return refuses_dtypes(text)
-
-
-def refuses_dtypes(text: str) -> bool:
-    """Whether a run's output or failure text shows FlagGems refusing the requested ``--dtypes``."""
-    return _DTYPE_REFUSAL.search(text) is not None
+        return ""
 
 
 class Children:
@@ -225,10 +218,9 @@ class Children:
         if cause is None:
             return None
         out_path = output_file(run_dir)
-        if op not in self.own_dtypes and dtype_refusal(out_path):
-            dtypes = self.requested_dtypes()
-            if dtypes:
-                raise DtypeFallback(",".join(dtypes))
+        refused = self.refused_dtypes(op, _read(out_path))
+        if refused is not None:
+            raise DtypeFallback(refused)
         label = "the recording pass" if side == RECORD_SIDE else f"side {side} of round {rnd}"
         shutil.copyfile(out_path, first_try_file(run_dir))
         self.progress(f"{op}: {label} failed; retrying it once")
@@ -239,6 +231,22 @@ class Children:
         if same_failure(cause, again):
             raise Deterministic(repeated_failure(label, again))
         return again
+
+    def refused_dtypes(self, op: str, text: str) -> str | None:
+        """The requested ``--dtypes`` (comma-joined) when ``text``, a run's output or failure,
+        shows ``op`` refusing them (FlagGems' ``set_dtypes``, before any row); ``None`` when it
+        does not, when none were requested, or when ``op`` already runs on its own dtypes."""
+        if op in self.own_dtypes or _DTYPE_REFUSAL.search(text) is None:
+            return None
+        return ",".join(self.requested_dtypes()) or None
+
+    def start_on_own_dtypes(self, op: str, op_dir: Path, refused: str) -> None:
+        """``op`` refused the dtypes ``refused``: its directory starts over, noted, and every
+        later run of it (child or side worker) is given no ``--dtypes``."""
+        shutil.rmtree(op_dir)
+        op_dir.mkdir(parents=True)
+        self.own_dtypes.add(op)
+        add_note(op_dir, f"--dtypes {refused} not supported by {op}; measured its own dtypes")
 
     def requested_dtypes(self) -> list[str]:
         """The ``--dtypes`` the children are given: on the command line or in PYTEST_ADDOPTS."""

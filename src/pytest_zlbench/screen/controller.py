@@ -247,16 +247,10 @@ class AbController:
         try:
             self._measure(item, op_dir, since)
         except DtypeFallback as exc:
-            requested = str(exc)
             self.progress(
-                f"{item.op}: --dtypes {requested} not supported; measured again on its own dtypes"
+                f"{item.op}: --dtypes {exc} not supported; measured again on its own dtypes"
             )
-            shutil.rmtree(op_dir)
-            op_dir.mkdir(parents=True)
-            self.children.own_dtypes.add(item.op)
-            add_note(
-                op_dir, f"--dtypes {requested} not supported by {item.op}; measured its own dtypes"
-            )
+            self.children.start_on_own_dtypes(item.op, op_dir, str(exc))
             self._measure(item, op_dir)
 
     def _measure(self, item: OpItem, op_dir: Path, since: Since = FROM_START) -> None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..contract import PINS_FILE, RECORD_DIR, RECORD_SIDE, round_dir
 from ..core.lockstep import Grant, Lockstep, order_for
 from ..core.sidework import ChannelClosed
-from .children import kill_group, refuses_dtypes
+from .children import kill_group
 from .results import mark_failed
 from .side_process import SideProcess, WorkerDied, start_side
 
@@ -358,11 +358,11 @@ class SideWorkers:
             )
             if causes:
                 text = "; ".join(f"{s}: {c}" for s, c in causes.items())
-                self.progress(f"{item.op}: {text}; measured again {self._then(text)}")
+                self.progress(f"{item.op}: {text}; measured again {self._then(item.op, text)}")
 
-    def _then(self, cause: str) -> str:
+    def _then(self, op: str, cause: str) -> str:
         """How an operator that left the batch for ``cause`` is measured after it."""
-        if not self.own_dtypes and refuses_dtypes(cause) and self.children.requested_dtypes():
+        if self.children.refused_dtypes(op, cause) is not None:
             return "on its own dtypes, in side workers of their own, after the batch"
         return "alone, one process per side, after the batch"
 
