@@ -94,12 +94,12 @@ class GraphTimer:
       in cold mode a flush+op replay that is not slower than the flush-only one.
     * Graphs are released and the caching allocator emptied after every measurement.
     * ``kernel=True`` (``--zl-timer=kernel``) times the same replays by the device's activity
-      records instead of events: per call, the summed durations of the kernels, copies and sets
-      the graph ran, without the time the device's front end spends between graph nodes. On an
-      H200 that time varies from one capture of a microsecond op to the next by 1-9 % of the
-      replay, while the kernels' durations vary by 0.02-0.25 % (docs/PERFORMANCE.md, "Kernel
-      time against replay time"); an A/B screen of a compiler switch compares the kernels the
-      switch changed. Warm replays only.
+      records instead of events: per call, the time the graph's kernels, copies and sets kept
+      the device busy (:func:`busy_ms`), without the time the device's front end spends between
+      graph nodes. On an H200 a microsecond op's replay time moves by 0.3-9 % from one capture
+      to the next, its kernels' durations by 0.02-0.25 % (docs/PERFORMANCE.md, "Kernel time
+      against replay time"); an A/B screen of a compiler switch compares the kernels the switch
+      changed. Warm replays only.
     """
 
     name = "graph"
@@ -148,14 +148,10 @@ class GraphTimer:
             self.direct.gate = gate
 
     def describe(self) -> str:
-        if self.kernel:
-            return (
-                f"kernel:budget={self.budget_ms:g}ms,replays={self.replays},"
-                f"primer={self.primer}<{PRIMER_BELOW_MS:g}ms"
-            )
+        timer = "kernel:" if self.kernel else f"graph:{'cold' if self.cold else 'warm'},"
         return (
-            f"graph:{'cold' if self.cold else 'warm'},budget={self.budget_ms:g}ms,"
-            f"replays={self.replays},primer={self.primer}<{PRIMER_BELOW_MS:g}ms"
+            f"{timer}budget={self.budget_ms:g}ms,replays={self.replays},"
+            f"primer={self.primer}<{PRIMER_BELOW_MS:g}ms"
         )
 
     @contextmanager

@@ -22,7 +22,7 @@ def parse_settings(config: pytest.Config) -> TimingSettings:
     cold = _common.get(config, "zl_cold_cache", parse_bool, False)
     if requested == "kernel" and cold:
         raise pytest.UsageError(
-            "--zl-timer=kernel sums the kernels of warm replays: it cannot time --zl-cold-cache"
+            "--zl-timer=kernel times the kernels of warm replays: it cannot time --zl-cold-cache"
         )
     if requested in ("graph", "kernel") and _common.raw(config, "zl_backend") is not None:
         # a conflict between two options is a usage error now, not a failure in the first test
