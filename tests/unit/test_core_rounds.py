@@ -1,4 +1,5 @@
-"""core.rounds: when an operator needs no more rounds, and how a batch is split over cards."""
+"""core.rounds: when an operator needs no more rounds, how a batch is split over cards and cut
+into batches of ``--zl-batch-size``, and how many operator passes are left."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ from pytest_zlbench.core.rounds import (
     IDENTICAL_IR,
     SETTLED,
     RoundView,
+    batch_passes,
+    cut_batches,
     expected_costs,
+    passes_left,
     split_batches,
     stop_reason,
 )
@@ -59,6 +63,31 @@ def test_batches_balance_cost_deterministically() -> None:
     assert split_batches([1, 2], 3) == [[1], [0], []]
     assert split_batches([], 2) == [[], []]
     assert split_batches([4, 4, 4], 1) == [[0, 1, 2]]
+
+
+def test_batches_are_cut_in_order_into_consecutive_batches_of_at_most_the_size() -> None:
+    assert cut_batches([[0, 1, 2, 3, 4]], 2) == [[0, 1], [2, 3], [4]]
+    assert cut_batches([[0, 1, 2]], 50) == [[0, 1, 2]]  # nothing cut: the batch as it was
+    # each worker's list cut on its own, in its order; the first list's batches first
+    assert cut_batches([[0, 2, 4], [1, 3]], 2) == [[0, 2], [4], [1, 3]]
+    assert cut_batches([[1], [0], []], 1) == [[1], [0]]  # an empty list gives no batch
+    assert cut_batches([[3, 1, 2]], 1) == [[3], [1], [2]]
+    assert cut_batches([], 3) == []
+
+
+def test_passes_left_count_this_pass_the_later_rounds_the_retries_and_later_batches() -> None:
+    # the 2nd of 4 operators of the recording pass, 3 rounds after it over 4 operators
+    assert passes_left(1, 4, 3, 4, 0) == 2 + 12
+    # the last operator of the last round: nothing left, unless a retry or a batch follows
+    assert passes_left(3, 4, 0, 4, 0) == 0
+    assert passes_left(3, 4, 0, 4, 1) == 1
+    assert passes_left(3, 4, 0, 4, 1, later=batch_passes(2, 3, recording=True)) == 1 + 8
+
+
+def test_a_batch_makes_a_pass_per_round_and_one_to_record() -> None:
+    assert batch_passes(5, 3, recording=True) == 20
+    assert batch_passes(5, 3, recording=False) == 15  # the cpu backend or --zl-replay-from
+    assert batch_passes(0, 3, recording=True) == 0
 
 
 def test_expected_costs_use_recorded_durations_else_test_counts() -> None:

@@ -1,5 +1,6 @@
-"""How many rounds an operator of a screen needs, and how a batch of operators is split over
-cards: the two planning rules of the side workers' screen, pure.
+"""How many rounds an operator of a screen needs, how its operators are split over cards and
+cut into batches, and how many operator passes are left: the planning rules of the side
+workers' screen, pure.
 
 ``--zl-rounds=N`` is the most a screen spends on an operator. After each round the screen asks
 :func:`stop_reason` whether more rounds could still change the operator's verdict; once they
@@ -94,3 +95,28 @@ def expected_costs(tests: Sequence[int], recorded: Sequence[float | None]) -> li
         float(d) if d is not None else float(t) * per_test
         for t, d in zip(tests, recorded, strict=True)
     ]
+
+
+def cut_batches(batches: Sequence[Sequence[int]], size: int) -> list[list[int]]:
+    """Each of ``batches`` cut, in its order, into consecutive batches of at most ``size``
+    items: those of the first batch first; an empty batch gives none. A screen cut short keeps
+    every batch it finished (``--zl-batch-size``)."""
+    size = max(1, size)
+    return [list(b[i : i + size]) for b in batches for i in range(0, len(b), size)]
+
+
+def passes_left(
+    position: int, todo: int, rounds_after: int, active: int, alone: int, later: int = 0
+) -> int:
+    """Operator passes (one operator through the recording pass or one round) still to make
+    after the ``position``-th (0-based) of the ``todo`` operators of the current pass, assuming
+    none stops early: the rest of this pass, ``rounds_after`` more rounds over the ``active``
+    operators, one pass for each of the ``alone`` operators that left the batch, and ``later``:
+    those of the batches after this one (:func:`batch_passes`)."""
+    return (todo - position - 1) + rounds_after * active + alone + later
+
+
+def batch_passes(operators: int, rounds: int, recording: bool) -> int:
+    """The operator passes a batch of ``operators`` makes when none stops early: a recording
+    pass (when there is one) and ``rounds`` rounds over each."""
+    return operators * (rounds + (1 if recording else 0))
