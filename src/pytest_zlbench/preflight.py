@@ -37,6 +37,7 @@ _PARSERS: dict[str, Callable[[Any], object]] = {
     "zl_timeout": lambda v: parsing.parse_positive_float(v, "--zl-timeout"),
     "zl_resume": parsing.parse_bool,
     "zl_screen_mode": lambda v: _screen_mode(v),
+    "zl_batch_size": lambda v: parsing.parse_positive_int(v, "--zl-batch-size"),
     "zl_fail_beyond": lambda v: _percent(v),
 }
 
@@ -123,6 +124,7 @@ def check(config: pytest.Config) -> None:
         switches=len(options.get("zl_ab", ([], False))[0]),  # type: ignore[arg-type]
         backend=text("zl_backend"),
         timer=text("zl_timer"),
+        screen_mode=text("zl_screen_mode"),
     )
     for dest, why in idle:
         value, from_ini = options[dest]

@@ -285,9 +285,9 @@ def test_what_a_child_gets_is_declared_with_each_option() -> None:
         "zl_save",
         "zl_shard",
     ]
-    assert {"--zl-out", "--zl-backend", "--zl-replay-from", "--zl-timeout"} <= set(
-        dropped_options()
-    )
+    assert {
+        "--zl-out", "--zl-backend", "--zl-replay-from", "--zl-timeout", "--zl-batch-size",
+    } <= set(dropped_options())  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------

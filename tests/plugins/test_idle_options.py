@@ -42,6 +42,14 @@ IDLE = {
         ("--zl-rounds=2", "--zl-allow-no-ir-diff", "--zl-out=D"),
         "--zl-allow-no-ir-diff has no effect with no switch",
     ),
+    "batch-size-in-a-run": (
+        ("--zl-batch-size=5", "--zl-out=D"),
+        "--zl-batch-size has no effect in a recorded run",
+    ),
+    "batch-size-in-process-mode": (
+        ("--zl-ab=X=1", "--zl-screen-mode=process", "--zl-batch-size=5", "--zl-out=D"),
+        "--zl-batch-size has no effect with --zl-screen-mode=process",
+    ),
     "resume-without-out": (("--zl-ab=X=1", "--zl-resume"), "--zl-resume has nothing to continue"),
     "timer-in-compare": (
         ("--zl-compare=a", "--zl-compare=b", "--zl-timer=direct"),

@@ -715,6 +715,18 @@ BAD_INPUT: list[tuple[str, Callable[[Path], list[str]], str, str]] = [
     ("rounds-negative", _screen("--zl-rounds=-1"), "error", "--zl-rounds: must be at least 1"),
     ("rounds-x", _screen("--zl-rounds=x"), "error", "--zl-rounds: 'x' is not an integer"),
     (
+        "batch-size-0",
+        _screen(SWITCH, "--zl-batch-size=0"),
+        "error",
+        "--zl-batch-size: must be at least 1, got 0",
+    ),
+    (
+        "batch-size-x",
+        _screen(SWITCH, "--zl-batch-size=x"),
+        "error",
+        "--zl-batch-size: 'x' is not an integer",
+    ),
+    (
         "timeout-0",
         _screen(SWITCH, "--zl-timeout=0"),
         "error",

@@ -405,3 +405,125 @@ def test_a_worker_counts_the_timed_seconds_of_its_first_test_too(suite: pytest.P
     result, root, _ = screen(suite, "sequential", SWITCH, "--zl-rounds=1", "-k", "gemm")
     assert result.ret == 0, result.outlines
     assert batch_cost(root)["timed_s"] > 0
+
+
+# --------------------------------------------------------------------------------------------
+# --zl-batch-size: a long screen measured batch by batch
+
+#: an operator whose recording pass writes which operators are complete by then, and with
+#: KILL_SCREEN kills the screen's controller (its parent), as a time limit would
+PROBE = """
+
+@pytest.mark.zl_op("probe")
+def test_probe(zl_bench):
+    zl_bench(lambda: busy(50), op="probe", dtype="int", shape="[1]")
+    root = os.environ.get("PROBE_ROOT")
+    if root and os.environ.get("ZLBENCH_SIDE") == "record":
+        done = sorted(p.parent.name for p in Path(root).glob("*/op.complete"))
+        with open(root + ".probe", "a") as f:
+            f.write(" ".join(done) + "\\n")
+        if os.environ.get("KILL_SCREEN"):
+            os.kill(os.getppid(), signal.SIGKILL)
+"""
+
+
+def batch_costs(root: Path) -> dict[str, dict[str, Any]]:
+    """Every batch's ``cost.json``, by batch."""
+    return {
+        p.parent.name: json.loads(p.read_text()) for p in root.glob(f"{WORKERS_DIR}/*/{COST_FILE}")
+    }
+
+
+def test_a_screen_runs_its_operators_batch_by_batch(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    suite.makepyfile(test_ops=TESTS + PROBE)  # abs gemm steady relu probe
+    result, root, pids = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "--zl-batch-size=2")
+    assert result.ret == 0, result.outlines + result.errlines
+    result.assert_outcomes(passed=5)
+    # batches of at most 2 operators, in order: each its own side workers
+    costs = batch_costs(root)
+    assert sorted(costs) == ["batch0", "batch1", "batch2"]
+    assert [costs[b]["operators"] for b in sorted(costs)] == [2, 2, 1]
+    assert len(pids) == 1 + 3 * (1 + 2 * 2)  # the controller; per batch a recording worker
+    # and two per round
+    # every operator measured, as in one batch
+    assert sorted(lines(root)) == ["abs", "gemm", "probe", "relu", "steady"]
+    assert run_dirs(root)["gemm"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+    assert run_dirs(root)["probe"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+    assert lines(root)["gemm"].verdict == screening.IR_CHANGED
+    # the batches before the last were complete when its recording pass ran
+    probe = (suite.path / "lockstep.probe").read_text().splitlines()
+    assert probe == ["abs gemm relu steady"]
+    # the progress lines name the batch
+    log = progress(root)
+    starts = [ln for ln in log if "side workers, at most" in ln]
+    assert starts == [
+        "batch0 (1 of 3): 2 operators, lockstep side workers, at most 2 rounds",
+        "batch1 (2 of 3): 2 operators, lockstep side workers, at most 2 rounds",
+        "batch2 (3 of 3): 1 operator, lockstep side workers, at most 2 rounds",
+    ]
+    result.stdout.fnmatch_lines(
+        [
+            "*abs record: ok (*s) [[]batch 1 of 3, operator 1 of 2, recording pass; *",
+            "*gemm r2: B ok, A ok (*s) [[]batch 1 of 3, operator 2 of 2, round 2 of 2; *s left[]]",
+            "*relu r1: A ok, B ok (*s) [[]batch 2 of 3, operator 2 of 2, round 1 of 2; *",
+            "*probe r2: B ok, A ok (*s) [[]batch 3 of 3, operator 1 of 1, round 2 of 2; *",
+        ]
+    )
+
+
+def test_a_screen_cut_in_a_batch_loses_that_batch_only(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    monkeypatch.setenv("KILL_SCREEN", "1")
+    suite.makepyfile(test_ops=TESTS + PROBE)  # batches: abs gemm steady | relu probe
+    killed, root, _ = screen(suite, "lockstep", SWITCH, "--zl-batch-size=3")
+    assert killed.ret != 0
+    # cut in the recording pass of the second batch: the first is complete, the rest is not
+    assert sorted(p.parent.name for p in root.glob("*/op.complete")) == ["abs", "gemm", "steady"]
+    assert (suite.path / "lockstep.probe").read_text().splitlines() == ["abs gemm steady"]
+    kept = {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in ("abs", "gemm")}
+
+    # resumed (with another batch size: it changes no measurement) without the cut
+    monkeypatch.delenv("KILL_SCREEN")
+    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-batch-size=2", "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    resumed.assert_outcomes(passed=5)
+    log = progress(root)
+    for op in ("abs", "gemm", "steady"):
+        assert f"{op}: complete, reused (--zl-resume)" in log, log
+    for op in ("relu", "probe"):
+        assert f"{op}: incomplete, measured again (--zl-resume)" in log, log
+    assert "batch1 (2 of 3): 1 operator, lockstep side workers, at most 1 round" in log
+    assert batch_costs(root)["batch1"]["operators"] == 1  # steady was not measured again
+    assert {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in kept} == kept
+    assert sorted(lines(root)) == ["abs", "gemm", "probe", "relu", "steady"]
+    assert all(is_complete(root / op / "r1_B") for op in lines(root))
+
+
+def test_under_xdist_each_batch_runs_on_one_worker(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=TESTS)
+    result, root, _ = screen(suite, "lockstep", SWITCH, "-n", "2", "--zl-batch-size=1")
+    assert result.ret == 0, result.outlines + result.errlines
+    result.assert_outcomes(passed=4)
+    assert sorted(batch_costs(root)) == ["batch0", "batch1", "batch2", "batch3"]
+    assert sorted(lines(root)) == ["abs", "gemm", "relu", "steady"]
+    assert all((root / op / "op.complete").is_file() for op in lines(root))
+    # every line of a batch (its start, its operator's, its cost) came from one xdist worker
+    seen: dict[str, set[str]] = {}
+    for ln in (root / "progress.log").read_text().splitlines():
+        match = re.match(r"\[zlbench (gw\d) +[\d.]+s\] (.*)$", ln)
+        if not match:
+            continue
+        gw, text = match.groups()
+        found = re.match(r"(batch\d) \(\d of 4\): |batch (batch\d): ", text)
+        if found:
+            seen.setdefault(found.group(1) or found.group(2), set()).add(gw)
+        found = re.search(r"\[batch (\d) of 4, operator 1 of 1, ", text)
+        if found:
+            seen.setdefault(f"batch{int(found.group(1)) - 1}", set()).add(gw)
+    assert sorted(seen) == ["batch0", "batch1", "batch2", "batch3"], seen
+    assert all(len(gws) == 1 for gws in seen.values()), seen

@@ -126,12 +126,21 @@ def test_every_option_is_placed() -> None:
         "zl_backend", "zl_devices", "zl_timer", "zl_cold_cache", "zl_graph_replays",
         "zl_graph_budget_ms", "zl_inventory", "zl_out", "zl_replay_from", "zl_ab", "zl_rounds",
         "zl_allow_no_ir_diff", "zl_compare", "zl_allow_caliber_mismatch", "zl_timeout",
-        "zl_resume", "zl_fail_beyond", "zl_screen_mode", "zl_floor_from",
+        "zl_resume", "zl_fail_beyond", "zl_screen_mode", "zl_floor_from", "zl_batch_size",
     }  # fmt: skip
 
 
 def test_a_screen_s_child_is_never_checked() -> None:
     assert parsing.idle_options(parsing.CHILD, {"zl_timeout": "5", "zl_resume": True}) == []
+
+
+def test_the_batch_size_has_no_effect_in_process_mode() -> None:
+    given = {"zl_ab": ["X=1"], "zl_batch_size": "5"}
+    idle = dict(parsing.idle_options(parsing.SCREEN, given, screen_mode="process"))
+    assert idle["zl_batch_size"].startswith("has no effect with --zl-screen-mode=process")
+    for mode in (None, "lockstep", "sequential"):
+        assert parsing.idle_options(parsing.SCREEN, given, screen_mode=mode) == []
+    assert "zl_batch_size" in dict(parsing.idle_options(parsing.RECORD, {"zl_batch_size": "5"}))
 
 
 def test_idle_options_say_why() -> None:

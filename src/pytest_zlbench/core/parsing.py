@@ -179,6 +179,10 @@ ACTS_IN: dict[str, tuple[frozenset[str], str]] = {
         frozenset({SCREEN}),
         "it chooses how an A/B screen runs its sides (--zl-ab or --zl-rounds)",
     ),
+    "zl_batch_size": (
+        frozenset({SCREEN}),
+        "it cuts the side-worker batches of an A/B screen (--zl-ab or --zl-rounds)",
+    ),
 }
 #: options that act only on the graph timer (the cpu backend and the direct timer ignore them)
 GRAPH_ONLY = ("zl_cold_cache", "zl_graph_replays", "zl_graph_budget_ms")
@@ -231,6 +235,7 @@ def idle_options(
     switches: int = 0,
     backend: str | None = None,
     timer: str | None = None,
+    screen_mode: str | None = None,
 ) -> list[tuple[str, str]]:
     """The options in ``given`` (``dest`` -> value) that have no effect in ``mode``, each with
     why: ``[(dest, reason)]``. A screen's child is never checked: the screen gave it its
@@ -256,6 +261,18 @@ def idle_options(
             (
                 "zl_resume",
                 "has nothing to continue without --zl-out=ROOT (a new root is made each time)",
+            )
+        )
+    if (
+        mode == SCREEN
+        and "zl_batch_size" in given
+        and str(screen_mode or "").strip().lower() == "process"
+    ):
+        out.append(
+            (
+                "zl_batch_size",
+                "has no effect with --zl-screen-mode=process: it cuts the side-worker batches, "
+                "and that mode runs one process per side per operator and round",
             )
         )
     if "zl_inventory" in given and "zl_out" in given and mode == RECORD:

@@ -54,6 +54,11 @@ SCREEN_MODE_HELP = (
     "round, timing in alternating turns), sequential (the same workers, one side after the "
     "other), process (one process per side per operator and round)"
 )
+BATCH_SIZE_HELP = (
+    "Side workers (lockstep, sequential): the most operators of one batch (default 50); each "
+    "batch is measured and its operators marked complete before the next starts, so a screen "
+    "cut short loses at most one batch to --zl-resume"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,6 +86,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         child=DROP,
         metavar="lockstep|sequential|process",
     )
+    add(parser, group, "--zl-batch-size", BATCH_SIZE_HELP, child=DROP, metavar="N")
     add(parser, group, "--zl-fail-beyond", FAIL_BEYOND_HELP, child=DROP, metavar="PCT")
     add(parser, group, "--zl-floor-from", FLOOR_FROM_HELP, child=DROP, metavar="AA_ROOT")
 

@@ -1,8 +1,10 @@
 """The side workers' batches of a screen, as its controller sees them: which operators form a
-batch (one per xdist worker, balanced by expected cost), measuring a batch
-(``screen.sides``), then the operators that refused the requested ``--dtypes`` in a batch of
-their own on their own dtypes, then, one process per side, the operators that fell out of
-either, and the rule that stops an operator's rounds early (``core.rounds``)."""
+batch (one list per xdist worker, balanced by expected cost, cut into batches of at most
+``--zl-batch-size`` operators), measuring a batch (``screen.sides``), then the operators that
+refused the requested ``--dtypes`` in a batch of their own on their own dtypes, then, one
+process per side, the operators that fell out of either, and the rule that stops an operator's
+rounds early (``core.rounds``). A batch is measured to its end, and its operators marked
+complete, before the next one starts: a screen cut short loses at most the batch it was in."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 
 from .. import _common
 from ..core import screening
-from ..core.rounds import IDENTICAL_IR, RoundView, stop_reason
+from ..core.rounds import IDENTICAL_IR, RoundView, batch_passes, stop_reason
 from .results import add_note, aggregate_op_dir, is_done, mark_done, mark_skipped
 
 if TYPE_CHECKING:
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 #: the pytest cache key of each operator's side-worker seconds in the last screen (the cards
 #: split of the next one balances batches by them)
 COST_KEY = "zlbench/screen_costs"
+#: a batch's name is this and its number (``batch0``, ``batch1``, ...)
+BATCH = "batch"
 
 
 def workers(config: pytest.Config) -> int:
@@ -34,28 +38,54 @@ def workers(config: pytest.Config) -> int:
     return 1
 
 
-def batches_of(config: pytest.Config, groups: dict[str, list[pytest.Item]]) -> dict[str, str]:
-    """The side workers' batch of each operator: one batch in a plain session; under xdist
-    one per worker, balanced by expected cost (``core.rounds.split_batches``): every
-    worker splits the same way, and the controller's scheduler sends each batch to one
-    worker (``AbController.pytest_xdist_make_scheduler``)."""
+def batches_of(
+    config: pytest.Config, groups: dict[str, list[pytest.Item]], size: int
+) -> dict[str, str]:
+    """The side workers' batch of each operator, in the order of the batches. The operators
+    are split into one list in a plain session; under xdist one per worker, balanced by
+    expected cost (``core.rounds.split_batches``): every worker splits the same way. Each list
+    is then cut, in its order, into batches of at most ``size`` operators
+    (``core.rounds.cut_batches``), numbered over all lists: ``batch0``, ``batch1``, ... The
+    controller's scheduler sends each batch to one worker
+    (``AbController.pytest_xdist_make_scheduler``)."""
+    from ..core.rounds import cut_batches, expected_costs, split_batches
+
     ops = list(groups)
     count = workers(config)
-    if count <= 1:
-        return dict.fromkeys(ops, "batch0")
-    from ..core.rounds import expected_costs, split_batches
-
-    cache = getattr(config, "cache", None)
-    recorded = [cache.get(f"{COST_KEY}/{op}", None) if cache else None for op in ops]
-    costs = expected_costs(
-        [len(groups[op]) for op in ops],
-        [float(r) if isinstance(r, int | float) and r > 0 else None for r in recorded],
-    )
+    split = [list(range(len(ops)))]
+    if count > 1:
+        cache = getattr(config, "cache", None)
+        recorded = [cache.get(f"{COST_KEY}/{op}", None) if cache else None for op in ops]
+        costs = expected_costs(
+            [len(groups[op]) for op in ops],
+            [float(r) if isinstance(r, int | float) and r > 0 else None for r in recorded],
+        )
+        split = split_batches(costs, count)
     out: dict[str, str] = {}
-    for j, batch in enumerate(split_batches(costs, count)):
+    for j, batch in enumerate(cut_batches(split, size)):
         for i in batch:
-            out[ops[i]] = f"batch{j}"
+            out[ops[i]] = f"{BATCH}{j}"
     return out
+
+
+def place_of(self: AbController, name: str) -> tuple[int, int, int]:
+    """Where the batch ``name`` stands, for its progress lines: its number (from 1), how many
+    batches the screen has, and the operator passes of the batches still to run after it;
+    those only without xdist, where this process runs them next (under xdist any worker may
+    take a batch)."""
+    number, count = int(name.removeprefix(BATCH)) + 1, len(self.batches)
+    if count <= 1 or workers(self.config) > 1:
+        return number, count, 0
+    s = self.settings
+    later = [
+        item
+        for batch, items in self.batches.items()
+        if batch not in self.batches_run
+        for item in items
+        if not (s.resume and is_done(s.root / item.op))
+    ]
+    recording = s.replay_from is None and s.backend != "cpu"
+    return number, count, batch_passes(len(later), s.rounds, recording)
 
 
 def _refused_dtypes(self: AbController, workers: SideWorkers) -> list[OpItem]:
@@ -109,18 +139,22 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
     def after_round(item: OpItem, k: int) -> str | None:
         return stop_after(self, item, s.root / item.op, k, histories[item.op])
 
+    name = items[0].batch or f"{BATCH}0"
+    number, count, passes_after = place_of(self, name)
+    place = (f"batch {number} of {count}, " if count > 1 else "", passes_after)
     self.progress(
-        f"{len(todo)} operators, {s.mode} side workers, at most {s.rounds} "
-        f"round{'s' if s.rounds > 1 else ''}"
+        (f"{name} ({number} of {count}): " if count > 1 else "")
+        + f"{len(todo)} operator{'s' if len(todo) > 1 else ''}, {s.mode} side workers, at most "
+        f"{s.rounds} round{'s' if s.rounds > 1 else ''}"
     )
-    workers = SideWorkers(self, todo, items[0].batch or "batch0")
+    workers = SideWorkers(self, todo, name, place=place)
     batches = [(workers, workers.run(after_round))]
     own = _refused_dtypes(self, workers)
     _mark_measured(self, workers, [i for i in todo if i not in own])
     if own:
         for item in own:
             histories[item.op] = []
-        mine = SideWorkers(self, own, f"{workers.name}_own", own_dtypes=True)
+        mine = SideWorkers(self, own, f"{name}_own", own_dtypes=True, place=place)
         batches.append((mine, mine.run(after_round)))
         _mark_measured(self, mine, own)
     alone = {op: (fell, replay) for w, replay in batches for op, fell in w.alone.items()}
@@ -139,6 +173,8 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
         self._measure_or_fall_back(
             item, s.root / item.op, Since(start, replay if start > 0 else None, tuple(history))
         )
+        mark_done(s.root / item.op)  # complete before the next batch starts
+        self.result_update()
     for item in todo:
         self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)
 

@@ -151,7 +151,9 @@ class AbController:
         batch_of: dict[str, str] = {}
         if self.settings.mode != "process":
             batch_of = batches_of(
-                self.config, {op: m for op, m in groups.items() if reasons[op] is None}
+                self.config,
+                {op: m for op, m in groups.items() if reasons[op] is None},
+                self.settings.batch_size,
             )
         new_items: list[pytest.Item] = []
         planned: dict[str, str | None] = {}  # screen_result.json: op -> why it is skipped
@@ -178,7 +180,16 @@ class AbController:
                 self.batches.setdefault(batch, []).append(item)
             planned[op] = None if reason is None else f"dismissed (ops/dismiss.yaml): {reason}"
             new_items.append(item)
-        items[:] = new_items
+        # each batch's items next to each other, the batches in order (the first item of a
+        # batch runs it; under xdist a worker's operators need not be neighbours); a dismissed
+        # operator stays after the one it followed
+        order = {batch: j for j, batch in enumerate(dict.fromkeys(batch_of.values()))}
+        ranks: list[int] = []
+        for op in groups:
+            batch = batch_of.get(op)
+            ranks.append(order[batch] if batch is not None else (ranks[-1] if ranks else 0))
+        ranked = sorted(zip(ranks, new_items, strict=True), key=lambda pair: pair[0])
+        items[:] = [item for _, item in ranked]
         self.result_update(planned)
 
     # ---- running one operator --------------------------------------------------------------

@@ -23,6 +23,9 @@ from ..core.parsing import (
     switches_env,
 )
 
+#: the most operators of a side-worker batch without --zl-batch-size
+BATCH_SIZE = 50
+
 
 @dataclass(frozen=True)
 class AbSettings:
@@ -44,6 +47,10 @@ class AbSettings:
     #: --zl-floor-from: the A/A control screen root whose noise floor judges this screen (a
     #: judgement, not a measurement: not in :meth:`describe`, so --zl-resume may change it)
     floor_from: Path | None = None
+    #: --zl-batch-size: the most operators of one side-worker batch, measured and marked
+    #: complete before the next one starts (what a cut screen loses at most; it changes no
+    #: measurement: not in :meth:`describe`, so --zl-resume may change it)
+    batch_size: int = BATCH_SIZE
 
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
@@ -126,6 +133,7 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         config, "zl_timeout", lambda v: parse_positive_float(v, "--zl-timeout"), None
     )
     screen_mode = _common.get(config, "zl_screen_mode", parse_screen_mode, "lockstep")
+    batch_size = _common.get(config, "zl_batch_size", parse_batch_size, BATCH_SIZE)
     check_addopts(config)
     from .shard import checked_shard
 
@@ -152,6 +160,7 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         shard=shard,
         mode=screen_mode,
         floor_from=floor_root(config),
+        batch_size=batch_size,
     )
 
 
@@ -170,6 +179,10 @@ def floor_root(config: pytest.Config) -> Path | None:
 
 
 SCREEN_MODES = ("lockstep", "sequential", "process")
+
+
+def parse_batch_size(value: object) -> int:
+    return parse_positive_int(str(value), "--zl-batch-size")
 
 
 def parse_screen_mode(value: object) -> str:

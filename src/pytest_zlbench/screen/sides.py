@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..contract import PINS_FILE, RECORD_DIR, RECORD_SIDE, round_dir
 from ..core.lockstep import Grant, Lockstep, order_for
+from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
 from .children import kill_group
 from .results import mark_failed
@@ -55,10 +56,13 @@ class SideWorkers:
         items: Sequence[OpItem],
         name: str,
         own_dtypes: bool = False,
+        place: tuple[str, int] = ("", 0),
     ) -> None:
         self.controller = controller
         #: the batch's operators refused the requested --dtypes: its workers are not given them
         self.own_dtypes = own_dtypes
+        #: "batch k of n, " and the operator passes of the later batches (``screen.batches``)
+        self.place, self.passes_after = place
         self.settings = controller.settings
         self.children = controller.children
         self.items = list(items)
@@ -293,11 +297,10 @@ class SideWorkers:
         return f"{elapsed:.0f}s elapsed, about {left:.0f}s left"
 
     def _units_left(self, rnd: int, position: int, todo: int) -> int:
-        """Operator-rounds still to measure after the ``position``-th operator of round
-        ``rnd`` (of ``todo`` operators this round), assuming none stops early."""
+        """Operator passes left after the ``position``-th of ``todo`` operators of pass ``rnd``."""
         active = [i for i in self.items if i.op not in self.alone and i.op not in self.stopped]
-        later = max(0, self.settings.rounds - max(rnd, 0)) * len(active)
-        return (todo - position - 1) + later + len(self.alone)
+        after = max(0, self.settings.rounds - max(rnd, 0))
+        return passes_left(position, todo, after, len(active), len(self.alone), self.passes_after)
 
     def _fell_out(
         self, item: OpItem, rnd: int, run_dirs: dict[str, Path], causes: dict[str, str]
@@ -349,7 +352,7 @@ class SideWorkers:
                 for side in sides
                 if side in results
             )
-            where = f"operator {position + 1} of {total}, " + (
+            where = f"{self.place}operator {position + 1} of {total}, " + (
                 "recording pass" if rnd == 0 else f"round {rnd} of {self.settings.rounds}"
             )
             eta = self._eta(self._units_left(rnd, position, total))
