@@ -31,6 +31,9 @@
 #             replayed, 30 replays x 10 ms, paired by timer_noise.py (~2 min)
 #   capnoise  capture to capture, in plain torch: a graph replay's time per call against its
 #             kernels' summed durations, five rows, two processes (capture_noise.py; ~1 min)
+#   placement whether a microsecond kernel's duration depends on where its inputs sit: FlagGems
+#             abs, mul, sum 64x64 and abs 1M, torch abs 64x64 over 8 input placements, two passes,
+#             two processes (placement_noise.py; ~2.5 min)
 #   timers    the same selection, two processes each, with the graph timer at its defaults, cold
 #             cache, the direct timer, FlagGems' kernel mode and FlagGems' cudagraph mode; noise
 #             per timer and latency ratios between them (~9 min)
@@ -58,7 +61,8 @@
 #             control, 3 rounds each, for each mode of SCREEN_MODES (~4 min per mode and switch);
 #             COST_SCREENS (mma aa) picks the screens, COST_SEED a seed recorded before
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
-#             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card
+#             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card;
+#             SCALE_BATCH sets --zl-batch-size (a cut screen continues with --zl-resume)
 #   capture   capture fallbacks (nonzero, unique), a capture that breaks cuSOLVER
 #             (linalg_eigvals), ops/no_capture.yaml (cholesky_solve, cholesky_solve_out), cold
 #             cache, the random generator after a failed capture, a fatal device error (~5 min)
@@ -89,10 +93,10 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || die "-o needs a folder"; O=$2; shift 2 ;;
     --seed) [ $# -ge 2 ] || die "--seed needs a folder"; SEED=$2; shift 2 ;;
     --pack) PACK=1; shift ;;
-    all) STAGES+=(seed record noise capnoise timers caliber ab aa refuse aa3 mma rlc crash cost capture xdist kill); shift ;;
-    env|seed|record|noise|capnoise|timers|caliber|ab|aa|refuse|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
+    all) STAGES+=(seed record noise capnoise placement timers caliber ab aa refuse aa3 mma rlc crash cost capture xdist kill); shift ;;
+    env|seed|record|noise|capnoise|placement|timers|caliber|ab|aa|refuse|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
       STAGES+=("$1"); shift ;;
-    *) die "unknown argument '$1' (stages: env seed record noise capnoise timers caliber ab aa refuse aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
+    *) die "unknown argument '$1' (stages: env seed record noise capnoise placement timers caliber ab aa refuse aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
   esac
 done
 [ ${#STAGES[@]} -gt 0 ] || die "name at least one stage (see the head of $0)"
@@ -238,6 +242,16 @@ stage_capnoise() {
   local p
   for p in 1 2; do
     $PY "$BENCH/capture_noise.py" --json "$O/capnoise/process$p.json" | tee "$O/capnoise/process$p.txt"
+  done
+}
+
+stage_placement() {
+  step "placement: a microsecond kernel's duration against where its inputs sit, two processes"
+  stage_dir placement || return
+  local p
+  for p in 1 2; do
+    $PY "$BENCH/placement_noise.py" --seed "$p" --json "$O/placement/process$p.json" \
+      | tee "$O/placement/process$p.txt"
   done
 }
 
@@ -422,7 +436,7 @@ stage_scale() {
     $PY "$BENCH/sample_ops.py" pick "$c/inventory.tsv" | head -n "${SCALE_N:-100}" > "$c/functions.txt"
   fi
   screen scale/screen $(cat "$c/functions.txt") "${COMMON[@]}" --shape_file="$SMOKE" \
-    --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout=300
+    --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout=300 ${SCALE_BATCH:+--zl-batch-size="$SCALE_BATCH"}
 }
 
 stage_capture() {
