@@ -317,6 +317,7 @@ def resume_and_compare(suite: pytest.Pytester, root: Path) -> None:
     assert "abs: complete, reused (--zl-resume)" in progress(root)
     assert "gate: incomplete, measured again (--zl-resume)" in progress(root)
     assert child_steps(root, "abs") == ["r1 A", "r1 B"]  # from the interrupted run only
+    assert json.loads((root / "screen_result.json").read_text())["status"] == "complete"
     clean, clean_root = screen(suite, SWITCH, root=f"{root.name}_clean")
     clean.assert_outcomes(passed=3)
     assert verdicts(root) == verdicts(clean_root)
@@ -351,6 +352,8 @@ def test_ctrl_c_kills_the_children_and_leaves_nothing_that_reads_complete(
     assert "the screen did not finish this operator" in lines["gate"].note
     doc = json.loads((root / "screen_result.json").read_text())
     assert [e["status"] for e in doc["operators"]] == ["complete", "failed", "not started"]
+    # the document does not read complete either: its session ended before the last operator
+    assert doc["status"] == "incomplete"
     resume_and_compare(suite, root)
 
 

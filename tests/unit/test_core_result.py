@@ -228,3 +228,21 @@ def test_the_pictures_show_every_label_whole_and_say_one_round(tmp_path: Path) -
     assert "mm (IR_UNKNOWN, 3/3 beyond)" in text
     assert "effect: median over shapes beyond noise" in text
     assert (tmp_path / plot.OVERVIEW_PNG).read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    ("statuses", "cut", "expected"),
+    [
+        ((result.COMPLETE, result.SKIPPED), False, "complete"),
+        ((result.COMPLETE, result.FAILED), False, "complete"),
+        ((result.COMPLETE, result.NOT_STARTED), False, "incomplete"),  # stopped early
+        ((result.COMPLETE, result.FAILED), True, "incomplete"),  # cut during the last operator
+        ((result.COMPLETE, result.RUNNING), True, "running"),
+    ],
+)
+def test_a_session_that_ended_before_every_operator_is_incomplete(
+    statuses: tuple[str, ...], cut: bool, expected: str
+) -> None:
+    entries = [{"op": f"op{i}", "status": status, "notes": []} for i, status in enumerate(statuses)]
+    doc = result.document(result.SCREEN, entries, cut=cut)
+    assert doc["status"] == expected

@@ -31,10 +31,13 @@ RESULT_FILE = "screen_result.json"
 SCHEMA_FILE = "screen_result.schema.json"
 SCREEN = "screen"
 COMPARE = "compare"
+#: the document's status when its session ended before measuring every operator
+INCOMPLETE = "incomplete"
 
 __all__ = [
     "COMPLETE",
     "FAILED",
+    "INCOMPLETE",
     "NOT_STARTED",
     "RESULT_FILE",
     "RUNNING",
@@ -76,13 +79,21 @@ def document(
     settings: Mapping[str, Any] | None = None,
     sides: Mapping[str, Any] | None = None,
     finished: bool = True,
+    cut: bool = False,
 ) -> dict[str, Any]:
     """The result document of a screen (``kind`` :data:`SCREEN`) or a comparison of two runs
     (:data:`COMPARE`), from one entry per operator (``OpResult.to_json()`` or
-    :func:`pending`). ``finished``: no operator is still to be measured."""
+    :func:`pending`). ``finished``: the session that measured it has ended; ``cut``: it ended
+    before measuring every operator (interrupted), as it did when an operator is left not
+    started: the document is ``incomplete``, never ``complete``."""
     ordered = sorted(entries, key=lambda e: str(e["op"]))
     counts = {s: sum(1 for e in ordered if e.get("status") == s) for s in STATUSES}
-    status = "complete" if finished and not counts[RUNNING] else "running"
+    if not finished or counts[RUNNING]:
+        status = "running"
+    elif cut or counts[NOT_STARTED]:
+        status = INCOMPLETE
+    else:
+        status = "complete"
     switch = (settings or {}).get("switch")
     doc: dict[str, Any] = json_safe(
         {

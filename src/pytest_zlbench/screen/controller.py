@@ -364,7 +364,8 @@ class AbController:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
         from . import outputs  # screen_result.json, screen.tsv, the gate, the report
 
-        self.outputs = outputs.finish_screen(self.config, self.settings.root)
+        cut = int(exitstatus) == pytest.ExitCode.INTERRUPTED
+        self.outputs = outputs.finish_screen(self.config, self.settings.root, cut=cut)
         session.exitstatus = outputs.exit_status(int(session.exitstatus), self.outputs)
         self.progress(f"wrote {self.outputs.tsv} ({len(self.lines)} operators)", terminal=False)
 

@@ -63,10 +63,11 @@ def finish(
     return Outputs(root, doc, tsv, verdict, files)
 
 
-def finish_screen(config: pytest.Config, root: Path) -> Outputs:
-    """The end of a screen session: every operator's status, judged results, views, gate."""
+def finish_screen(config: pytest.Config, root: Path, cut: bool = False) -> Outputs:
+    """The end of a screen session (``cut``: interrupted): every operator's status, judged
+    results, views, gate."""
     limit = fail_beyond(config)  # a bad value was refused before any test ran (preflight)
-    return finish(root, result_file.update(root, final=True), limit, write_doc=False)
+    return finish(root, result_file.update(root, final=True, cut=cut), limit, write_doc=False)
 
 
 def publish(

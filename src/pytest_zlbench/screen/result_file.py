@@ -61,11 +61,15 @@ def _entry(root: Path, op: str, planned: Mapping[str, Any], final: bool) -> dict
 
 
 def update(
-    root: Path, planned: Mapping[str, str | None] | None = None, final: bool = False
+    root: Path,
+    planned: Mapping[str, str | None] | None = None,
+    final: bool = False,
+    cut: bool = False,
 ) -> dict[str, Any]:
     """Write ``screen_result.json`` of a screen root from what its directories hold; returns
     the document. ``planned``: operators collected (op -> the reason it is skipped, or
-    ``None``), added to those the file already lists."""
+    ``None``), added to those the file already lists; ``final``: the session is ending,
+    ``cut``: interrupted (``result.document``)."""
     with _locked(root):
         before = read_result(root) or {}
         known: dict[str, dict[str, Any]] = {
@@ -85,6 +89,7 @@ def update(
             entries,
             settings=records.read_json_object(root / SETTINGS_FILE),
             finished=final,
+            cut=cut,
         )
         records.write_json(root / RESULT_FILE, doc)
     return doc
