@@ -62,7 +62,8 @@
 #             COST_SCREENS (mma aa) picks the screens, COST_SEED a seed recorded before
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
 #             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card;
-#             SCALE_BATCH sets --zl-batch-size (a cut screen continues with --zl-resume)
+#             SCALE_BATCH sets --zl-batch-size; SCALE_RESUME=1 continues a scale screen that an
+#             earlier run of this stage into the same -o folder left cut (--zl-resume)
 #   capture   capture fallbacks (nonzero, unique), a capture that breaks cuSOLVER
 #             (linalg_eigvals), ops/no_capture.yaml (cholesky_solve, cholesky_solve_out), cold
 #             cache, the random generator after a failed capture, a fatal device error (~5 min)
@@ -427,16 +428,27 @@ stage_cost() {
 
 stage_scale() {
   step "scale: RLC_ENHANCE=1 over a sample of operators with the smoke shapes"
-  stage_dir scale || return
-  local c=$O/scale
-  if [ -n "${SCALE_OPS:-}" ]; then
-    tr ' ' '\n' <<< "$SCALE_OPS" | grep . > "$c/functions.txt"
+  local c=$O/scale resume=()
+  if [ "${SCALE_RESUME:-0}" = 1 ] && [ -f "$c/functions.txt" ]; then
+    resume=(--zl-resume)  # the same functions and options; its console goes to a new log
   else
-    $PY -m pytest benchmark --zl-inventory="$c/inventory.tsv" -p no:cacheprovider -q 2>&1 | tail -n 1
-    $PY "$BENCH/sample_ops.py" pick "$c/inventory.tsv" | head -n "${SCALE_N:-100}" > "$c/functions.txt"
+    stage_dir scale || return
+    if [ -n "${SCALE_OPS:-}" ]; then
+      tr ' ' '\n' <<< "$SCALE_OPS" | grep . > "$c/functions.txt"
+    else
+      $PY -m pytest benchmark --zl-inventory="$c/inventory.tsv" -p no:cacheprovider -q 2>&1 | tail -n 1
+      $PY "$BENCH/sample_ops.py" pick "$c/inventory.tsv" | head -n "${SCALE_N:-100}" > "$c/functions.txt"
+    fi
   fi
-  screen scale/screen $(cat "$c/functions.txt") "${COMMON[@]}" --shape_file="$SMOKE" \
-    --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout=300 ${SCALE_BATCH:+--zl-batch-size="$SCALE_BATCH"}
+  local log=scale/screen
+  [ ${#resume[@]} -eq 0 ] || log=scale/screen_resumed_$(date +%s)
+  local t0; t0=$(date +%s)
+  timeout -s INT -k 10 "${RUN_TIMEOUT:-900}" $PY -m pytest $(cat "$c/functions.txt") "${COMMON[@]}" \
+    --shape_file="$SMOKE" --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout=300 \
+    ${SCALE_BATCH:+--zl-batch-size="$SCALE_BATCH"} ${resume[@]+"${resume[@]}"} ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"} \
+    --zl-out="$c/screen" > "$O/$log.log" 2>&1
+  echo "$log: rc=$? $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$log.log")"
+  $PY "$BENCH/gpu_validate.py" screen "$c/screen" "$(( $(date +%s) - t0 ))"
 }
 
 stage_capture() {

@@ -124,12 +124,23 @@ def measure(torch: Any, placements: int) -> dict[str, Any]:
     return out
 
 
+def at_least_two(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"needs at least 2 placements, not {value}")
+    return value
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--placements", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", type=Path)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--placements", type=at_least_two, default=8, help="input placements per row (8)"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed of the padding sizes (1)")
+    parser.add_argument("--json", type=Path, help="also write every reading to this file")
     args = parser.parse_args()
+    if args.json is not None and not args.json.parent.is_dir():
+        parser.error(f"--json: no folder {args.json.parent}")
     random.seed(args.seed)
     if Path("src/flag_gems").is_dir():
         sys.path.insert(0, str(Path("src").resolve()))  # the checkout's own, as pytest.ini does
