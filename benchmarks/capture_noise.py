@@ -66,10 +66,9 @@ def eager_ms(torch: Any, fn: Callable[[], Any], n: int = 20) -> float:
     return float(start.elapsed_time(end)) / n
 
 
-def one_capture(torch: Any, fn: Callable[[], Any], calls: int) -> tuple[float, float, int]:
-    """(replay ms per call, kernel ms per call, kernels traced) of one fresh capture."""
-    from torch.profiler import ProfilerActivity, profile
-
+def primed_graph(torch: Any, fn: Callable[[], Any], calls: int) -> Any:
+    """A fresh graph of ``calls`` calls of ``fn``, made after ``PRIMERS`` one-call primer graphs
+    (as the graph timer makes it), uploaded by one untimed replay."""
     for _ in range(PRIMERS):
         primer = torch.cuda.CUDAGraph()
         with torch.cuda.graph(primer):
@@ -83,6 +82,29 @@ def one_capture(torch: Any, fn: Callable[[], Any], calls: int) -> tuple[float, f
             fn()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def traced_ms(torch: Any, graph: Any, calls: int, replays: int) -> tuple[float, int]:
+    """(kernel ms per call, kernels traced) of ``replays`` replays of ``graph`` under torch's
+    profiler (CUDA activities, their durations summed)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(replays):
+                graph.replay()
+            torch.cuda.synchronize()
+    device = torch.autograd.DeviceType.CUDA
+    durations = [e.time_range.elapsed_us() for e in prof.events() if e.device_type == device]
+    kernel = sum(durations) / (replays * calls) / 1000 if durations else float("nan")
+    return kernel, len(durations)
+
+
+def one_capture(torch: Any, fn: Callable[[], Any], calls: int) -> tuple[float, float, int]:
+    """(replay ms per call, kernel ms per call, kernels traced) of one fresh capture."""
+    graph = primed_graph(torch, fn, calls)
     per_call = []
     for _ in range(REPLAYS):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -91,18 +113,10 @@ def one_capture(torch: Any, fn: Callable[[], Any], calls: int) -> tuple[float, f
         end.record()
         torch.cuda.synchronize()
         per_call.append(float(start.elapsed_time(end)) / calls)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(TRACED_REPLAYS):
-                graph.replay()
-            torch.cuda.synchronize()
-    device = torch.autograd.DeviceType.CUDA
-    durations = [e.time_range.elapsed_us() for e in prof.events() if e.device_type == device]
+    kernel, traced = traced_ms(torch, graph, calls, TRACED_REPLAYS)
     del graph
     torch.cuda.empty_cache()
-    kernel = sum(durations) / (TRACED_REPLAYS * calls) / 1000 if durations else float("nan")
-    return statistics.median(per_call), kernel, len(durations)
+    return statistics.median(per_call), kernel, traced
 
 
 def main(argv: list[str]) -> int:

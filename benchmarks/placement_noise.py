@@ -27,7 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-PRIMERS = 8
+from capture_noise import primed_graph, traced_ms  # this folder's, beside this script
+
 CALLS = 1000
 TRACED_REPLAYS = 5
 
@@ -48,30 +49,11 @@ def rows(torch: Any) -> dict[str, tuple[Callable[..., Any], list[tuple[int, ...]
 
 def kernel_us(torch: Any, fn: Callable[[], Any]) -> float:
     """Kernel time per call of a fresh 1000-call graph of ``fn``, in microseconds."""
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(PRIMERS):
-        primer = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(primer):
-            fn()
-        primer.replay()
-        torch.cuda.synchronize()
-        del primer
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(CALLS):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(TRACED_REPLAYS):
-            graph.replay()
-        torch.cuda.synchronize()
-    device = torch.autograd.DeviceType.CUDA
-    spans = [e.time_range.elapsed_us() for e in prof.events() if e.device_type == device]
+    graph = primed_graph(torch, fn, CALLS)
+    kernel_ms, _ = traced_ms(torch, graph, CALLS, TRACED_REPLAYS)
     del graph
     torch.cuda.empty_cache()
-    return float(sum(spans)) / (TRACED_REPLAYS * CALLS)
+    return kernel_ms * 1000
 
 
 def measure(torch: Any, placements: int) -> dict[str, Any]:
