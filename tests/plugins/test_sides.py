@@ -504,6 +504,50 @@ def test_a_screen_cut_in_a_batch_loses_that_batch_only(
     assert all(is_complete(root / op / "r1_B") for op in lines(root))
 
 
+#: an operator whose IR the switch changes (so it needs every round) and whose side A in round
+#: 2 kills the screen's controller, as a time limit would
+CUT = """
+
+@pytest.mark.zl_op("cut")
+def test_cut(zl_bench):
+    switched = os.environ.get("OMP_NUM_THREADS") == "1"
+    write_ttgir("cut_kernel", "tt.func @cut_kernel() {\\n" + ("a" if switched else "b") + "\\n}\\n")
+    zl_bench(lambda: busy(50), op="cut", dtype="int", shape="[1]")
+    root = os.environ["PROBE_ROOT"]
+    if os.environ.get("ZLBENCH_SIDE") == "A":
+        with open(root + ".cut", "a") as f:
+            f.write("x")
+        if Path(root + ".cut").read_text() == "xx":
+            os.kill(os.getppid(), signal.SIGKILL)
+"""
+
+
+def test_an_operator_whose_verdict_is_settled_is_complete_before_its_batch_ends(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """steady's IR is identical after round 1, so no later round can change its verdict: it is
+    complete then, and a screen cut in round 2 of the same batch keeps it for --zl-resume."""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
+    killed, root, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
+    assert killed.ret != 0
+    assert (suite.path / "lockstep.cut").read_text() == "xx"  # cut in round 2
+    assert sorted(p.parent.name for p in root.glob("*/op.complete")) == ["steady"]
+    kept = (root / "steady" / "r1_A" / "rows.jsonl").stat().st_mtime_ns
+
+    (suite.path / "lockstep.cut").write_text("xx")  # no second cut
+    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    log = progress(root)
+    assert "steady: complete, reused (--zl-resume)" in log, log
+    for op in ("abs", "gemm", "relu", "cut"):
+        assert f"{op}: incomplete, measured again (--zl-resume)" in log, log
+    assert (root / "steady" / "r1_A" / "rows.jsonl").stat().st_mtime_ns == kept
+    assert run_dirs(root)["steady"] == ["r1_A", "r1_B", "record"]
+    assert run_dirs(root)["cut"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+    assert lines(root)["cut"].verdict == screening.IR_CHANGED
+
+
 def test_under_xdist_each_batch_runs_on_one_worker(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_ops=TESTS)
     result, root, _ = screen(suite, "lockstep", SWITCH, "-n", "2", "--zl-batch-size=1")

@@ -137,7 +137,11 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
     histories: dict[str, list[RoundView]] = {item.op: [] for item in todo}
 
     def after_round(item: OpItem, k: int) -> str | None:
-        return stop_after(self, item, s.root / item.op, k, histories[item.op])
+        reason = stop_after(self, item, s.root / item.op, k, histories[item.op])
+        if reason is not None:  # no later round can change its verdict: complete now, so that
+            mark_done(s.root / item.op)  # a cut later in the batch keeps it for --zl-resume
+            self.result_update()
+        return reason
 
     name = items[0].batch or f"{BATCH}0"
     number, count, passes_after = place_of(self, name)
