@@ -505,25 +505,38 @@ def test_a_screen_cut_in_a_batch_loses_that_batch_only(
 
 
 def test_under_xdist_each_batch_runs_on_one_worker(suite: pytest.Pytester) -> None:
-    suite.makepyfile(test_ops=TESTS)
-    result, root, _ = screen(suite, "lockstep", SWITCH, "-n", "2", "--zl-batch-size=1")
+    """Batches of 2 over five operators under ``-n 2``: both operators of a batch are measured
+    on one xdist worker, though they are not neighbours in the collection order."""
+    suite.makepyfile(test_ops=TESTS + PROBE)  # abs gemm steady relu probe
+    result, root, _ = screen(suite, "lockstep", SWITCH, "-n", "2", "--zl-batch-size=2")
     assert result.ret == 0, result.outlines + result.errlines
-    result.assert_outcomes(passed=4)
-    assert sorted(batch_costs(root)) == ["batch0", "batch1", "batch2", "batch3"]
-    assert sorted(lines(root)) == ["abs", "gemm", "relu", "steady"]
+    result.assert_outcomes(passed=5)
+    costs = batch_costs(root)
+    assert sorted(costs) == ["batch0", "batch1", "batch2"]
+    assert [costs[b]["operators"] for b in sorted(costs)] == [2, 2, 1]
+    assert sorted(lines(root)) == ["abs", "gemm", "probe", "relu", "steady"]
     assert all((root / op / "op.complete").is_file() for op in lines(root))
-    # every line of a batch (its start, its operator's, its cost) came from one xdist worker
-    seen: dict[str, set[str]] = {}
+    # every line of a batch (its start, its operators' passes, its cost) came from one xdist
+    # worker; each operator's passes name its batch
+    gws: dict[str, set[str]] = {}
+    ops: dict[str, set[str]] = {}
     for ln in (root / "progress.log").read_text().splitlines():
         match = re.match(r"\[zlbench (gw\d) +[\d.]+s\] (.*)$", ln)
         if not match:
             continue
         gw, text = match.groups()
-        found = re.match(r"(batch\d) \(\d of 4\): |batch (batch\d): ", text)
+        found = re.match(r"(batch\d) \(\d of 3\): |batch (batch\d): ", text)
         if found:
-            seen.setdefault(found.group(1) or found.group(2), set()).add(gw)
-        found = re.search(r"\[batch (\d) of 4, operator 1 of 1, ", text)
+            gws.setdefault(found.group(1) or found.group(2), set()).add(gw)
+        found = re.match(r"(\w+) (?:record|r1): .*\[batch (\d) of 3, operator \d of (\d), ", text)
         if found:
-            seen.setdefault(f"batch{int(found.group(1)) - 1}", set()).add(gw)
-    assert sorted(seen) == ["batch0", "batch1", "batch2", "batch3"], seen
-    assert all(len(gws) == 1 for gws in seen.values()), seen
+            op, number, size = found.groups()
+            batch = f"batch{int(number) - 1}"
+            gws.setdefault(batch, set()).add(gw)
+            ops.setdefault(batch, set()).add(op)
+            assert int(size) == costs[batch]["operators"], ln
+    assert sorted(gws) == ["batch0", "batch1", "batch2"], gws
+    assert all(len(found) == 1 for found in gws.values()), gws
+    # the cards split balances the workers by test count (abs has two tests), then each
+    # worker's list is cut in its order: abs relu | gemm steady | probe
+    assert ops == {"batch0": {"abs", "relu"}, "batch1": {"gemm", "steady"}, "batch2": {"probe"}}
