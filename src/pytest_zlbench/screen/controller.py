@@ -20,7 +20,7 @@ from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
 from ..core.result import RESULT_FILE
-from ..core.rounds import RoundView
+from ..core.rounds import RoundView, run_order
 from .children import Children, Deterministic, DtypeFallback, same_failure
 from .results import (
     add_note,
@@ -180,16 +180,11 @@ class AbController:
                 self.batches.setdefault(batch, []).append(item)
             planned[op] = None if reason is None else f"dismissed (ops/dismiss.yaml): {reason}"
             new_items.append(item)
-        # each batch's items next to each other, the batches in order (the first item of a
-        # batch runs it; under xdist a worker's operators need not be neighbours); a dismissed
-        # operator stays after the one it followed
-        order = {batch: j for j, batch in enumerate(dict.fromkeys(batch_of.values()))}
-        ranks: list[int] = []
-        for op in groups:
-            batch = batch_of.get(op)
-            ranks.append(order[batch] if batch is not None else (ranks[-1] if ranks else 0))
-        ranked = sorted(zip(ranks, new_items, strict=True), key=lambda pair: pair[0])
-        items[:] = [item for _, item in ranked]
+        # each batch's items next to each other, the batches in order; a dismissed operator
+        # stays after the one it followed (core.rounds.run_order)
+        number = {batch: j for j, batch in enumerate(dict.fromkeys(batch_of.values()))}
+        order = run_order([None if (b := batch_of.get(op)) is None else number[b] for op in groups])
+        items[:] = [new_items[i] for i in order]
         self.result_update(planned)
 
     # ---- running one operator --------------------------------------------------------------
