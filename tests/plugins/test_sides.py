@@ -540,3 +540,59 @@ def test_under_xdist_each_batch_runs_on_one_worker(suite: pytest.Pytester) -> No
     # the cards split balances the workers by test count (abs has two tests), then each
     # worker's list is cut in its order: abs relu | gemm steady | probe
     assert ops == {"batch0": {"abs", "relu"}, "batch1": {"gemm", "steady"}, "batch2": {"probe"}}
+
+
+#: an operator whose side-B worker dies in every round (it falls out of the batch) and that is
+#: measured alone without failing; measured alone, its side A writes which operators are
+#: complete by then and with KILL_SCREEN kills the screen's controller (its parent)
+FALLS = """
+
+@pytest.mark.zl_op("falls")
+@pytest.mark.parametrize("n", [1, 2])
+def test_falls(zl_bench, n):
+    zl_bench(lambda: busy(100), op="falls", dtype="int", shape=str(n))
+    alone = "ZLBENCH_WORKER_FD" not in os.environ
+    if n == 2 and os.environ.get("ZLBENCH_SIDE") == "B" and not alone:
+        os._exit(3)
+    root = os.environ.get("PROBE_ROOT")
+    if root and alone and os.environ.get("ZLBENCH_SIDE") == "A":
+        done = sorted(p.parent.name for p in Path(root).glob("*/op.complete"))
+        with open(root + ".falls", "a") as f:
+            f.write(" ".join(done) + "\\n")
+        if os.environ.get("KILL_SCREEN"):
+            os.kill(os.getppid(), signal.SIGKILL)
+            os._exit(1)
+"""
+
+
+def test_an_operator_measured_alone_is_complete_before_the_next_retry_and_a_cut_keeps_it(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dies and falls both leave the batch in round 1; dies is measured alone first and marked
+    complete right after it, so a screen cut while falls is measured alone keeps it for
+    ``--zl-resume``. (The whole batch, retries included, runs inside its first operator's item:
+    dies's own item, which would mark it complete too, comes later.)"""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    monkeypatch.setenv("KILL_SCREEN", "1")
+    suite.makepyfile(test_ops=TESTS + DIES + FALLS)  # abs gemm steady relu dies falls
+    killed, root, _ = screen(suite, "lockstep", SWITCH)
+    assert killed.ret != 0
+    # cut in the retry of falls: dies, retried before it, was complete already
+    complete = ["abs", "dies", "gemm", "relu", "steady"]
+    assert (suite.path / "lockstep.falls").read_text().splitlines() == [" ".join(complete)]
+    assert sorted(p.parent.name for p in root.glob("*/op.complete")) == complete
+    kept = (root / "dies" / "r1_A" / "rows.jsonl").stat().st_mtime_ns
+
+    monkeypatch.delenv("KILL_SCREEN")
+    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-resume")
+    assert resumed.ret == pytest.ExitCode.TESTS_FAILED, resumed.outlines + resumed.errlines
+    resumed.assert_outcomes(passed=5, failed=1)  # dies fails its round, as before the cut
+    log = progress(root)
+    for op in complete:
+        assert f"{op}: complete, reused (--zl-resume)" in log, log
+    assert "falls: incomplete, measured again (--zl-resume)" in log, log
+    starts = [ln for ln in log if "side workers, at most" in ln]
+    assert starts[-1] == "1 operator, lockstep side workers, at most 1 round", starts  # falls
+    assert (root / "dies" / "r1_A" / "rows.jsonl").stat().st_mtime_ns == kept
+    assert (root / "falls" / "op.complete").is_file()
+    assert "measured again alone" in lines(root)["falls"].note
