@@ -4,7 +4,8 @@
   checks);
 * ``children``: one child pytest run per side and round, supervised (its own process group,
   timeout, one retry), and the options and environment it is given;
-* ``controller``: the operator items and the controller plugin that runs them and reports;
+* ``controller``, ``collect``: the operator items, collected in the order of their batches,
+  and the controller plugin that runs them and reports;
 * ``batches``, ``sides``, ``side_process``, ``messages``: the side workers' batches
   (``--zl-screen-mode`` lockstep or sequential), driven round-major over socket pairs;
   ``worker``: the plugin a side worker is loaded with (``-p pytest_zlbench.screen.worker``);
