@@ -549,25 +549,94 @@ def test_an_operator_whose_verdict_is_settled_is_complete_before_its_batch_ends(
 
 
 def test_under_xdist_each_batch_runs_on_one_worker(suite: pytest.Pytester) -> None:
-    suite.makepyfile(test_ops=TESTS)
-    result, root, _ = screen(suite, "lockstep", SWITCH, "-n", "2", "--zl-batch-size=1")
+    """Batches of 2 over five operators under ``-n 2``: both operators of a batch are measured
+    on one xdist worker, though they are not neighbours in the collection order."""
+    suite.makepyfile(test_ops=TESTS + PROBE)  # abs gemm steady relu probe
+    result, root, _ = screen(suite, "lockstep", SWITCH, "-n", "2", "--zl-batch-size=2")
     assert result.ret == 0, result.outlines + result.errlines
-    result.assert_outcomes(passed=4)
-    assert sorted(batch_costs(root)) == ["batch0", "batch1", "batch2", "batch3"]
-    assert sorted(lines(root)) == ["abs", "gemm", "relu", "steady"]
+    result.assert_outcomes(passed=5)
+    costs = batch_costs(root)
+    assert sorted(costs) == ["batch0", "batch1", "batch2"]
+    assert [costs[b]["operators"] for b in sorted(costs)] == [2, 2, 1]
+    assert sorted(lines(root)) == ["abs", "gemm", "probe", "relu", "steady"]
     assert all((root / op / "op.complete").is_file() for op in lines(root))
-    # every line of a batch (its start, its operator's, its cost) came from one xdist worker
-    seen: dict[str, set[str]] = {}
+    # every line of a batch (its start, its operators' passes, its cost) came from one xdist
+    # worker; each operator's passes name its batch
+    gws: dict[str, set[str]] = {}
+    ops: dict[str, set[str]] = {}
     for ln in (root / "progress.log").read_text().splitlines():
         match = re.match(r"\[zlbench (gw\d) +[\d.]+s\] (.*)$", ln)
         if not match:
             continue
         gw, text = match.groups()
-        found = re.match(r"(batch\d) \(\d of 4\): |batch (batch\d): ", text)
+        found = re.match(r"(batch\d) \(\d of 3\): |batch (batch\d): ", text)
         if found:
-            seen.setdefault(found.group(1) or found.group(2), set()).add(gw)
-        found = re.search(r"\[batch (\d) of 4, operator 1 of 1, ", text)
+            gws.setdefault(found.group(1) or found.group(2), set()).add(gw)
+        found = re.match(r"(\w+) (?:record|r1): .*\[batch (\d) of 3, operator \d of (\d), ", text)
         if found:
-            seen.setdefault(f"batch{int(found.group(1)) - 1}", set()).add(gw)
-    assert sorted(seen) == ["batch0", "batch1", "batch2", "batch3"], seen
-    assert all(len(gws) == 1 for gws in seen.values()), seen
+            op, number, size = found.groups()
+            batch = f"batch{int(number) - 1}"
+            gws.setdefault(batch, set()).add(gw)
+            ops.setdefault(batch, set()).add(op)
+            assert int(size) == costs[batch]["operators"], ln
+    assert sorted(gws) == ["batch0", "batch1", "batch2"], gws
+    assert all(len(found) == 1 for found in gws.values()), gws
+    # the cards split balances the workers by test count (abs has two tests), then each
+    # worker's list is cut in its order: abs relu | gemm steady | probe
+    assert ops == {"batch0": {"abs", "relu"}, "batch1": {"gemm", "steady"}, "batch2": {"probe"}}
+
+
+#: an operator whose side-B worker dies in every round (it falls out of the batch) and that is
+#: measured alone without failing; measured alone, its side A writes which operators are
+#: complete by then and with KILL_SCREEN kills the screen's controller (its parent)
+FALLS = """
+
+@pytest.mark.zl_op("falls")
+@pytest.mark.parametrize("n", [1, 2])
+def test_falls(zl_bench, n):
+    zl_bench(lambda: busy(100), op="falls", dtype="int", shape=str(n))
+    alone = "ZLBENCH_WORKER_FD" not in os.environ
+    if n == 2 and os.environ.get("ZLBENCH_SIDE") == "B" and not alone:
+        os._exit(3)
+    root = os.environ.get("PROBE_ROOT")
+    if root and alone and os.environ.get("ZLBENCH_SIDE") == "A":
+        done = sorted(p.parent.name for p in Path(root).glob("*/op.complete"))
+        with open(root + ".falls", "a") as f:
+            f.write(" ".join(done) + "\\n")
+        if os.environ.get("KILL_SCREEN"):
+            os.kill(os.getppid(), signal.SIGKILL)
+            os._exit(1)
+"""
+
+
+def test_an_operator_measured_alone_is_complete_before_the_next_retry_and_a_cut_keeps_it(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dies and falls both leave the batch in round 1; dies is measured alone first and marked
+    complete right after it, so a screen cut while falls is measured alone keeps it for
+    ``--zl-resume``. (The whole batch, retries included, runs inside its first operator's item:
+    dies's own item, which would mark it complete too, comes later.)"""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    monkeypatch.setenv("KILL_SCREEN", "1")
+    suite.makepyfile(test_ops=TESTS + DIES + FALLS)  # abs gemm steady relu dies falls
+    killed, root, _ = screen(suite, "lockstep", SWITCH)
+    assert killed.ret != 0
+    # cut in the retry of falls: dies, retried before it, was complete already
+    complete = ["abs", "dies", "gemm", "relu", "steady"]
+    assert (suite.path / "lockstep.falls").read_text().splitlines() == [" ".join(complete)]
+    assert sorted(p.parent.name for p in root.glob("*/op.complete")) == complete
+    kept = (root / "dies" / "r1_A" / "rows.jsonl").stat().st_mtime_ns
+
+    monkeypatch.delenv("KILL_SCREEN")
+    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-resume")
+    assert resumed.ret == pytest.ExitCode.TESTS_FAILED, resumed.outlines + resumed.errlines
+    resumed.assert_outcomes(passed=5, failed=1)  # dies fails its round, as before the cut
+    log = progress(root)
+    for op in complete:
+        assert f"{op}: complete, reused (--zl-resume)" in log, log
+    assert "falls: incomplete, measured again (--zl-resume)" in log, log
+    starts = [ln for ln in log if "side workers, at most" in ln]
+    assert starts[-1] == "1 operator, lockstep side workers, at most 1 round", starts  # falls
+    assert (root / "dies" / "r1_A" / "rows.jsonl").stat().st_mtime_ns == kept
+    assert (root / "falls" / "op.complete").is_file()
+    assert "measured again alone" in lines(root)["falls"].note

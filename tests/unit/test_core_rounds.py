@@ -1,5 +1,6 @@
 """core.rounds: when an operator needs no more rounds, how a batch is split over cards and cut
-into batches of ``--zl-batch-size``, and how many operator passes are left."""
+into batches of ``--zl-batch-size``, the order the operators run in, and how many operator
+passes are left."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pytest_zlbench.core.rounds import (
     cut_batches,
     expected_costs,
     passes_left,
+    run_order,
     split_batches,
     stop_reason,
 )
@@ -73,6 +75,21 @@ def test_batches_are_cut_in_order_into_consecutive_batches_of_at_most_the_size()
     assert cut_batches([[1], [0], []], 1) == [[1], [0]]  # an empty list gives no batch
     assert cut_batches([[3, 1, 2]], 1) == [[3], [1], [2]]
     assert cut_batches([], 3) == []
+
+
+def test_operators_run_batch_by_batch_and_a_dismissed_one_after_the_one_it_followed() -> None:
+    # abs gemm steady relu probe under xdist, steady dismissed: batch0 = abs relu, batch1 =
+    # gemm, batch2 = probe; steady runs after gemm, the operator it followed
+    assert run_order([0, 1, None, 0, 2]) == [0, 3, 1, 2, 4]
+    # several dismissed in a row keep their order after the one before them
+    assert run_order([1, None, None, 0]) == [3, 0, 1, 2]
+    # dismissed before every batch: first
+    assert run_order([None, 1, 0]) == [0, 2, 1]
+    # batches already in collection order (a plain session): nothing moves
+    assert run_order([0, 0, None, 1, 1]) == [0, 1, 2, 3, 4]
+    # no batches at all (process mode): the collection order
+    assert run_order([None, None, None]) == [0, 1, 2]
+    assert run_order([]) == []
 
 
 def test_passes_left_count_this_pass_the_later_rounds_the_retries_and_later_batches() -> None:

@@ -1,6 +1,6 @@
 """How many rounds an operator of a screen needs, how its operators are split over cards and
-cut into batches, and how many operator passes are left: the planning rules of the side
-workers' screen, pure.
+cut into batches, the order they run in, and how many operator passes are left: the planning
+rules of the side workers' screen, pure.
 
 ``--zl-rounds=N`` is the most a screen spends on an operator. After each round the screen asks
 :func:`stop_reason` whether more rounds could still change the operator's verdict; once they
@@ -103,6 +103,18 @@ def cut_batches(batches: Sequence[Sequence[int]], size: int) -> list[list[int]]:
     every batch it finished (``--zl-batch-size``)."""
     size = max(1, size)
     return [list(b[i : i + size]) for b in batches for i in range(0, len(b), size)]
+
+
+def run_order(batches: Sequence[int | None]) -> list[int]:
+    """The order a screen's operators run in, as indices into ``batches``: each operator's batch
+    number in collection order, ``None`` for one in no batch (dismissed). The batches in order,
+    each batch's operators next to each other in collection order (the first of a batch runs the
+    batch; under xdist the operators of one batch need not be neighbours in collection order);
+    an operator in no batch stays after the one it followed (first when nothing precedes it)."""
+    ranks: list[int] = []
+    for batch in batches:
+        ranks.append(batch if batch is not None else (ranks[-1] if ranks else 0))
+    return sorted(range(len(batches)), key=lambda i: ranks[i])
 
 
 def passes_left(

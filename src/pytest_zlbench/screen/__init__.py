@@ -4,10 +4,11 @@
   checks);
 * ``children``: one child pytest run per side and round, supervised (its own process group,
   timeout, one retry), and the options and environment it is given;
-* ``controller``: the operator items and the controller plugin that runs them and reports;
-* ``batches``, ``sides``, ``side_process``: the side workers' batches (``--zl-screen-mode``
-  lockstep or sequential), driven round-major over socket pairs; ``worker``: the plugin a side
-  worker is loaded with (``-p pytest_zlbench.screen.worker``);
+* ``controller``, ``collect``: the operator items, collected in the order of their batches,
+  and the controller plugin that runs them and reports;
+* ``batches``, ``sides``, ``side_process``, ``messages``: the side workers' batches
+  (``--zl-screen-mode`` lockstep or sequential), driven round-major over socket pairs;
+  ``worker``: the plugin a side worker is loaded with (``-p pytest_zlbench.screen.worker``);
 * ``results``: one operator's directory read back and aggregated, ``ab.json``, ``notes.txt``
   and ``screen.tsv``;
 * ``compare``: ``--zl-compare`` of two run directories, or re-aggregation of an A/B root.

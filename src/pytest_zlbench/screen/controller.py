@@ -4,7 +4,6 @@ the controller plugin collects those lines into ``screen.tsv`` and the terminal 
 
 from __future__ import annotations
 
-import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 
 from .. import _common
-from .._common import ab_controller_key, op_id
+from .._common import ab_controller_key
 from ..contract import PROGRESS_FILE, RECORD_DIR, RECORD_SIDE, SCREEN_FILE, round_dir
 from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
@@ -32,15 +31,6 @@ from .results import (
     write_op_result,
 )
 from .settings import AbSettings, default_root, load_settings, prepare_root
-
-#: what an operator id may look like: it names a directory under the screen's root
-_OP_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
-
-
-def abs_nodeid(item: pytest.Item) -> str:
-    nodeid = item.nodeid
-    rest = nodeid[nodeid.index("::") :] if "::" in nodeid else ""
-    return f"{item.path}{rest}"
 
 
 @dataclass(frozen=True)
@@ -126,71 +116,10 @@ class AbController:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        groups: dict[str, list[pytest.Item]] = {}
-        for item in items:
-            op = op_id(item)
-            if not _OP_ID.match(op):
-                raise pytest.UsageError(
-                    f"{item.nodeid}: operator id {op!r} cannot name a directory of the screen"
-                )
-            groups.setdefault(op, []).append(item)
-        from .shard import apply_shard  # --zl-shard=K/N: this part's operators only
+        """One item per operator (``screen.collect``), in the order of its batches."""
+        from .collect import op_items
 
-        groups = apply_shard(config, groups)
-        from ..core.compat import dismissed
-
-        reasons: dict[str, str | None] = {}
-        for op in groups:
-            try:
-                reasons[op] = dismissed(op)
-            except ValueError as exc:
-                raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
-        # the side workers' part of the controller (imported here: it types itself with ours)
-        from .batches import batches_of, workers
-
-        batch_of: dict[str, str] = {}
-        if self.settings.mode != "process":
-            batch_of = batches_of(
-                self.config,
-                {op: m for op, m in groups.items() if reasons[op] is None},
-                self.settings.batch_size,
-            )
-        new_items: list[pytest.Item] = []
-        planned: dict[str, str | None] = {}  # screen_result.json: op -> why it is skipped
-        for op, members in groups.items():
-            first_file = members[0].nodeid.split("::", 1)[0]
-            batch = batch_of.get(op)
-            # under xdist, the batch in the node id sends every operator of it to one worker
-            suffix = f"@zl{batch}" if batch is not None and workers(self.config) > 1 else ""
-            item = OpItem.from_parent(
-                session,
-                name=f"zlbench[{op}]",
-                nodeid=f"{first_file}::zlbench[{op}]{suffix}",
-                op=op,
-                nodeids=[abs_nodeid(m) for m in members],
-                members=[m.nodeid for m in members],
-                controller=self,
-                path=members[0].path,
-            )
-            reason = reasons[op]
-            if reason is not None:  # ops/dismiss.yaml: verified not measurable here
-                item.add_marker(pytest.mark.skip(reason=f"dismissed (ops/dismiss.yaml): {reason}"))
-            elif batch is not None:
-                item.batch = batch
-                self.batches.setdefault(batch, []).append(item)
-            planned[op] = None if reason is None else f"dismissed (ops/dismiss.yaml): {reason}"
-            new_items.append(item)
-        # each batch's items next to each other, the batches in order (the first item of a
-        # batch runs it; under xdist a worker's operators need not be neighbours); a dismissed
-        # operator stays after the one it followed
-        order = {batch: j for j, batch in enumerate(dict.fromkeys(batch_of.values()))}
-        ranks: list[int] = []
-        for op in groups:
-            batch = batch_of.get(op)
-            ranks.append(order[batch] if batch is not None else (ranks[-1] if ranks else 0))
-        ranked = sorted(zip(ranks, new_items, strict=True), key=lambda pair: pair[0])
-        items[:] = [item for _, item in ranked]
-        self.result_update(planned)
+        op_items(self, session, items)
 
     # ---- running one operator --------------------------------------------------------------
 

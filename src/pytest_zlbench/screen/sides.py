@@ -1,7 +1,8 @@
 """The side workers of a screen (``--zl-screen-mode=lockstep|sequential``): per round one
 long-lived pytest process per side over a whole batch of operators (``screen.worker``), driven
-over a socket pair (``core.sidework``); the recording pass is one worker over the batch before
-round 1. The screen runs round-major: record the batch, then round 1 over the batch, round 2, ...
+over a socket pair (``core.sidework``, ``screen.messages``); the recording pass is one worker
+over the batch before round 1. The screen runs round-major: record the batch, then round 1 over
+the batch, round 2, ...
 
 * **lockstep**: both sides run each operator at once and time in the turns ``core.lockstep``
   grants (A B B A within a measurement, mirrored in even rounds); the side whose process starts
@@ -30,10 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..contract import PINS_FILE, RECORD_DIR, RECORD_SIDE, round_dir
-from ..core.lockstep import Grant, Lockstep, order_for
+from ..core.lockstep import Lockstep, order_for
 from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
 from .children import kill_group
+from .messages import Running, read, send
 from .results import mark_failed
 from .side_process import SideProcess, WorkerDied, start_side
 
@@ -161,7 +163,7 @@ class SideWorkers:
         side's failure (``None``: measured)."""
         lock = Lockstep(order=order_for(rnd)) if self.lockstep and len(sides) == 2 else None
         results: dict[str, str | None] = {}
-        running: dict[str, tuple[SideProcess, float]] = {}
+        running: Running = {}
         for side in sides:
             try:
                 worker = self.worker(side, rnd, nodeids, replay)
@@ -187,7 +189,7 @@ class SideWorkers:
         if lock is not None:
             for side in sides:
                 if side not in running:
-                    self._send(lock.finished(side), running)
+                    send(lock.finished(side), running)
         last_beat = time.monotonic()
         timeout = self.settings.timeout
         while running:
@@ -200,7 +202,7 @@ class SideWorkers:
             for fd in ready:
                 side = channels[fd]
                 if side in running:
-                    self._read(side, running, results, lock)
+                    self.timed_s += read(side, running, results, lock)
             now = time.monotonic()
             if timeout is not None:
                 for side, (worker, t0) in list(running.items()):
@@ -213,76 +215,12 @@ class SideWorkers:
                         )
                         del running[side]
                         if lock is not None:
-                            self._send(lock.finished(side), running)
+                            send(lock.finished(side), running)
             if running and now - last_beat >= HEARTBEAT_S:
                 last_beat = now
                 busy = ", ".join(f"{s} {now - t0:.0f}s" for s, (_, t0) in running.items())
                 self.progress(f"{item.op} {self._label(rnd)}: still running ({busy})")
         return results
-
-    def _read(
-        self,
-        side: str,
-        running: dict[str, tuple[SideProcess, float]],
-        results: dict[str, str | None],
-        lock: Lockstep | None,
-    ) -> None:
-        worker = running[side][0]
-        while True:
-            try:
-                message = worker.channel.recv(timeout=0)
-            except (ChannelClosed, ValueError):
-                worker.gone = "died"
-                results[side] = f"its side worker died ({worker.death()})"
-                del running[side]
-                if lock is not None:
-                    self._send(lock.finished(side), running)
-                return
-            if message is None:
-                return
-            kind = message["t"]
-            if kind == "op":
-                self.timed_s += float(message.get("timed_s") or 0.0)
-                failed = message.get("failed")
-                results[side] = str(failed) if failed else None
-                del running[side]
-                if lock is not None:
-                    self._send(lock.finished(side), running)
-                if not worker.channel.pending():
-                    return
-                continue
-            if kind == "bye":  # it leaves after this operator (a lost device context)
-                worker.gone = str(message.get("reason") or "left")
-                continue
-            if lock is None:
-                continue
-            if kind == "enter":
-                key = message.get("key") or (0, 0)
-                actions = lock.enter(side, (int(key[0]), int(key[1])))
-            elif kind == "request":
-                actions = lock.request(side)
-            elif kind == "turned":
-                actions = lock.turned(side)
-            elif kind == "leave":
-                actions = lock.leave(side)
-            elif kind == "item":
-                actions = lock.item_done(side, int(message["index"]))
-            else:
-                continue
-            self._send(actions, running)
-
-    def _send(self, actions: list[Any], running: dict[str, tuple[SideProcess, float]]) -> None:
-        for action in actions:
-            target = running.get(action.side)
-            if target is None:
-                continue  # it finished or died: nothing more reaches it
-            try:
-                if isinstance(action, Grant):
-                    target[0].channel.send("grant", paired=action.paired)
-                else:
-                    target[0].channel.send("release")
-            except ChannelClosed:
-                pass  # its EOF is read next
 
     # -- the batch ---------------------------------------------------------------------------
 

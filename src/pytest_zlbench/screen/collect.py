@@ -1,0 +1,84 @@
+"""The screen's items: the collected tests grouped into one :class:`OpItem` per operator (its
+id names a directory of the screen's root), ``--zl-shard``'s part of them, the operators
+``ops/dismiss.yaml`` dismisses skipped, the others given their side workers' batch
+(``screen.batches``), all in the order of their batches (``core.rounds.run_order``)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .._common import op_id
+from ..core.compat import dismissed
+from ..core.rounds import run_order
+from .batches import batches_of, workers
+from .controller import AbController, OpItem
+from .shard import apply_shard
+
+#: what an operator id may look like: it names a directory under the screen's root
+_OP_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
+
+
+def abs_nodeid(item: pytest.Item) -> str:
+    nodeid = item.nodeid
+    rest = nodeid[nodeid.index("::") :] if "::" in nodeid else ""
+    return f"{item.path}{rest}"
+
+
+def op_items(controller: AbController, session: pytest.Session, items: list[pytest.Item]) -> None:
+    """Replace ``items`` with the screen's operator items (``controller``'s), register each
+    batch's items with it and write the planned ``screen_result.json``."""
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        op = op_id(item)
+        if not _OP_ID.match(op):
+            raise pytest.UsageError(
+                f"{item.nodeid}: operator id {op!r} cannot name a directory of the screen"
+            )
+        groups.setdefault(op, []).append(item)
+    groups = apply_shard(controller.config, groups)  # --zl-shard=K/N: this part's operators
+    reasons: dict[str, str | None] = {}
+    for op in groups:
+        try:
+            reasons[op] = dismissed(op)
+        except ValueError as exc:
+            raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
+    batch_of: dict[str, str] = {}
+    if controller.settings.mode != "process":
+        batch_of = batches_of(
+            controller.config,
+            {op: m for op, m in groups.items() if reasons[op] is None},
+            controller.settings.batch_size,
+        )
+    new_items: list[pytest.Item] = []
+    planned: dict[str, str | None] = {}  # screen_result.json: op -> why it is skipped
+    for op, members in groups.items():
+        first_file = members[0].nodeid.split("::", 1)[0]
+        batch = batch_of.get(op)
+        # under xdist, the batch in the node id sends every operator of it to one worker
+        suffix = f"@zl{batch}" if batch is not None and workers(controller.config) > 1 else ""
+        item = OpItem.from_parent(
+            session,
+            name=f"zlbench[{op}]",
+            nodeid=f"{first_file}::zlbench[{op}]{suffix}",
+            op=op,
+            nodeids=[abs_nodeid(m) for m in members],
+            members=[m.nodeid for m in members],
+            controller=controller,
+            path=members[0].path,
+        )
+        reason = reasons[op]
+        if reason is not None:  # ops/dismiss.yaml: verified not measurable here
+            item.add_marker(pytest.mark.skip(reason=f"dismissed (ops/dismiss.yaml): {reason}"))
+        elif batch is not None:
+            item.batch = batch
+            controller.batches.setdefault(batch, []).append(item)
+        planned[op] = None if reason is None else f"dismissed (ops/dismiss.yaml): {reason}"
+        new_items.append(item)
+    # each batch's items next to each other, the batches in order; a dismissed operator
+    # stays after the one it followed (core.rounds.run_order)
+    number = {batch: j for j, batch in enumerate(dict.fromkeys(batch_of.values()))}
+    order = run_order([None if (b := batch_of.get(op)) is None else number[b] for op in groups])
+    items[:] = [new_items[i] for i in order]
+    controller.result_update(planned)
