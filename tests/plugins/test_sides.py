@@ -505,7 +505,7 @@ def test_a_screen_cut_in_a_batch_loses_that_batch_only(
 
 
 #: an operator whose IR the switch changes (so it needs every round) and whose side A in round
-#: 2 kills the screen's controller, as a time limit would
+#: CUT_ROUND kills the screen's controller, as a time limit would
 CUT = """
 
 @pytest.mark.zl_op("cut")
@@ -517,25 +517,28 @@ def test_cut(zl_bench):
     if os.environ.get("ZLBENCH_SIDE") == "A":
         with open(root + ".cut", "a") as f:
             f.write("x")
-        if Path(root + ".cut").read_text() == "xx":
+        if len(Path(root + ".cut").read_text()) == int(os.environ["CUT_ROUND"]):
             os.kill(os.getppid(), signal.SIGKILL)
 """
 
 
+@pytest.mark.parametrize("cut_round", [1, 2])
 def test_an_operator_whose_verdict_is_settled_is_complete_before_its_batch_ends(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cut_round: int
 ) -> None:
-    """steady's IR is identical after round 1, so no later round can change its verdict: it is
-    complete then, and a screen cut in round 2 of the same batch keeps it for --zl-resume."""
+    """steady's IR is identical after its round 1, so no later round can change its verdict: it
+    is complete as soon as its round-1 pass ends, and a screen cut later in the batch (in the
+    same round 1, by an operator after it, or in round 2) keeps it for --zl-resume."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    monkeypatch.setenv("CUT_ROUND", str(cut_round))
     suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
     killed, root, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
     assert killed.ret != 0
-    assert (suite.path / "lockstep.cut").read_text() == "xx"  # cut in round 2
+    assert (suite.path / "lockstep.cut").read_text() == "x" * cut_round
     assert sorted(p.parent.name for p in root.glob("*/op.complete")) == ["steady"]
     kept = (root / "steady" / "r1_A" / "rows.jsonl").stat().st_mtime_ns
 
-    (suite.path / "lockstep.cut").write_text("xx")  # no second cut
+    monkeypatch.setenv("CUT_ROUND", "0")  # no second cut
     resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     log = progress(root)

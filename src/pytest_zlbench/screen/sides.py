@@ -255,9 +255,17 @@ class SideWorkers:
             run_dir.rename(kept)
 
     def pass_over(
-        self, rnd: int, todo: list[OpItem], sides: tuple[str, ...], replay: Path | None
+        self,
+        rnd: int,
+        todo: list[OpItem],
+        sides: tuple[str, ...],
+        replay: Path | None,
+        after_round: Callable[[OpItem, int], str | None] | None = None,
     ) -> None:
-        """One pass of the batch: the recording pass (``rnd`` 0) or one round."""
+        """One pass of the batch: the recording pass (``rnd`` 0) or one round. An operator
+        measured on every side is judged by ``after_round`` as soon as its pass ends (its run
+        directories are complete then), so that one that stops is complete before the next
+        operator starts."""
         nodeids = [n for item in todo for n in item.nodeids]
         total = len(todo)
         for position, item in enumerate(todo):
@@ -300,6 +308,8 @@ class SideWorkers:
             if causes:
                 text = "; ".join(f"{s}: {c}" for s, c in causes.items())
                 self.progress(f"{item.op}: {text}; measured again {self._then(item.op, text)}")
+            elif after_round is not None and after_round(item, rnd) is not None:
+                self.stopped.add(item.op)
 
     def _then(self, op: str, cause: str) -> str:
         """How an operator that left the batch for ``cause`` is measured after it."""
@@ -331,14 +341,8 @@ class SideWorkers:
                     break
                 first = ("A", "B") if k % 2 else ("B", "A")
                 self.start(first, k, [n for item in todo for n in item.nodeids], replay)
-                self.pass_over(k, todo, first, replay)
+                self.pass_over(k, todo, first, replay, after_round)
                 self.stop_all()
-                for item in todo:
-                    if item.op in self.alone:
-                        continue
-                    reason = after_round(item, k)
-                    if reason is not None:
-                        self.stopped.add(item.op)
         except BaseException:
             self.kill_all()  # an interrupt or an error of the screen: nothing waits for them
             raise
