@@ -1,10 +1,12 @@
 """Whether a microsecond kernel's duration depends on where its inputs sit in device memory
 (docs/PERFORMANCE.md, "Where the inputs sit"). Run from a FlagGems checkout on a CUDA card:
 
-    python benchmarks/placement_noise.py [--placements 8] [--seed 1] [--json OUT.json]
+    python benchmarks/placement_noise.py [--placements 8] [--pages] [--seed 1] [--json OUT.json]
 
 Per row: ``--placements`` copies of the inputs, each allocated behind a padding block of random
-size (the small inputs still land at successive offsets of the allocator's 2 MiB segment). Each
+size (the small inputs still land at successive offsets of the allocator's 2 MiB segment); with
+``--pages``, each copy at the start of a 2 MiB page of its own instead (the same offset in the
+page, other pages: whether more than the offset inside a page decides). Each
 placement is timed twice, the second pass in the opposite order, each time on a fresh capture
 of 1000 calls (after 8 one-call primer graphs) whose 5 replays run under torch's profiler; the
 reading is the kernels' summed duration per call. It prints, per row, the spread of the
@@ -56,7 +58,25 @@ def kernel_us(torch: Any, fn: Callable[[], Any]) -> float:
     return kernel_ms * 1000
 
 
-def measure(torch: Any, placements: int) -> dict[str, Any]:
+PAGE = 2 << 20
+
+
+def page_tensor(torch: Any, shape: tuple[int, ...], keep: list[Any]) -> Any:
+    """A random fp32 tensor at the start of a block of whole 2 MiB pages of its own (the
+    caching allocator carves blocks of 1-10 MiB from 2 MiB-aligned segments, each block's size
+    here a multiple of 2 MiB, so each starts on a page boundary)."""
+    count = 1
+    for n in shape:
+        count *= n
+    size = -(-count * 4 // PAGE) * PAGE
+    block = torch.empty(size, dtype=torch.uint8, device="cuda")
+    keep.append(block)
+    tensor = block[: count * 4].view(torch.float32).view(*shape)
+    tensor.copy_(torch.randn(*shape, device="cuda"))
+    return tensor
+
+
+def measure(torch: Any, placements: int, pages: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
     keep = []  # the padding blocks stay allocated: each placement is a new address
     with warnings.catch_warnings():
@@ -69,6 +89,9 @@ def measure(torch: Any, placements: int) -> dict[str, Any]:
             for _ in range(placements):
                 args = []
                 for shape in shapes:
+                    if pages:
+                        args.append(page_tensor(torch, shape, keep))
+                        continue
                     pad = random.randint(1, 64) * (1 << 20) + random.randint(0, 511) * 512
                     keep.append(torch.empty(pad, dtype=torch.uint8, device="cuda"))
                     args.append(torch.randn(*shape, device="cuda"))
@@ -83,7 +106,8 @@ def measure(torch: Any, placements: int) -> dict[str, Any]:
             out[name] = {
                 "first": first,
                 "second": second,
-                "offsets_kib": [(a[0].data_ptr() % (2 << 20)) >> 10 for a in inputs],
+                "offsets_kib": [(a[0].data_ptr() % PAGE) >> 10 for a in inputs],
+                "pages": [a[0].data_ptr() // PAGE for a in inputs],
                 "spread_pct": (max(first) - min(first)) / mean * 100,
                 "apart_median_pct": statistics.median(apart),
                 "apart_max_pct": max(apart),
@@ -103,6 +127,7 @@ def measure(torch: Any, placements: int) -> dict[str, Any]:
             )
             print("    ns  " + " ".join(f"{v * 1000:7.1f}" for v in first), flush=True)
             print("    KiB " + " ".join(f"{v:7d}" for v in r["offsets_kib"]), flush=True)
+            print("    page " + " ".join(f"{v % 10**6:7d}" for v in r["pages"]), flush=True)
     return out
 
 
@@ -117,6 +142,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--placements", type=at_least_two, default=8, help="input placements per row (8)"
+    )
+    parser.add_argument(
+        "--pages",
+        action="store_true",
+        help="each placement at offset 0 of a 2 MiB page of its own (not behind random padding)",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the padding sizes (1)")
     parser.add_argument("--json", type=Path, help="also write every reading to this file")
@@ -142,7 +172,7 @@ def main() -> int:
         )
         return 2
     torch.manual_seed(0)
-    result = measure(torch, args.placements)
+    result = measure(torch, args.placements, args.pages)
     if args.json:
         tmp = args.json.with_name(args.json.name + ".tmp")
         tmp.write_text(json.dumps(result, indent=1), encoding="utf-8")
