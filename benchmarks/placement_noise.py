@@ -3,10 +3,11 @@
 
     python benchmarks/placement_noise.py [--placements 8] [--pages] [--seed 1] [--json OUT.json]
 
-Per row: ``--placements`` copies of the inputs, each allocated behind a padding block of random
-size (the small inputs still land at successive offsets of the allocator's 2 MiB segment); with
-``--pages``, each copy at the start of a 2 MiB page of its own instead (the same offset in the
-page, other pages: whether more than the offset inside a page decides). Each
+Per row: ``--placements`` copies of the inputs (of the output, for the row that says so), each
+allocated behind a padding block of random size (the small inputs still land at successive
+offsets of the allocator's 2 MiB segment); with ``--pages``, each copy at the start of a 2 MiB
+page of its own instead (the same offset in the page, other pages: whether more than the offset
+inside a page decides). Each
 placement is timed twice, the second pass in the opposite order, each time on a fresh capture
 of 1000 calls (after 8 one-call primer graphs) whose 5 replays run under torch's profiler; the
 reading is the kernels' summed duration per call. It prints, per row, the spread of the
@@ -40,11 +41,18 @@ def rows(torch: Any) -> dict[str, tuple[Callable[..., Any], list[tuple[int, ...]
     from flag_gems.ops.mul import mul as fg_mul
     from flag_gems.ops.sum import sum_dim as fg_sum_dim
 
+    fixed = torch.randn(64, 64, device="cuda")
     return {
         "FlagGems abs f32 64x64": (fg_abs, [(64, 64)]),
         "FlagGems mul f32 64x64": (fg_mul, [(64, 64), (64, 64)]),
         "FlagGems sum f32 64x64 dim 1": (lambda x: fg_sum_dim(x, [1]), [(64, 64)]),
         "torch abs f32 64x64": (torch.abs, [(64, 64)]),
+        # the same kernel with its input fixed and its output placed (``out=``): whether the
+        # output's placement matters as the input's does
+        "torch abs f32 64x64, output placed": (
+            lambda out: torch.abs(fixed, out=out),
+            [(64, 64)],
+        ),
         "FlagGems abs f32 1M": (fg_abs, [(1 << 20,)]),
     }
 
@@ -119,7 +127,7 @@ def measure(torch: Any, placements: int, pages: bool = False) -> dict[str, Any]:
             r = out[name]
             corr = "-" if r["correlation"] is None else f"{r['correlation']:+.2f}"
             print(
-                f"{name:30s} mean {mean * 1000:7.1f} ns  over placements {r['spread_pct']:5.2f} %"
+                f"{name:36s} mean {mean * 1000:7.1f} ns  over placements {r['spread_pct']:5.2f} %"
                 f"  pass to pass median {r['apart_median_pct']:.2f} %"
                 f" max {r['apart_max_pct']:.2f} %"
                 f"  correlation {corr}",
