@@ -32,8 +32,9 @@
 #   capnoise  capture to capture, in plain torch: a graph replay's time per call against its
 #             kernels' summed durations, five rows, two processes (capture_noise.py; ~1 min)
 #   placement whether a microsecond kernel's duration depends on where its inputs sit: FlagGems
-#             abs, mul, sum 64x64 and abs 1M, torch abs 64x64 over 8 input placements, two passes,
-#             two processes (placement_noise.py; ~2.5 min)
+#             abs, mul, sum 64x64 and abs 1M, torch abs 64x64 (and its output) over 8 input
+#             placements, two passes, two processes; then over 12 pages at offset 0
+#             (placement_noise.py, --pages; ~4 min)
 #   timers    the same selection, two processes each, with the graph timer at its defaults, cold
 #             cache, the direct timer, FlagGems' kernel mode and FlagGems' cudagraph mode; noise
 #             per timer and latency ratios between them (~9 min)
@@ -254,6 +255,8 @@ stage_placement() {
     $PY "$BENCH/placement_noise.py" --seed "$p" --json "$O/placement/process$p.json" \
       | tee "$O/placement/process$p.txt"
   done
+  $PY "$BENCH/placement_noise.py" --pages --placements 12 --json "$O/placement/pages.json" \
+    | tee "$O/placement/pages.txt"
 }
 
 stage_timers() {
