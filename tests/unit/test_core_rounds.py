@@ -7,6 +7,7 @@ from __future__ import annotations
 from pytest_zlbench.core.rounds import (
     IDENTICAL_IR,
     SETTLED,
+    Pace,
     RoundView,
     batch_passes,
     cut_batches,
@@ -105,6 +106,31 @@ def test_a_batch_makes_a_pass_per_round_and_one_to_record() -> None:
     assert batch_passes(5, 3, recording=True) == 20
     assert batch_passes(5, 3, recording=False) == 15  # the cpu backend or --zl-replay-from
     assert batch_passes(0, 3, recording=True) == 0
+
+
+def test_the_pace_estimates_by_the_passes_and_rounds_of_the_session_so_far() -> None:
+    pace = Pace()
+    # nothing measured yet: no estimate, and every operator expected to use every round
+    assert pace.seconds_left(10) is None
+    assert pace.rounds_expected(3) == 3
+    for seconds in (2.0, 4.0, 12.0):
+        pace.add(seconds)
+    assert pace.seconds_left(10) == 60.0  # 6 s a pass
+    # an RLC_ENHANCE-like screen: its operators stop after round 1 (identical IR)
+    pace.finished(1)
+    pace.finished(1)
+    assert pace.rounds_expected(3) == 1
+    pace.finished(3)
+    assert pace.rounds_expected(3) == 5 / 3
+
+
+def test_later_passes_follow_the_rounds_the_finished_operators_used() -> None:
+    # 2 operators of a later batch, each a recording pass and the 1 round operators used so far
+    # (not the 3 of --zl-rounds)
+    assert batch_passes(2, 1.0, recording=True) == 4
+    assert batch_passes(3, 5 / 3, recording=False) == 5
+    # the rest of the round, then the rounds the active operators are still expected to use
+    assert passes_left(1, 4, 0.5, 4, 0) == 2 + 2
 
 
 def test_expected_costs_use_recorded_durations_else_test_counts() -> None:

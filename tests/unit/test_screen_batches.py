@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from pytest_zlbench.core.rounds import Pace
 from pytest_zlbench.screen.batches import place_of
 from pytest_zlbench.screen.results import mark_done
 
@@ -22,10 +23,11 @@ def controller(
     replay: Path | None = None,
     resume: bool = False,
     xdist: int = 0,
+    pace: Pace | None = None,
 ) -> Any:
     """A stand-in controller: its batches (operator ids), those already run (the running one
     too: ``run_op`` adds a batch before it runs it), its settings; ``xdist``: its count of
-    xdist workers (0: a plain session)."""
+    xdist workers (0: a plain session); ``pace``: what the session measured so far."""
     config = SimpleNamespace()
     if xdist:
         config.workerinput = {"workerid": "gw0", "workercount": xdist}
@@ -37,6 +39,7 @@ def controller(
         settings=settings,
         batches={b: [SimpleNamespace(op=op) for op in ops] for b, ops in batches.items()},
         batches_run=set(run),
+        pace=pace or Pace(),
     )
 
 
@@ -76,3 +79,14 @@ def test_one_batch_or_xdist_counts_no_later_passes(tmp_path: Path) -> None:
     # under xdist any worker may take a later batch: this process does not count them
     assert place_of(controller(tmp_path, BATCHES, ("batch0",), xdist=2), "batch0") == (1, 3, 0)
     assert place_of(controller(tmp_path, BATCHES, ("batch1",), xdist=2), "batch1") == (2, 3, 0)
+
+
+def test_the_later_batches_use_the_rounds_the_finished_operators_used(tmp_path: Path) -> None:
+    """An RLC_ENHANCE-like screen whose operators so far stopped after round 1 expects the same
+    of the later batches: a recording pass and one round each, not every round of --zl-rounds
+    (a scale screen's estimate counted 3 rounds for operators that each used 1)."""
+    pace = Pace()
+    for _ in range(2):
+        pace.finished(1)
+    run = ("batch0",)
+    assert place_of(controller(tmp_path, BATCHES, run, rounds=3, pace=pace), "batch0") == (1, 3, 6)

@@ -118,17 +118,46 @@ def run_order(batches: Sequence[int | None]) -> list[int]:
 
 
 def passes_left(
-    position: int, todo: int, rounds_after: int, active: int, alone: int, later: int = 0
+    position: int, todo: int, rounds_after: float, active: int, alone: int, later: int = 0
 ) -> int:
     """Operator passes (one operator through the recording pass or one round) still to make
-    after the ``position``-th (0-based) of the ``todo`` operators of the current pass, assuming
-    none stops early: the rest of this pass, ``rounds_after`` more rounds over the ``active``
-    operators, one pass for each of the ``alone`` operators that left the batch, and ``later``:
-    those of the batches after this one (:func:`batch_passes`)."""
-    return (todo - position - 1) + rounds_after * active + alone + later
+    after the ``position``-th (0-based) of the ``todo`` operators of the current pass: the rest
+    of this pass, ``rounds_after`` more rounds (expected, :meth:`Pace.rounds_expected`) over
+    the ``active`` operators, one pass for each of the ``alone`` operators that left the batch,
+    and ``later``: those of the batches after this one (:func:`batch_passes`)."""
+    return (todo - position - 1) + round(rounds_after * active) + alone + later
 
 
-def batch_passes(operators: int, rounds: int, recording: bool) -> int:
-    """The operator passes a batch of ``operators`` makes when none stops early: a recording
-    pass (when there is one) and ``rounds`` rounds over each."""
-    return operators * (rounds + (1 if recording else 0))
+def batch_passes(operators: int, rounds: float, recording: bool) -> int:
+    """The operator passes a batch of ``operators`` makes: a recording pass (when there is one)
+    and ``rounds`` rounds (expected: :meth:`Pace.rounds_expected`) over each."""
+    return round(operators * (rounds + (1 if recording else 0)))
+
+
+@dataclass
+class Pace:
+    """What a screen's side workers did so far in this session, for its estimate of what is
+    left: the operator passes and their seconds, and the rounds each operator used that
+    finished (stopped early or ran every round)."""
+
+    passes: int = 0
+    seconds: float = 0.0
+    rounds_used: list[int] = field(default_factory=list)
+
+    def add(self, seconds: float) -> None:
+        """One operator pass, of ``seconds``."""
+        self.passes += 1
+        self.seconds += seconds
+
+    def finished(self, rounds: int) -> None:
+        """An operator finished after ``rounds`` rounds."""
+        self.rounds_used.append(rounds)
+
+    def seconds_left(self, passes: float) -> float | None:
+        """``passes`` more passes at the pace so far; ``None`` before the first."""
+        return self.seconds / self.passes * passes if self.passes else None
+
+    def rounds_expected(self, rounds: int) -> float:
+        """The rounds an operator not yet finished is expected to use: the mean of those the
+        finished operators used, or every round (``--zl-rounds``) before any finished."""
+        return sum(self.rounds_used) / len(self.rounds_used) if self.rounds_used else rounds

@@ -70,9 +70,10 @@ def batches_of(
 
 def place_of(self: AbController, name: str) -> tuple[int, int, int]:
     """Where the batch ``name`` stands, for its progress lines: its number (from 1), how many
-    batches the screen has, and the operator passes of the batches still to run after it;
-    those only without xdist, where this process runs them next (under xdist any worker may
-    take a batch)."""
+    batches the screen has, and the operator passes of the batches still to run after it, each
+    operator expected to use the rounds the finished ones used (``core.rounds.Pace``); those
+    only without xdist, where this process runs them next (under xdist any worker may take a
+    batch)."""
     number, count = int(name.removeprefix(BATCH)) + 1, len(self.batches)
     if count <= 1 or workers(self.config) > 1:
         return number, count, 0
@@ -85,7 +86,7 @@ def place_of(self: AbController, name: str) -> tuple[int, int, int]:
         if not (s.resume and is_done(s.root / item.op))
     ]
     recording = s.replay_from is None and s.backend != "cpu"
-    return number, count, batch_passes(len(later), s.rounds, recording)
+    return number, count, batch_passes(len(later), self.pace.rounds_expected(s.rounds), recording)
 
 
 def _refused_dtypes(self: AbController, workers: SideWorkers) -> list[OpItem]:
@@ -181,6 +182,8 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
         self.result_update()
     for item in todo:
         self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)
+        if item.op not in alone:
+            self.pace.finished(len(histories[item.op]))
 
 
 def stop_after(

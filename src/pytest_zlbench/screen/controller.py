@@ -19,7 +19,7 @@ from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
 from ..core.result import RESULT_FILE
-from ..core.rounds import RoundView
+from ..core.rounds import Pace, RoundView
 from .children import Children, Deterministic, DtypeFallback, same_failure
 from .results import (
     add_note,
@@ -106,6 +106,8 @@ class AbController:
         self.batches_run: set[str] = set()
         #: every operator's seconds of side-worker time, for the next screen's cards split
         self.costs: dict[str, float] = {}
+        #: the side workers' passes and rounds so far, for the estimate of what is left
+        self.pace = Pace()
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
         #: why --zl-floor-from's control was not applied at the end (its caliber differs)
         self.floor_refused: str | None = None

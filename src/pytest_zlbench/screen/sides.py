@@ -74,7 +74,6 @@ class SideWorkers:
         self.workers: dict[str, SideProcess] = {}
         self.started = time.monotonic()
         self.units_done = 0
-        self.units_time = 0.0
         #: operators that left the batch: (the round to measure alone from, why)
         self.alone: dict[str, tuple[int, str]] = {}
         self.stopped: set[str] = set()
@@ -228,16 +227,19 @@ class SideWorkers:
         return "record" if rnd == 0 else f"r{rnd}"
 
     def _eta(self, units_left: int) -> str:
+        """The batch's time so far, and what is left at the session's pace (every batch's)."""
         elapsed = time.monotonic() - self.started
-        if not self.units_done:
+        left = self.controller.pace.seconds_left(units_left)
+        if left is None:
             return f"{elapsed:.0f}s elapsed"
-        left = self.units_time / self.units_done * units_left
         return f"{elapsed:.0f}s elapsed, about {left:.0f}s left"
 
     def _units_left(self, rnd: int, position: int, todo: int) -> int:
-        """Operator passes left after the ``position``-th of ``todo`` operators of pass ``rnd``."""
+        """Operator passes left after the ``position``-th of ``todo`` operators of pass ``rnd``,
+        each operator expected to use the rounds the finished ones used."""
         active = [i for i in self.items if i.op not in self.alone and i.op not in self.stopped]
-        after = max(0, self.settings.rounds - max(rnd, 0))
+        expected = self.controller.pace.rounds_expected(self.settings.rounds)
+        after = max(0.0, expected - max(rnd, 0))
         return passes_left(position, todo, after, len(active), len(self.alone), self.passes_after)
 
     def _fell_out(
@@ -288,7 +290,7 @@ class SideWorkers:
             causes = {side: cause for side, cause in results.items() if cause is not None}
             elapsed = time.monotonic() - t0
             self.units_done += 1
-            self.units_time += elapsed
+            self.controller.pace.add(elapsed)
             self.costs[item.op] = self.costs.get(item.op, 0.0) + elapsed
             if causes:
                 self._fell_out(item, rnd, run_dirs, causes)
