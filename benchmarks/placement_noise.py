@@ -79,6 +79,11 @@ def page_tensor(torch: Any, shape: tuple[int, ...], keep: list[Any]) -> Any:
     size = -(-count * 4 // PAGE) * PAGE
     block = torch.empty(size, dtype=torch.uint8, device="cuda")
     keep.append(block)
+    if block.data_ptr() % PAGE:
+        raise SystemExit(
+            f"placement_noise.py --pages: a block of {size} bytes starts at "
+            f"{block.data_ptr():#x}, not on a 2 MiB page (PYTORCH_CUDA_ALLOC_CONF?)"
+        )
     tensor = block[: count * 4].view(torch.float32).view(*shape)
     tensor.copy_(torch.randn(*shape, device="cuda"))
     return tensor
@@ -117,6 +122,7 @@ def measure(torch: Any, placements: int, pages: bool = False) -> dict[str, Any]:
                 "offsets_kib": [(a[0].data_ptr() % PAGE) >> 10 for a in inputs],
                 "pages": [a[0].data_ptr() // PAGE for a in inputs],
                 "spread_pct": (max(first) - min(first)) / mean * 100,
+                "stdev_pct": statistics.pstdev(first) / mean * 100,
                 "apart_median_pct": statistics.median(apart),
                 "apart_max_pct": max(apart),
                 "correlation": statistics.correlation(first, second)
@@ -128,6 +134,7 @@ def measure(torch: Any, placements: int, pages: bool = False) -> dict[str, Any]:
             corr = "-" if r["correlation"] is None else f"{r['correlation']:+.2f}"
             print(
                 f"{name:36s} mean {mean * 1000:7.1f} ns  over placements {r['spread_pct']:5.2f} %"
+                f" (sd {r['stdev_pct']:.2f} %)"
                 f"  pass to pass median {r['apart_median_pct']:.2f} %"
                 f" max {r['apart_max_pct']:.2f} %"
                 f"  correlation {corr}",
