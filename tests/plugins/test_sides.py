@@ -522,32 +522,51 @@ def test_cut(zl_bench):
 """
 
 
-@pytest.mark.parametrize("cut_round", [1, 2])
+@pytest.mark.parametrize(
+    ("mode", "rounds", "cut_round", "complete"),
+    [
+        ("lockstep", 2, 1, ["steady"]),
+        # cut in round 2: the operators before it ran their last round by then
+        ("lockstep", 2, 2, ["abs", "gemm", "relu", "steady"]),
+        ("sequential", 2, 1, ["steady"]),
+        # every operator before the cut ran its last round: none can change any more
+        ("lockstep", 1, 1, ["abs", "gemm", "relu", "steady"]),
+    ],
+)
 def test_an_operator_whose_verdict_is_settled_is_complete_before_its_batch_ends(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cut_round: int
+    suite: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    rounds: int,
+    cut_round: int,
+    complete: list[str],
 ) -> None:
-    """steady's IR is identical after its round 1, so no later round can change its verdict: it
-    is complete as soon as its round-1 pass ends, and a screen cut later in the batch (in the
-    same round 1, by an operator after it, or in round 2) keeps it for --zl-resume."""
-    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    """An operator is complete as soon as its own pass of a round leaves its verdict settled
+    (steady: IR identical after round 1) or that round was its last, so a screen cut later in
+    the batch (in the same round by an operator after it, or in a later round) keeps it for
+    --zl-resume."""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     monkeypatch.setenv("CUT_ROUND", str(cut_round))
     suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
-    killed, root, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
+    killed, root, _ = screen(suite, mode, SWITCH, f"--zl-rounds={rounds}")
     assert killed.ret != 0
-    assert (suite.path / "lockstep.cut").read_text() == "x" * cut_round
-    assert sorted(p.parent.name for p in root.glob("*/op.complete")) == ["steady"]
-    kept = (root / "steady" / "r1_A" / "rows.jsonl").stat().st_mtime_ns
+    assert (suite.path / f"{mode}.cut").read_text() == "x" * cut_round
+    assert sorted(p.parent.name for p in root.glob("*/op.complete")) == complete
+    # each has its result already, so screen_result.json need not aggregate it again
+    assert all((root / op / "ab.json").is_file() for op in complete)
+    kept = {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in complete}
 
     monkeypatch.setenv("CUT_ROUND", "0")  # no second cut
-    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "--zl-resume")
+    resumed, _, _ = screen(suite, mode, SWITCH, f"--zl-rounds={rounds}", "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     log = progress(root)
-    assert "steady: complete, reused (--zl-resume)" in log, log
-    for op in ("abs", "gemm", "relu", "cut"):
-        assert f"{op}: incomplete, measured again (--zl-resume)" in log, log
-    assert (root / "steady" / "r1_A" / "rows.jsonl").stat().st_mtime_ns == kept
+    for op in ("abs", "gemm", "steady", "relu", "cut"):
+        again = "complete, reused" if op in complete else "incomplete, measured again"
+        assert f"{op}: {again} (--zl-resume)" in log, log
+    assert {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in kept} == kept
     assert run_dirs(root)["steady"] == ["r1_A", "r1_B", "record"]
-    assert run_dirs(root)["cut"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+    rounds_dirs = [f"r{k}_{side}" for k in range(1, rounds + 1) for side in "AB"]
+    assert run_dirs(root)["cut"] == sorted([*rounds_dirs, "record"])
     assert lines(root)["cut"].verdict == screening.IR_CHANGED
 
 

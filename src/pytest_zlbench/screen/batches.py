@@ -3,8 +3,10 @@ batch (one list per xdist worker, balanced by expected cost, cut into batches of
 ``--zl-batch-size`` operators), measuring a batch (``screen.sides``), then the operators that
 refused the requested ``--dtypes`` in a batch of their own on their own dtypes, then, one
 process per side, the operators that fell out of either, and the rule that stops an operator's
-rounds early (``core.rounds``). A batch is measured to its end, and its operators marked
-complete, before the next one starts: a screen cut short loses at most the batch it was in."""
+rounds early (``core.rounds``). An operator is marked complete as soon as its verdict cannot
+change (it stopped early, or ran its last round), the rest of a batch when the batch ends, and a
+batch is measured to its end before the next one starts: a screen cut short loses at most the
+operators of the batch it was in that were still to finish."""
 
 from __future__ import annotations
 
@@ -18,7 +20,14 @@ import pytest
 from .. import _common
 from ..core import screening
 from ..core.rounds import IDENTICAL_IR, RoundView, batch_passes, stop_reason
-from .results import add_note, aggregate_op_dir, is_done, mark_done, mark_skipped
+from .results import (
+    add_note,
+    aggregate_op_dir,
+    is_done,
+    mark_done,
+    mark_skipped,
+    write_op_result,
+)
 
 if TYPE_CHECKING:
     from .controller import AbController, OpItem
@@ -138,9 +147,15 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
     histories: dict[str, list[RoundView]] = {item.op: [] for item in todo}
 
     def after_round(item: OpItem, k: int) -> str | None:
-        reason = stop_after(self, item, s.root / item.op, k, histories[item.op])
-        if reason is not None:  # no later round can change its verdict: complete now, so that
-            mark_done(s.root / item.op)  # a cut later in the batch keeps it for --zl-resume
+        op_dir = s.root / item.op
+        reason = stop_after(self, item, op_dir, k, histories[item.op])
+        # Its verdict settled, or that was its last round: nothing can change it any more. It is
+        # complete now, with its ab.json (the plot waits for run_op), so that a cut later in the
+        # batch keeps it for --zl-resume and screen_result.json reads it without aggregating.
+        if reason is not None or k == s.rounds:
+            result, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+            write_op_result(op_dir, result, plot=False)
+            mark_done(op_dir)
             self.result_update()
         return reason
 

@@ -72,14 +72,17 @@ def read_screen(root: Path) -> list[screening.ScreenLine]:
     return screening.read_screen(path.read_text(encoding="utf-8"), str(path))
 
 
-def write_op_result(op_dir: Path, result: screening.OpResult) -> None:
-    """``ab.json``, and the plot when matplotlib is installed and the result has a range."""
-    from ..adapters import plot
+def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True) -> None:
+    """``ab.json``, and (``plot``) the plot when matplotlib is installed and the result has a
+    range."""
+    from ..adapters import plot as plots
     from ..core.result import SCHEMA_VERSION
 
     records.write_json(op_dir / AB_FILE, {"schema_version": SCHEMA_VERSION, **result.to_json()})
+    if not plot:
+        return
     try:
-        plot.write(op_dir / plot.PLOT_FILE, result)
+        plots.write(op_dir / plots.PLOT_FILE, result)
     except Exception as exc:  # a plot is an extra: it never costs a screen its results
         first = (str(exc).splitlines() or [""])[0]
         sys.stderr.write(f"zlbench: {result.op}: no plot ({type(exc).__name__}: {first})\n")
