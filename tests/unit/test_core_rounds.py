@@ -122,15 +122,20 @@ def test_the_pace_estimates_by_the_passes_and_rounds_of_the_session_so_far() -> 
     assert pace.rounds_expected(3) == 1
     pace.finished(3)
     assert pace.rounds_expected(3) == 5 / 3
+    # an operator in round 2 has not stopped after round 1: it is expected to use what the
+    # operators that reached round 2 used, not the mean over all (which would leave it none)
+    assert pace.rounds_expected(3, reached=2) == 3
+    assert Pace(rounds_used=[1, 1]).rounds_expected(3, reached=2) == 3  # none reached it yet
 
 
 def test_later_passes_follow_the_rounds_the_finished_operators_used() -> None:
     # 2 operators of a later batch, each a recording pass and the 1 round operators used so far
     # (not the 3 of --zl-rounds)
     assert batch_passes(2, 1.0, recording=True) == 4
-    assert batch_passes(3, 5 / 3, recording=False) == 5
+    assert batch_passes(3, 1.5, recording=False) == 4.5  # kept whole, not rounded to even
     # the rest of the round, then the rounds the active operators are still expected to use
     assert passes_left(1, 4, 0.5, 4, 0) == 2 + 2
+    assert passes_left(0, 1, 0.5, 1, 0) == 0.5
 
 
 def test_expected_costs_use_recorded_durations_else_test_counts() -> None:

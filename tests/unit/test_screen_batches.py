@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
+import pytest
+
+import pytest_zlbench.screen.batches as batches
+import pytest_zlbench.screen.sides as sides
 from pytest_zlbench.core.rounds import Pace
-from pytest_zlbench.screen.batches import place_of
-from pytest_zlbench.screen.results import mark_done
+from pytest_zlbench.screen.batches import place_of, run_batch
+from pytest_zlbench.screen.results import is_done, mark_done
 
 
 def controller(
@@ -90,3 +94,78 @@ def test_the_later_batches_use_the_rounds_the_finished_operators_used(tmp_path: 
         pace.finished(1)
     run = ("batch0",)
     assert place_of(controller(tmp_path, BATCHES, run, rounds=3, pace=pace), "batch0") == (1, 3, 6)
+
+
+class FakeWorkers:
+    """Stands in for ``screen.sides.SideWorkers``: every operator of the batch passes its
+    rounds in turn until ``after_round`` stops it, except those it says fell out (``ALONE``)."""
+
+    ALONE: ClassVar[dict[str, tuple[int, str]]] = {}
+    seen: ClassVar[dict[str, bool]] = {}
+
+    def __init__(self, controller: Any, items: list[Any], name: str, **_: Any) -> None:
+        self.controller, self.items = controller, items
+        self.alone = {i.op: why for i, why in ((i, self.ALONE.get(i.op)) for i in items) if why}
+        self.costs: dict[str, float] = {}
+
+    def run(self, after_round: Any) -> None:
+        for k in range(1, self.controller.settings.rounds + 1):
+            for item in self.items:
+                if item.op in self.alone or item.op in self.controller.stopped:
+                    continue
+                # what the controller's files said just before this operator's judgement
+                self.seen[item.op] = is_done(self.controller.settings.root / item.op)
+                if after_round(item, k) is not None:
+                    self.controller.stopped.add(item.op)
+
+
+def test_an_operator_is_complete_and_counted_in_the_pace_when_its_verdict_is_final(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """abs stops after round 1, gemm runs all 3 rounds, dies leaves the batch and is measured
+    alone: abs and gemm are complete when their last pass is judged, each with its ab.json,
+    and the pace learns the rounds they used (1 and 3), not those of the one measured alone."""
+    stops_at = {"abs": 1}
+    monkeypatch.setattr(sides, "SideWorkers", FakeWorkers)
+    monkeypatch.setattr(FakeWorkers, "ALONE", {"dies": (1, "died")})
+    monkeypatch.setattr(FakeWorkers, "seen", {})
+    monkeypatch.setattr(
+        batches,
+        "stop_after",
+        lambda self, item, op_dir, k, history: "stop" if k >= stops_at.get(item.op, 9) else None,
+    )
+    monkeypatch.setattr(batches, "aggregate_op_dir", lambda op_dir, allow=False: (op_dir, []))
+    written: list[str] = []
+    monkeypatch.setattr(
+        batches, "write_op_result", lambda op_dir, result, plot=True: written.append(op_dir.name)
+    )
+    ops = ["abs", "gemm", "dies"]
+    ctl = controller(tmp_path, {"batch0": ops}, ("batch0",), rounds=3)
+    ctl.settings.mode = "lockstep"
+    ctl.settings.allow_caliber_mismatch = False
+    ctl.stopped, ctl.costs, ctl.measured = set(), {}, set()
+    ctl.progress = ctl.result_update = lambda *a, **k: None
+    ctl._measure_or_fall_back = lambda item, op_dir, since: None
+    ctl.children = SimpleNamespace(refused_dtypes=lambda op, why: None)
+    for item, op in zip(ctl.batches["batch0"], ops, strict=True):
+        item.batch, item.nodeids = "batch0", [op]
+    run_batch(ctl, ctl.batches["batch0"])
+    assert sorted(ctl.pace.rounds_used) == [1, 3]
+    assert written == ["abs", "gemm", "dies"]  # in the order they finished
+    assert all(is_done(tmp_path / op) for op in ops)
+    assert FakeWorkers.seen == {"abs": False, "gemm": False}
+
+
+def test_the_passes_left_of_a_batch_follow_the_finished_operators_that_reached_its_round() -> None:
+    workers = sides.SideWorkers.__new__(sides.SideWorkers)  # only what _units_left reads
+    workers.items = [SimpleNamespace(op=op) for op in ("abs", "gemm", "relu")]
+    workers.alone, workers.stopped, workers.passes_after = {}, {"relu"}, 4.0
+    workers.settings = SimpleNamespace(rounds=3)
+    workers.controller = SimpleNamespace(pace=Pace(rounds_used=[1, 1, 3]))
+    # round 1, first of 2 operators: the other's pass, then 5/3 - 1 rounds over the 2 active
+    # ones (the finished used 1, 1 and 3), then the later batches' 4
+    assert workers._units_left(1, 0, 2) == pytest.approx(1 + 2 * (2 / 3) + 4)
+    # round 2: only the operator that reached round 2 counts (it used 3): one more round each
+    assert workers._units_left(2, 0, 2) == pytest.approx(1 + 2 * 1 + 4)
+    # the recording pass: the mean over all, 5/3 rounds each after it
+    assert workers._units_left(0, 1, 2) == pytest.approx(0 + 2 * (5 / 3) + 4)

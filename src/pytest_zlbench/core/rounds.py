@@ -118,27 +118,28 @@ def run_order(batches: Sequence[int | None]) -> list[int]:
 
 
 def passes_left(
-    position: int, todo: int, rounds_after: float, active: int, alone: int, later: int = 0
-) -> int:
+    position: int, todo: int, rounds_after: float, active: int, alone: int, later: float = 0
+) -> float:
     """Operator passes (one operator through the recording pass or one round) still to make
     after the ``position``-th (0-based) of the ``todo`` operators of the current pass: the rest
     of this pass, ``rounds_after`` more rounds (expected, :meth:`Pace.rounds_expected`) over
     the ``active`` operators, one pass for each of the ``alone`` operators that left the batch,
-    and ``later``: those of the batches after this one (:func:`batch_passes`)."""
-    return (todo - position - 1) + round(rounds_after * active) + alone + later
+    and ``later``: those of the batches after this one (:func:`batch_passes`). Expected counts
+    stay fractional: only the estimate in seconds is rounded, for display."""
+    return (todo - position - 1) + rounds_after * active + alone + later
 
 
-def batch_passes(operators: int, rounds: float, recording: bool) -> int:
+def batch_passes(operators: int, rounds: float, recording: bool) -> float:
     """The operator passes a batch of ``operators`` makes: a recording pass (when there is one)
     and ``rounds`` rounds (expected: :meth:`Pace.rounds_expected`) over each."""
-    return round(operators * (rounds + (1 if recording else 0)))
+    return operators * (rounds + (1 if recording else 0))
 
 
 @dataclass
 class Pace:
     """What a screen's side workers did so far in this session, for its estimate of what is
-    left: the operator passes and their seconds, and the rounds each operator used that
-    finished (stopped early or ran every round)."""
+    left: the operator passes and their seconds, and the rounds each finished operator used
+    (it stopped early, or ran its last round)."""
 
     passes: int = 0
     seconds: float = 0.0
@@ -157,7 +158,9 @@ class Pace:
         """``passes`` more passes at the pace so far; ``None`` before the first."""
         return self.seconds / self.passes * passes if self.passes else None
 
-    def rounds_expected(self, rounds: int) -> float:
-        """The rounds an operator not yet finished is expected to use: the mean of those the
-        finished operators used, or every round (``--zl-rounds``) before any finished."""
-        return sum(self.rounds_used) / len(self.rounds_used) if self.rounds_used else rounds
+    def rounds_expected(self, rounds: int, reached: int = 0) -> float:
+        """The rounds an operator that reached round ``reached`` (0: not yet measured) is
+        expected to use: the mean of those used by the finished operators that reached it too,
+        or every round (``--zl-rounds``) while none did."""
+        used = [r for r in self.rounds_used if r >= reached]
+        return sum(used) / len(used) if used else rounds

@@ -77,7 +77,7 @@ def batches_of(
     return out
 
 
-def place_of(self: AbController, name: str) -> tuple[int, int, int]:
+def place_of(self: AbController, name: str) -> tuple[int, int, float]:
     """Where the batch ``name`` stands, for its progress lines: its number (from 1), how many
     batches the screen has, and the operator passes of the batches still to run after it, each
     operator expected to use the rounds the finished ones used (``core.rounds.Pace``); those
@@ -116,8 +116,19 @@ def _refused_dtypes(self: AbController, workers: SideWorkers) -> list[OpItem]:
     return refused
 
 
+def _complete(self: AbController, op_dir: Path) -> None:
+    """An operator whose verdict can no longer change: its ``ab.json`` (the plot waits for
+    ``run_op``), then complete, so that a cut keeps it for --zl-resume and
+    ``screen_result.json`` reads it without aggregating it again."""
+    result, _ = aggregate_op_dir(op_dir, allow=self.settings.allow_caliber_mismatch)
+    write_op_result(op_dir, result, plot=False)
+    mark_done(op_dir)
+    self.result_update()
+
+
 def _mark_measured(self: AbController, workers: SideWorkers, items: list[OpItem]) -> None:
-    """The operators a batch measured are complete now, whatever happens to the retries."""
+    """The operators a batch measured are complete, whatever happens to the retries: a safety
+    net, as ``after_round`` completed each one after its last round."""
     for item in items:
         if item.op not in workers.alone:
             mark_done(self.settings.root / item.op)
@@ -142,21 +153,17 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             shutil.rmtree(op_dir)
         op_dir.mkdir(parents=True)
         todo.append(item)
+        self.measured.add(item.op)
     if not todo:
         return
     histories: dict[str, list[RoundView]] = {item.op: [] for item in todo}
 
     def after_round(item: OpItem, k: int) -> str | None:
-        op_dir = s.root / item.op
-        reason = stop_after(self, item, op_dir, k, histories[item.op])
-        # Its verdict settled, or that was its last round: nothing can change it any more. It is
-        # complete now, with its ab.json (the plot waits for run_op), so that a cut later in the
-        # batch keeps it for --zl-resume and screen_result.json reads it without aggregating.
+        reason = stop_after(self, item, s.root / item.op, k, histories[item.op])
+        # its verdict settled, or that was its last round: nothing can change it any more
         if reason is not None or k == s.rounds:
-            result, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-            write_op_result(op_dir, result, plot=False)
-            mark_done(op_dir)
-            self.result_update()
+            _complete(self, s.root / item.op)
+            self.pace.finished(k)
         return reason
 
     name = items[0].batch or f"{BATCH}0"
@@ -193,12 +200,9 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
         self._measure_or_fall_back(
             item, s.root / item.op, Since(start, replay if start > 0 else None, tuple(history))
         )
-        mark_done(s.root / item.op)  # complete before the next batch starts
-        self.result_update()
+        _complete(self, s.root / item.op)  # before the next retry or batch starts
     for item in todo:
         self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)
-        if item.op not in alone:
-            self.pace.finished(len(histories[item.op]))
 
 
 def stop_after(

@@ -108,6 +108,8 @@ class AbController:
         self.costs: dict[str, float] = {}
         #: the side workers' passes and rounds so far, for the estimate of what is left
         self.pace = Pace()
+        #: the operators this session's batches measured (complete, but not reused)
+        self.measured: set[str] = set()
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
         #: why --zl-floor-from's control was not applied at the end (its caliber differs)
         self.floor_refused: str | None = None
@@ -151,7 +153,7 @@ class AbController:
     def run_op(self, item: OpItem) -> screening.OpResult:
         s = self.settings
         op_dir = s.root / item.op
-        if s.resume and is_done(op_dir):
+        if s.resume and is_done(op_dir) and item.op not in self.measured:
             self.progress(f"{item.op}: complete, reused (--zl-resume)")
             result, item.caliber_lines = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
             return result

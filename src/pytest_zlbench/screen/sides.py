@@ -58,7 +58,7 @@ class SideWorkers:
         items: Sequence[OpItem],
         name: str,
         own_dtypes: bool = False,
-        place: tuple[str, int] = ("", 0),
+        place: tuple[str, float] = ("", 0),
     ) -> None:
         self.controller = controller
         #: the batch's operators refused the requested --dtypes: its workers are not given them
@@ -226,7 +226,7 @@ class SideWorkers:
     def _label(self, rnd: int) -> str:
         return "record" if rnd == 0 else f"r{rnd}"
 
-    def _eta(self, units_left: int) -> str:
+    def _eta(self, units_left: float) -> str:
         """The batch's time so far, and what is left at the session's pace (every batch's)."""
         elapsed = time.monotonic() - self.started
         left = self.controller.pace.seconds_left(units_left)
@@ -234,11 +234,12 @@ class SideWorkers:
             return f"{elapsed:.0f}s elapsed"
         return f"{elapsed:.0f}s elapsed, about {left:.0f}s left"
 
-    def _units_left(self, rnd: int, position: int, todo: int) -> int:
+    def _units_left(self, rnd: int, position: int, todo: int) -> float:
         """Operator passes left after the ``position``-th of ``todo`` operators of pass ``rnd``,
-        each operator expected to use the rounds the finished ones used."""
+        each active operator expected to use the rounds the finished ones that reached its
+        round used (``core.rounds.Pace``)."""
         active = [i for i in self.items if i.op not in self.alone and i.op not in self.stopped]
-        expected = self.controller.pace.rounds_expected(self.settings.rounds)
+        expected = self.controller.pace.rounds_expected(self.settings.rounds, max(rnd, 1))
         after = max(0.0, expected - max(rnd, 0))
         return passes_left(position, todo, after, len(active), len(self.alone), self.passes_after)
 
