@@ -4,9 +4,9 @@ batch (one list per xdist worker, balanced by expected cost, cut into batches of
 refused the requested ``--dtypes`` in a batch of their own on their own dtypes, then, one
 process per side, the operators that fell out of either, and the rule that stops an operator's
 rounds early (``core.rounds``). An operator is marked complete as soon as its verdict cannot
-change (it stopped early, or ran its last round), the rest of a batch when the batch ends, and a
-batch is measured to its end before the next one starts: a screen cut short loses at most the
-operators of the batch it was in that were still to finish."""
+change (it stopped early, or ran its last round) or its retry alone ends, and a batch is
+measured to its end before the next one starts: a screen cut short loses at most the operators
+of the batch it was in that were still to finish."""
 
 from __future__ import annotations
 
@@ -126,15 +126,6 @@ def _complete(self: AbController, op_dir: Path) -> None:
     self.result_update()
 
 
-def _mark_measured(self: AbController, workers: SideWorkers, items: list[OpItem]) -> None:
-    """The operators a batch measured are complete, whatever happens to the retries: a safety
-    net, as ``after_round`` completed each one after its last round."""
-    for item in items:
-        if item.op not in workers.alone:
-            mark_done(self.settings.root / item.op)
-    self.result_update()
-
-
 def run_batch(self: AbController, items: list[OpItem]) -> None:
     """Measure a batch of operators with side workers; the operators that refused the
     requested ``--dtypes`` then in a batch of their own on their own dtypes; an operator that
@@ -177,13 +168,11 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
     workers = SideWorkers(self, todo, name, place=place)
     batches = [(workers, workers.run(after_round))]
     own = _refused_dtypes(self, workers)
-    _mark_measured(self, workers, [i for i in todo if i not in own])
     if own:
         for item in own:
             histories[item.op] = []
         mine = SideWorkers(self, own, f"{name}_own", own_dtypes=True, place=place)
         batches.append((mine, mine.run(after_round)))
-        _mark_measured(self, mine, own)
     alone = {op: (fell, replay) for w, replay in batches for op, fell in w.alone.items()}
     for item in todo:
         if item.op not in alone:
