@@ -14,6 +14,14 @@ reading is the kernels' summed duration per call. It prints, per row, the spread
 readings over the placements, how far each placement's two passes lie apart, and their
 correlation: a spread well above the pass-to-pass distance, with a correlation near 1, means
 the placement decides the duration. Run it twice to see whether another process reads the same.
+
+With ``--shared``, two processes live at once, as the two sides of a lockstep screen are: this
+one places each row's inputs on pages of their own (as ``--pages``) and hands them to a second
+process (CUDA IPC: the same physical memory, mapped at its own virtual addresses), which also
+places a copy of its own on other pages. Both time every placement in turn, twice, the second
+pass in the opposite order and the other process first. It prints, per row, how far the second
+process reads from the first on the same memory and on its own: whether two live processes
+would read the same kernel time if they shared their inputs' memory.
 """
 
 from __future__ import annotations
@@ -91,7 +99,7 @@ def page_tensor(torch: Any, shape: tuple[int, ...], keep: list[Any]) -> Any:
 
 def measure(torch: Any, placements: int, pages: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    keep = []  # the padding blocks stay allocated: each placement is a new address
+    keep: list[Any] = []  # the padding blocks stay allocated: each placement is a new address
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
@@ -146,6 +154,152 @@ def measure(torch: Any, placements: int, pages: bool = False) -> dict[str, Any]:
     return out
 
 
+SHARED_ROWS = (
+    "FlagGems abs f32 64x64",
+    "FlagGems mul f32 64x64",
+    "FlagGems sum f32 64x64 dim 1",
+    "torch abs f32 64x64",
+)
+
+
+def timed_pass(
+    torch: Any, op: Callable[..., Any], inputs: list[list[Any]], order: range
+) -> list[float]:
+    readings = [0.0] * len(inputs)
+    for i in order:
+        readings[i] = kernel_us(torch, functools.partial(op, *inputs[i]))
+    return readings
+
+
+def second_process(requests: Any, replies: Any) -> None:
+    """The other live process of ``--shared``: for each row it is sent the first process's
+    inputs (shared memory), places a copy of its own on other pages, and times both on
+    command."""
+    if Path("src/flag_gems").is_dir():
+        sys.path.insert(0, str(Path("src").resolve()))
+    import flag_gems  # noqa: F401
+    import torch
+
+    table = rows(torch)
+    keep: list[Any] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
+            torch.cuda.synchronize()
+    replies.put("ready")
+    shared: list[list[Any]] = []
+    own: list[list[Any]] = []
+    while True:
+        request = requests.get()
+        if request[0] == "stop":
+            return
+        if request[0] == "row":
+            _, name, shared = request
+            op = table[name][0]
+            own = []
+            for args in shared:
+                copies = [page_tensor(torch, tuple(a.shape), keep) for a in args]
+                for copy, a in zip(copies, args, strict=True):
+                    copy.copy_(a)
+                own.append(copies)
+            for args in shared + own:
+                op(*args)
+            torch.cuda.synchronize()
+            replies.put(
+                {
+                    "pages_own": [a[0].data_ptr() // PAGE for a in own],
+                    "pages_shared_virtual": [a[0].data_ptr() // PAGE for a in shared],
+                }
+            )
+            continue
+        _, reverse = request
+        order = range(len(shared) - 1, -1, -1) if reverse else range(len(shared))
+        replies.put(
+            {
+                "shared": timed_pass(torch, op, shared, order),
+                "own": timed_pass(torch, op, own, order),
+            }
+        )
+
+
+def measure_shared(torch: Any, placements: int) -> dict[str, Any]:
+    import torch.multiprocessing as mp
+
+    context = mp.get_context("spawn")
+    requests, replies = context.Queue(), context.Queue()
+    other = context.Process(target=second_process, args=(requests, replies), daemon=True)
+    other.start()
+    out: dict[str, Any] = {}
+    try:
+        if replies.get(timeout=300) != "ready":
+            raise SystemExit("placement_noise.py --shared: the second process did not start")
+        table = rows(torch)
+        keep: list[Any] = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
+                torch.cuda.synchronize()
+        for name in SHARED_ROWS:
+            op, shapes = table[name]
+            started = time.perf_counter()
+            inputs = [[page_tensor(torch, s, keep) for s in shapes] for _ in range(placements)]
+            for args in inputs:
+                op(*args)
+            torch.cuda.synchronize()
+            requests.put(("row", name, inputs))
+            where = replies.get(timeout=300)
+            first = timed_pass(torch, op, inputs, range(placements))
+            requests.put(("time", False))
+            theirs_first = replies.get(timeout=600)
+            requests.put(("time", True))  # the second pass: the other process first, reversed
+            theirs_second = replies.get(timeout=600)
+            second = timed_pass(torch, op, inputs, range(placements - 1, -1, -1))
+            mine = [(a + b) / 2 for a, b in zip(first, second, strict=True)]
+            shared = [
+                (a + b) / 2
+                for a, b in zip(theirs_first["shared"], theirs_second["shared"], strict=True)
+            ]
+            own = [
+                (a + b) / 2 for a, b in zip(theirs_first["own"], theirs_second["own"], strict=True)
+            ]
+            mean = statistics.fmean(mine)
+            same = [abs(s - m) / m * 100 for s, m in zip(shared, mine, strict=True)]
+            apart = [abs(o - m) / m * 100 for o, m in zip(own, mine, strict=True)]
+            repeat = [abs(a - b) / mean * 100 for a, b in zip(first, second, strict=True)]
+            out[name] = {
+                "first_process": {"first": first, "second": second},
+                "second_process": {"first": theirs_first, "second": theirs_second},
+                "pages_first": [a[0].data_ptr() // PAGE for a in inputs],
+                **where,
+                "same_memory_median_pct": statistics.median(same),
+                "same_memory_max_pct": max(same),
+                "own_memory_median_pct": statistics.median(apart),
+                "own_memory_max_pct": max(apart),
+                "mean_delta_same_pct": (statistics.fmean(shared) / mean - 1) * 100,
+                "mean_delta_own_pct": (statistics.fmean(own) / mean - 1) * 100,
+                "pass_to_pass_median_pct": statistics.median(repeat),
+                "seconds": time.perf_counter() - started,
+            }
+            r = out[name]
+            print(
+                f"{name:30s} mean {mean * 1000:7.1f} ns  second process against the first,"
+                f" per placement: same memory median {r['same_memory_median_pct']:.2f} %"
+                f" max {r['same_memory_max_pct']:.2f} % (mean {r['mean_delta_same_pct']:+.2f} %);"
+                f" own memory median {r['own_memory_median_pct']:.2f} %"
+                f" max {r['own_memory_max_pct']:.2f} % (mean {r['mean_delta_own_pct']:+.2f} %);"
+                f" pass to pass {r['pass_to_pass_median_pct']:.2f} %",
+                flush=True,
+            )
+            for label, values in (("first ", mine), ("shared", shared), ("own   ", own)):
+                print(f"    {label} " + " ".join(f"{v * 1000:7.1f}" for v in values), flush=True)
+    finally:
+        requests.put(("stop",))
+        other.join(timeout=60)
+        if other.is_alive():
+            other.kill()
+    return out
+
+
 def at_least_two(text: str) -> int:
     value = int(text)
     if value < 2:
@@ -162,6 +316,11 @@ def main() -> int:
         "--pages",
         action="store_true",
         help="each placement at offset 0 of a 2 MiB page of its own (not behind random padding)",
+    )
+    parser.add_argument(
+        "--shared",
+        action="store_true",
+        help="two live processes, the second timing the first's inputs (same memory) and its own",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the padding sizes (1)")
     parser.add_argument("--json", type=Path, help="also write every reading to this file")
@@ -187,7 +346,10 @@ def main() -> int:
         )
         return 2
     torch.manual_seed(0)
-    result = measure(torch, args.placements, args.pages)
+    if args.shared:
+        result = measure_shared(torch, args.placements)
+    else:
+        result = measure(torch, args.placements, args.pages)
     if args.json:
         tmp = args.json.with_name(args.json.name + ".tmp")
         tmp.write_text(json.dumps(result, indent=1), encoding="utf-8")
