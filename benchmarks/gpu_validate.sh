@@ -13,6 +13,7 @@
 # of their own);
 # SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep sequential process";
 # ZL_TIMER (e.g. kernel) the --zl-timer of every screen (aa3, mma, rlc, crash, cost, scale).
+# SHARED_INPUTS=1 adds --zl-shared-inputs to those screens (lockstep only).
 #
 # Options:
 #   -o DIR       output folder (default ./zl_validate); every stage writes DIR/<stage>/ and
@@ -112,6 +113,7 @@ export PYTHONUNBUFFERED=1
 BASE=(--level core -p no:cacheprovider -q -rfEs)
 SCREEN_TIMER=()
 [ -z "${ZL_TIMER:-}" ] || SCREEN_TIMER=(--zl-timer="$ZL_TIMER")
+[ "${SHARED_INPUTS:-0}" != 1 ] || SCREEN_TIMER+=(--zl-shared-inputs)
 COMMON=("${BASE[@]}")
 [ -z "${DTYPES:-}" ] || COMMON+=(--dtypes "$DTYPES")
 read -r -a OWN <<< "${OWN_DTYPES-benchmark/test_fft.py::test_perf_fft}"

@@ -218,6 +218,10 @@ class Mode:
 #: the environment variable naming a side worker's end of its channel to the screen (an
 #: inherited file descriptor); ``core.sidework.FD_ENV`` is the same name
 WORKER_FD_ENV = "ZLBENCH_WORKER_FD"
+#: --zl-shared-inputs: the file through which a round's two side workers share their block of
+#: input memory, and whether this worker allocates it ("1") or maps it ("0")
+SHARED_INPUTS_ENV = "ZLBENCH_SHARED_INPUTS"
+SHARED_OWNER_ENV = "ZLBENCH_SHARED_OWNER"
 
 
 def _given(value: Any) -> bool:

@@ -666,3 +666,83 @@ def test_an_operator_measured_alone_is_complete_before_the_next_retry_and_a_cut_
     assert (root / "dies" / "r1_A" / "rows.jsonl").stat().st_mtime_ns == kept
     assert (root / "falls" / "op.complete").is_file()
     assert "measured again alone" in lines(root)["falls"].note
+
+
+# --------------------------------------------------------------------------------------------
+# --zl-shared-inputs: the two workers of a round share a block of input memory
+
+#: every test of the suite logs the shared-inputs environment of the process that ran it
+SHARED_LOG = """
+
+@pytest.fixture(autouse=True)
+def _shared_env():
+    with open(os.environ["SHARED_LOG"], "a") as f:
+        f.write(" ".join([
+            os.environ.get("ZLBENCH_SIDE", "-"), os.environ.get("ZLBENCH_ROUND", "-"),
+            str(os.getpid()), "worker" if "ZLBENCH_WORKER_FD" in os.environ else "child",
+            os.path.basename(os.environ.get("ZLBENCH_SHARED_INPUTS", "-")),
+            os.environ.get("ZLBENCH_SHARED_OWNER", "-"),
+        ]) + "\\n")
+    yield
+"""
+
+
+def test_the_workers_of_a_round_share_one_block_and_a_replaced_worker_renews_it(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round k's two workers name the same block, the one started first in the round (A in odd
+    rounds, B in even ones) allocating it; after side B's worker dies on the first operator,
+    both workers of the round start again on a new block; the recording pass and the retry
+    alone share nothing."""
+    log = suite.path / "shared.log"
+    monkeypatch.setenv("SHARED_LOG", str(log))
+    suite.makeconftest(CONFTEST + SHARED_LOG)
+    head = "import os\nimport signal\nfrom pathlib import Path\n\nimport pytest\n" + BUSY
+    suite.makepyfile(test_a_dies=head + DIES, test_ops=TESTS)  # dies is collected first
+    result, root, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "--zl-shared-inputs")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines
+    seen = [ln.split() for ln in log.read_text().splitlines()]
+    workers = [s for s in seen if s[3] == "worker"]
+    assert {(side, pool, owner) for side, _, _, _, pool, owner in workers if side == "record"} == {
+        ("record", "-", "-")
+    }
+    by_round: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
+    for side, rnd, pid, _, pool, owner in workers:
+        if side != "record":
+            by_round.setdefault((rnd, side), set()).add((pid, pool, owner))
+    # round 1: A allocates; the pair that met dies on block g0, the pair after it on g1
+    assert {(pool, owner) for _, pool, owner in by_round[("1", "A")]} == {
+        ("pool-r1-g0", "1"),
+        ("pool-r1-g1", "1"),
+    }
+    assert {(pool, owner) for _, pool, owner in by_round[("1", "B")]} == {
+        ("pool-r1-g0", "0"),
+        ("pool-r1-g1", "0"),
+    }
+    assert len({pid for pid, _, _ in by_round[("1", "A")]}) == 2  # A's worker started again
+    # round 2 (gemm): B starts first and allocates
+    assert {(pool[: len("pool-r2")], owner) for _, pool, owner in by_round[("2", "B")]} == {
+        ("pool-r2", "1")
+    }
+    assert {owner for _, _, owner in by_round[("2", "A")]} == {"0"}
+    # the retry alone of dies: one process per side, nothing shared
+    assert {(pool, owner) for s in seen if s[3] == "child" for pool, owner in [s[4:6]]} == {
+        ("-", "-")
+    }
+    assert not list(root.glob(f"{WORKERS_DIR}/*/pool-r*"))
+    assert lines(root)["gemm"].verdict == screening.IR_CHANGED
+
+
+def test_shared_inputs_need_lockstep(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=TESTS)
+    result = suite.runpytest(
+        "--zl-backend=cpu", SWITCH, "--zl-screen-mode=sequential", "--zl-shared-inputs",
+        "--zl-out=x",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --zl-shared-inputs: needs --zl-screen-mode=lockstep, not sequential (the "
+            "sides share their inputs' memory only while they take turns)"
+        ]
+    )

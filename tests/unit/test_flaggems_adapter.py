@@ -131,3 +131,66 @@ def test_each_row_says_how_its_own_measurements_took_turns(suite: types.SimpleNa
     (alone,) = run(suite, [measurement(0.1), measurement(0.2)], shapes=["[64]"])
     assert alone.lockstep is None
     assert "lockstep" not in alone.to_json()
+
+
+class PlacingTimer(ScriptedTimer):
+    """A timer that captures graphs: it takes the call on shared inputs too."""
+
+    takes_placement = True
+
+    def __init__(self, measurements: list[Measurement]) -> None:
+        super().__init__(measurements)
+        self.placed: list[Any] = []
+
+    def measure(self, fn: Callable[[], Any], placed: Any = None) -> Measurement:  # type: ignore[override]
+        self.placed.append(placed)
+        m = self.left.pop(0)
+        return dataclasses.replace(m, settings="s,shared-inputs") if placed is not None else m
+
+
+class FakePool:
+    def __init__(self, placeable: set[str]) -> None:
+        self.placeable = placeable
+        self.calls: list[tuple[Any, ...]] = []
+
+    def place(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self.calls.append(args)
+        return f"placed {args[0]}" if args[0] in self.placeable else None
+
+
+def test_each_call_is_timed_on_shared_inputs_where_it_can_be(
+    suite: types.SimpleNamespace,
+) -> None:
+    """With a side worker's shared block (``--zl-shared-inputs``) every call the suite times is
+    offered to it; the timer gets the placement where there is one, and the worker learns how
+    many calls were shared."""
+    rows: list[Row] = []
+    timer = PlacingTimer([measurement(0.1 * k) for k in range(1, 5)])
+    adapter = FlagGemsAdapter(timer, rows.append, lambda line: None)
+    adapter.pool = FakePool({"[64]"})
+    assert adapter.install()
+    try:
+        suite.Benchmark().run(shapes=["[64]", "[4096]"])
+    finally:
+        adapter.uninstall()
+    assert adapter.pool.calls == [("[64]",), ("[64]",), ("[4096]",), ("[4096]",)]
+    assert timer.placed == ["placed [64]", "placed [64]", None, None]
+    assert adapter.shared_calls == (2, 4)
+    assert [r.latency for r in rows] == [pytest.approx(0.2), pytest.approx(0.4)]
+
+
+def test_a_timer_that_does_not_capture_is_never_given_a_placement(
+    suite: types.SimpleNamespace,
+) -> None:
+    rows: list[Row] = []
+    adapter = FlagGemsAdapter(
+        ScriptedTimer([measurement(0.1), measurement(0.2)]), rows.append, print
+    )
+    adapter.pool = FakePool({"[64]"})
+    assert adapter.install()
+    try:
+        suite.Benchmark().run(shapes=["[64]"])
+    finally:
+        adapter.uninstall()
+    assert adapter.pool.calls == []
+    assert adapter.shared_calls == (0, 0)

@@ -36,7 +36,7 @@ from fake_device import (
     make_timer,
     on_thread,
 )
-from pytest_zlbench.adapters.graph_timer import busy_ms
+from pytest_zlbench.adapters.replay_samples import busy_ms
 from pytest_zlbench.adapters.timers import (
     FALLBACK_MARK,
     MIN_SAMPLES,
@@ -1051,3 +1051,79 @@ def test_a_measurement_without_another_side_has_no_lockstep() -> None:
             if gate is not None:
                 timer.gate = gate
             assert timer.measure(op).lockstep is None
+
+
+# ---------------------------------------------------------------------------------------------
+# shared inputs (--zl-shared-inputs): the timed graph on the block both sides map
+
+
+class FakePlacement:
+    """The call on its inputs' copies in the shared block: ``fn`` launches the op's kernel
+    (named ``shared``), ``load`` copies this side's values in (a kernel named ``load``)."""
+
+    def __init__(self, device: FakeDevice, cost: float) -> None:
+        self.device = device
+        self.fn = kernel_op(device, cost, "shared")
+        self.loads = 0
+
+    def load(self) -> None:
+        self.loads += 1
+        self.device.launch(Kernel("load", 0.5))
+
+
+def turn_windows(gate: RecordingGate) -> list[tuple[int, int]]:
+    starts = [n for what, n in gate.log if what == "turn"]
+    ends = [n for what, n in gate.log if what == "turned"]
+    return list(zip(starts, ends, strict=True))
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+def test_shared_inputs_are_loaded_and_replayed_inside_the_turns_only(kernel: bool) -> None:
+    """The other side replays its graph on the same memory in its own turns: this side's graph
+    reads the block only inside this side's turns, each turn first loading this side's values
+    (untimed), and warm-up and primers run on the private inputs."""
+    device = FakeDevice()
+    timer, direct = make_timer(device, replays=10, kernel=kernel)
+    gate = RecordingGate(device, portions=2)
+    timer.gate = gate
+    placed = FakePlacement(device, 0.25)
+    m = timer.measure(kernel_op(device, 0.25, "private"), placed)
+    assert (m.timer, direct.calls) == ("kernel" if kernel else "graph", 0)
+    assert m.ms == pytest.approx(0.25)  # the loads are not timed
+    assert m.settings.endswith(",shared-inputs")
+    windows = turn_windows(gate)
+    assert len(windows) == 2
+    assert placed.loads == 2
+    executed = device.executed
+    inside = {i for start, end in windows for i in range(start, end)}
+    for start, _ in windows:
+        assert executed[start] == "load"
+    assert all(i in inside for i, name in enumerate(executed) if name in ("shared", "load"))
+    outside = [name for i, name in enumerate(executed) if i not in inside]
+    assert outside
+    assert set(outside) == {"private"}  # warm-up, eager estimate, primers
+    calls = int(20.0 // 0.25)
+    # the upload replay in the first turn, then 5 + 5 timed replays
+    assert executed.count("shared") == 11 * calls
+
+
+def test_a_cold_timer_keeps_its_inputs_where_they_are() -> None:
+    """Cold mode captures the flush and the op in one layout: the placement is not used."""
+    device = FakeDevice(flush_cost=0.5)
+    timer, _ = make_timer(device, replays=4, cold=True)
+    placed = FakePlacement(device, 0.25)
+    m = timer.measure(kernel_op(device, 0.25, "private"), placed)
+    assert m.timer == "graph"
+    assert not m.settings.endswith(",shared-inputs")
+    assert "shared" not in device.executed
+    assert placed.loads == 0
+
+
+def test_a_shape_that_falls_back_is_timed_directly_on_its_private_inputs() -> None:
+    device = FakeDevice()
+    timer, direct = make_timer(device)
+    placed = FakePlacement(device, 0.25)
+    m = timer.measure(host_sync_op(device, 0.25), placed)
+    assert (m.timer, direct.calls) == ("direct", 1)
+    assert not m.settings.endswith(",shared-inputs")
+    assert placed.loads == 0

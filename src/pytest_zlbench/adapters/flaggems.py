@@ -52,6 +52,11 @@ class FlagGemsAdapter:
         self.timer = timer
         self.sink = sink
         self.echo = echo
+        #: the side worker's shared block (``--zl-shared-inputs``): each call's inputs are
+        #: copied into it for the timer's graph (``adapters.shared_inputs``)
+        self.pool: Any = None
+        #: (calls timed on the shared block, calls timed) since the worker last read it
+        self.shared_calls = (0, 0)
         self.layout: str | None = None
         self._patched: list[tuple[Any, str, Any]] = []
         # every measurement of the current BenchmarkResult, in call order: per input FlagGems
@@ -104,7 +109,15 @@ class FlagGemsAdapter:
             def fn() -> Any:
                 return torch.autograd.grad((out,), xs, grad_outputs=(dout,), retain_graph=True)
 
-        m = self.timer.measure(fn)
+            m = self.timer.measure(fn)
+        elif self.pool is not None and getattr(self.timer, "takes_placement", False):
+            placed = self.pool.place(op, args, kwargs)
+            timer: Any = self.timer
+            m = timer.measure(fn, placed) if placed is not None else timer.measure(fn)
+            shared, calls = self.shared_calls
+            self.shared_calls = (shared + m.settings.endswith(",shared-inputs"), calls + 1)
+        else:
+            m = self.timer.measure(fn)
         self._calls.append(m)
         return m.ms
 

@@ -4,7 +4,6 @@ events, with a per-shape fallback to a direct timer."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,7 +20,8 @@ from .capture import (
     is_fatal,
     raise_if_fatal,
 )
-from .measurement import Measurement, Timer
+from .measurement import Measurement, Placement, Timer
+from .replay_samples import busy_ms, check_plausible, cold_samples
 from .turns import UNGATED, Gate, Turns, shares
 
 PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (GraphTimer)
@@ -30,46 +30,6 @@ PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (
 # with and without a primer (docs/PERFORMANCE.md, "What limits the noise on an H200"), where
 # 8 more calls of a 100 ms op cost 0.8 s
 PRIMER_BELOW_MS = 1.0
-#: a graph whose time per call is below this fraction of the eager estimate did not capture the
-#: op's work (kernels on a stream not joined to the capture, host-only work, a view). Eager calls
-#: pay the host's dispatch: on an H200 FlagGems' 64 x 64 abs, mul and torch's sum ran 110-350 us
-#: a call eagerly against 1-2 us replayed (up to 1/165); an empty graph's replay spread over its
-#: calls is far below 1/1000 (docs/PERFORMANCE.md, "What the timers refuse")
-IMPLAUSIBLE_BELOW = 1 / 1000
-
-
-def _cold_samples(both: list[float], flush: list[float]) -> list[float]:
-    """Per replay, flush+op minus flush-only. A difference that is not positive means the op is
-    lost in the flush's own noise: never clamped, the shape is timed directly instead."""
-    samples = [b - f for b, f in zip(both, flush, strict=True)]
-    worst = min(samples)
-    if worst <= 0:
-        raise NotCapturedError(
-            f"cold mode: a flush+op replay was not slower than the flush-only one "
-            f"({worst * 1000:+.3g} us per call), the op is below the flush's noise"
-        )
-    return samples
-
-
-def busy_ms(spans: list[tuple[float, float]]) -> float:
-    """The length of the union of ``(start, end)`` spans given in start order."""
-    total, reached = 0.0, -math.inf
-    for start, end in spans:
-        if end <= reached:
-            continue
-        total += end - max(start, reached)
-        reached = end
-    return total
-
-
-def _check_plausible(samples: list[float], estimate_ms: float) -> None:
-    per_call = spread(samples).p50
-    if per_call < estimate_ms * IMPLAUSIBLE_BELOW:
-        raise NotCapturedError(
-            f"the graph replays at {per_call * 1000:.3g} us per call, under 1/"
-            f"{round(1 / IMPLAUSIBLE_BELOW)} of the eager {estimate_ms * 1000:.3g} us: it did "
-            "not capture the op's work"
-        )
 
 
 class GraphTimer:
@@ -100,9 +60,15 @@ class GraphTimer:
       to the next, its kernels' durations by 0.02-0.25 % (docs/PERFORMANCE.md, "Kernel time
       against replay time"); an A/B screen of a compiler switch compares the kernels the switch
       changed. Warm replays only.
+    * ``measure(fn, placed)`` (``--zl-shared-inputs``, warm only): the timed graph is captured on
+      ``placed.fn``, the call on its inputs' copies in memory both sides of a screen map
+      (:mod:`.shared_inputs`); each turn first loads this side's values into them and the
+      graph is replayed only inside turns. Warm-up, primers and the direct fallback use ``fn``.
     """
 
     name = "graph"
+    #: ``measure`` takes a ``placed`` call (``--zl-shared-inputs``)
+    takes_placement = True
 
     def __init__(
         self,
@@ -219,25 +185,36 @@ class GraphTimer:
         per = len(spans) // replays
         return [busy_ms(spans[i * per : (i + 1) * per]) / calls for i in range(replays)]
 
-    def _timed(self, graphs: list[Any], calls: int, turns: Turns) -> list[float]:
+    def _timed(
+        self, graphs: list[Any], calls: int, turns: Turns, placed: Placement | None = None
+    ) -> list[float]:
         """Every graph uploaded by one untimed replay, then ``replays`` timed replays of each,
-        split over the gate's turns; warm: per-call times; cold: flush+op minus flush-only."""
-        for graph in graphs:
-            self.api.replay(graph)
-        self.api.synchronize()
+        split over the gate's turns; warm: per-call times; cold: flush+op minus flush-only.
+        A graph on shared inputs (``placed``) is loaded, uploaded and replayed inside turns
+        only: the other side may replay its own graph on the same memory between them."""
+        if placed is None:
+            for graph in graphs:
+                self.api.replay(graph)
+            self.api.synchronize()
         if self.kernel and not self._traced:  # untimed: the profiler's first start is slow
             with self.api.device_trace():
                 self.api.synchronize()
             self._traced = True
         time_replays = self._trace_replays if self.kernel else self._time_replays
         timed: list[list[float]] = [[] for _ in graphs]
-        for share in shares(self.replays, turns.portions):
+        for k, share in enumerate(shares(self.replays, turns.portions)):
             with turns.turn():
+                if placed is not None:  # untimed: this side's values, then the upload
+                    placed.load()
+                    if k == 0:
+                        for graph in graphs:
+                            self.api.replay(graph)
+                    self.api.synchronize()
                 for graph, out in zip(graphs, timed, strict=True):
                     out += time_replays(graph, calls, share)
         if len(graphs) == 1:
             return timed[0]
-        return _cold_samples(timed[1], timed[0])
+        return cold_samples(timed[1], timed[0])
 
     def _prime(self, fn: Callable[[], Any], graphs: list[Any], count: int) -> None:
         """Capture, replay and release ``count`` one-call graphs of ``fn``, one at a time (at
@@ -338,10 +315,12 @@ class GraphTimer:
         primers: int,
         graphs: list[Any],
         flags: list[str],
+        placed: Placement | None = None,
     ) -> None:
         """On the capture thread: one plain call first (this thread's library handles are made
         outside the capture), then ``primers`` primer graphs (each released before the next),
-        then the timed graphs, appended to ``graphs`` as they are made."""
+        then the timed graphs (warm: of ``placed.fn`` when given), appended to ``graphs`` as
+        they are made."""
         api = self.api
         before = self._plain_call_error(fn)
         if before is not None:
@@ -350,7 +329,7 @@ class GraphTimer:
         try:
             self._prime(fn, graphs, primers)
             if flush is None:
-                graphs.append(self._capture(fn, calls))
+                graphs.append(self._capture(placed.fn if placed else fn, calls))
             else:
                 graphs.append(self._capture(flush, calls))
                 graphs.append(self._capture(both, calls))
@@ -373,13 +352,17 @@ class GraphTimer:
                 "work, or kernels on a stream not joined to the capture)"
             )
 
-    def measure(self, fn: Callable[[], Any]) -> Measurement:
+    def measure(self, fn: Callable[[], Any], placed: Placement | None = None) -> Measurement:
+        if self.cold:
+            placed = None  # the flush graph and the op's graph would need one layout
         with self.gate.measurement() as turns:
-            m = self._measure(fn, turns)
+            m = self._measure(fn, turns, placed)
         # stamped once the measurement is done: a direct fallback's turns count too
         return dataclasses.replace(m, lockstep=turns.lockstep)
 
-    def _measure(self, fn: Callable[[], Any], turns: Turns) -> Measurement:
+    def _measure(
+        self, fn: Callable[[], Any], turns: Turns, placed: Placement | None = None
+    ) -> Measurement:
         if self._direct_reason is not None:
             m = self.direct.measure(fn)
             return Measurement(
@@ -410,13 +393,15 @@ class GraphTimer:
         try:
             try:
                 self._on_capture_thread(
-                    lambda flags: self._capture_all(fn, flush, both, calls, primers, graphs, flags)
+                    lambda flags: self._capture_all(
+                        fn, flush, both, calls, primers, graphs, flags, placed
+                    )
                 )
                 self._check_recorded(graphs)
-                samples = self._timed(graphs, calls, turns)
+                samples = self._timed(graphs, calls, turns, placed)
                 # cold: the estimate is mostly the flush's; kernel: the trace holds the work
                 if flush is None and not self.kernel:
-                    _check_plausible(samples, estimate)
+                    check_plausible(samples, estimate)
             except FatalDeviceError:
                 raise
             except Exception as exc:
@@ -438,4 +423,5 @@ class GraphTimer:
                 api.release(g)
             self._empty_cache()
         s = spread(samples)
-        return Measurement(s.p50, s, self.name, settings=self.describe())
+        settings = self.describe() + (",shared-inputs" if placed is not None else "")
+        return Measurement(s.p50, s, self.name, settings=settings)

@@ -24,7 +24,19 @@ class Measurement:
     lockstep: str | None = None
 
 
+class Placement(Protocol):
+    """A call on copies of its inputs in memory shared with the other side of a screen
+    (:mod:`.shared_inputs`): ``fn()`` makes the call, ``load()`` copies this side's values in."""
+
+    fn: Callable[[], Any]
+
+    def load(self) -> None: ...
+
+
 class Timer(Protocol):
+    """``measure(fn)`` times ``fn``; a timer that captures graphs also takes ``placed``, the
+    same call on shared inputs (``--zl-shared-inputs``), and the others never receive one."""
+
     name: str
 
     def measure(self, fn: Callable[[], Any]) -> Measurement: ...

@@ -23,8 +23,9 @@ from .capture import (
     broken_process,
 )
 from .direct_timers import MIN_SAMPLES, CpuTimer, DirectTimer
-from .graph_timer import IMPLAUSIBLE_BELOW, PRIMER_BELOW_MS, PRIMER_GRAPHS, GraphTimer
+from .graph_timer import PRIMER_BELOW_MS, PRIMER_GRAPHS, GraphTimer
 from .measurement import FALLBACK_MARK, Measurement, Timer
+from .replay_samples import IMPLAUSIBLE_BELOW
 from .turns import UNGATED, Gate, Turns, Ungated, shares
 
 __all__ = [

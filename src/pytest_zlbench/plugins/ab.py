@@ -60,6 +60,12 @@ BATCH_SIZE_HELP = (
     "cut short loses at most one batch to --zl-resume"
 )
 
+SHARED_INPUTS_HELP = (
+    "Lockstep: both sides time each FlagGems call on its inputs copied into one block of device "
+    "memory both side workers map, so that where the inputs sit cannot differ between the "
+    "sides (graph and kernel timers, warm)"
+)
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-ab", "zlbench A/B: screening compiler switches")
@@ -87,6 +93,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="lockstep|sequential|process",
     )
     add(parser, group, "--zl-batch-size", BATCH_SIZE_HELP, child=DROP, metavar="N")
+    add(parser, group, "--zl-shared-inputs", SHARED_INPUTS_HELP, child=DROP, action="store_true")
     add(parser, group, "--zl-fail-beyond", FAIL_BEYOND_HELP, child=DROP, metavar="PCT")
     add(parser, group, "--zl-floor-from", FLOOR_FROM_HELP, child=DROP, metavar="AA_ROOT")
 

@@ -51,6 +51,9 @@ class AbSettings:
     #: complete before the next one starts (what a cut screen loses at most; it changes no
     #: measurement: not in :meth:`describe`, so --zl-resume may change it)
     batch_size: int = BATCH_SIZE
+    #: --zl-shared-inputs: the two sides of a lockstep round time each call on inputs in one
+    #: block of memory both map (``adapters.shared_inputs``)
+    shared_inputs: bool = False
 
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
@@ -61,6 +64,8 @@ class AbSettings:
             "allow_no_ir_diff": self.allow_no_ir_diff,
             "replay_from": str(self.replay_from) if self.replay_from else None,
             "shard": self.shard,
+            # only when set: a screen root written before the option existed resumes as it was
+            **({"shared_inputs": True} if self.shared_inputs else {}),
         }
 
 
@@ -134,6 +139,12 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
     )
     screen_mode = _common.get(config, "zl_screen_mode", parse_screen_mode, "lockstep")
     batch_size = _common.get(config, "zl_batch_size", parse_batch_size, BATCH_SIZE)
+    shared_inputs = _common.get(config, "zl_shared_inputs", parse_bool, False)
+    if shared_inputs and screen_mode != "lockstep":
+        raise pytest.UsageError(
+            f"--zl-shared-inputs: needs --zl-screen-mode=lockstep, not {screen_mode} (the sides "
+            "share their inputs' memory only while they take turns)"
+        )
     check_addopts(config)
     from .shard import checked_shard
 
@@ -161,6 +172,7 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         mode=screen_mode,
         floor_from=floor_root(config),
         batch_size=batch_size,
+        shared_inputs=shared_inputs,
     )
 
 

@@ -19,6 +19,12 @@ it is measured again alone, one process per side (``screen.children``), from tha
 that refused the requested ``--dtypes`` is measured instead by a batch of its own whose workers
 are not given them (``own_dtypes``, ``screen.batches``). An operator stops early once more rounds
 cannot change its verdict (``core.rounds.stop_reason``).
+
+With ``--zl-shared-inputs`` (lockstep) the two workers of a round share one block of input
+memory (``adapters.shared_inputs``): the worker started first in the round allocates it and
+publishes it at ``pool-r<round>-g<generation>`` in the batch's directory, the other maps it.
+A worker replaced within a round takes the block with it, so both workers of the round are
+started afresh on a new generation.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV
 from ..contract import PINS_FILE, RECORD_DIR, RECORD_SIDE, round_dir
 from ..core.lockstep import Lockstep, order_for
 from ..core.rounds import passes_left
@@ -81,6 +88,9 @@ class SideWorkers:
         self.costs: dict[str, float] = {}
         #: seconds the workers spent inside timed turns, as they reported them
         self.timed_s = 0.0
+        #: --zl-shared-inputs: the two workers of a round share a block of input memory
+        self.shared = self.lockstep and self.settings.shared_inputs
+        self.pool_generation = 0
 
     def progress(self, text: str) -> None:
         self.controller.progress(text)
@@ -90,6 +100,9 @@ class SideWorkers:
     def _spawn(self, side: str, rnd: int, nodeids: list[str], replay: Path | None) -> SideProcess:
         cmd = self.children.worker_cmd(nodeids, replay, self.own_dtypes)
         env = self.children.env(side, rnd, own_dtypes=self.own_dtypes)
+        if self.shared and rnd > 0:
+            env[SHARED_INPUTS_ENV] = str(self.workdir / f"pool-r{rnd}-g{self.pool_generation}")
+            env[SHARED_OWNER_ENV] = "1" if side == first_of(rnd) else "0"
         cwd = self.controller.config.invocation_params.dir
         worker = start_side(cmd, env, cwd, self.workdir / side, side, rnd)
         self.workers[side] = worker
@@ -116,6 +129,21 @@ class SideWorkers:
         self._greet(worker)
         return worker
 
+    def _live(self, side: str, rnd: int) -> bool:
+        worker = self.workers.get(side)
+        return worker is not None and worker.gone is None and worker.round == rnd
+
+    def _renew_pair(self, sides: Sequence[str], rnd: int) -> None:
+        """Shared inputs: a worker about to be replaced within a round takes its block (or the
+        mapping of its peer's) with it, so its live peer is stopped too and both start afresh
+        on the next generation of the block."""
+        live = [side for side in sides if self._live(side, rnd)]
+        if not live or len(live) == len(sides):
+            return
+        for side in live:
+            self.workers.pop(side).stop()
+        self.pool_generation += 1
+
     def start(
         self, sides: Sequence[str], rnd: int, nodeids: list[str], replay: Path | None
     ) -> None:
@@ -136,6 +164,12 @@ class SideWorkers:
             worker.ask_stop()
         for worker in workers:
             worker.stop()
+        self._drop_pools()
+
+    def _drop_pools(self) -> None:
+        """The files of the shared blocks (``--zl-shared-inputs``), once no worker maps them."""
+        for path in self.workdir.glob("pool-r*"):
+            path.unlink(missing_ok=True)
 
     def kill_all(self) -> None:
         """Kill every worker's process group at once."""
@@ -144,6 +178,7 @@ class SideWorkers:
         for worker in workers:
             kill_group(worker.proc)
             worker.channel.close()
+        self._drop_pools()
 
     # -- one operator on some sides ----------------------------------------------------------
 
@@ -161,6 +196,8 @@ class SideWorkers:
         run directory; ``after``: the tests the same worker runs next, if any. Returns each
         side's failure (``None``: measured)."""
         lock = Lockstep(order=order_for(rnd)) if self.lockstep and len(sides) == 2 else None
+        if self.shared and len(sides) == 2:
+            self._renew_pair(sides, rnd)
         results: dict[str, str | None] = {}
         running: Running = {}
         for side in sides:
@@ -342,7 +379,7 @@ class SideWorkers:
                 ]
                 if not todo:
                     break
-                first = ("A", "B") if k % 2 else ("B", "A")
+                first = (first_of(k), "B" if first_of(k) == "A" else "A")
                 self.start(first, k, [n for item in todo for n in item.nodeids], replay)
                 self.pass_over(k, todo, first, replay, after_round)
                 self.stop_all()
@@ -390,3 +427,9 @@ class SideWorkers:
             )
         if pins:
             records.write_json(replay / PINS_FILE, pins_to_json(pins))
+
+
+def first_of(rnd: int) -> str:
+    """The side whose worker starts first in round ``rnd`` (it alternates by round); with
+    shared inputs it allocates the round's block."""
+    return "A" if rnd % 2 else "B"

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from .. import _common
-from .._common import WORKER_FD_ENV, timing_settings_key
+from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV, WORKER_FD_ENV, timing_settings_key
 from ..adapters.gates import ChannelGate
 from ..adapters.turns import CountingGate
 from ..contract import FLAGGEMS_CACHE_DIR, SIDE_ENV
@@ -91,6 +91,13 @@ class SideWorker:
         self.recorder: Any = None  # the current operator's RunRecorder
         self.failure: str | None = None  # the current operator's first failed report
         self.fails = 0  # failed reports of this session
+        #: --zl-shared-inputs: the round's block of input memory, shared with the other side
+        self.pool: Any = None
+        shared = os.environ.get(SHARED_INPUTS_ENV)
+        if shared:
+            from ..adapters.shared_inputs import SharedPool
+
+            self.pool = SharedPool(Path(shared), os.environ.get(SHARED_OWNER_ENV) == "1")
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -173,6 +180,7 @@ class SideWorker:
         failure = self.failure
         if failure is None and not complete:
             failure = "the run directory is incomplete: " + "; ".join(recorder.errors)
+        self._tell_shared(str(message["op"]))
         timed = self.gate.timed_s if self.gate is not None else self.alone.timed_s
         self.channel.send(
             "op",
@@ -186,6 +194,23 @@ class SideWorker:
     def _begin(self, recorder: Any) -> None:
         self.recorder, self.failure = recorder, None
 
+    def _adapter(self) -> Any:
+        timing = self.config.pluginmanager.get_plugin("zlbench-timing-session")
+        return timing.adapter if timing is not None and timing.adapter else None
+
+    def _tell_shared(self, op: str) -> None:
+        """Into the worker's output: how many of the operator's calls were timed on the shared
+        block (``--zl-shared-inputs``), and why none were if the block could not be made."""
+        adapter = self._adapter()
+        if self.pool is None or adapter is None:
+            return
+        placed, calls = adapter.shared_calls
+        broken = f" (no block: {self.pool.broken})" if self.pool.broken else ""
+        if self.pool.unplaced and placed < calls:
+            broken += f" (last unplaced: {self.pool.unplaced})"
+        print(f"ZLBENCH_SHARED_INPUTS {op}: {placed} of {calls} calls{broken}", flush=True)
+        adapter.shared_calls = (0, 0)
+
     # -- each test's reports reach the operator's recorder -----------------------------------
 
     @pytest.hookimpl(tryfirst=True)
@@ -197,6 +222,9 @@ class SideWorker:
         if self.config.stash.get(timing_settings_key, None) is not None:
             active_timer(self.config)
         self._set_gate(self.gate)
+        adapter = self._adapter()
+        if adapter is not None and self.pool is not None:
+            adapter.pool = self.pool if self.gate is not None else None
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

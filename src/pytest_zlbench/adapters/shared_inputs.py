@@ -1,0 +1,189 @@
+"""Shared inputs (``--zl-shared-inputs``): the two sides of a lockstep screen time each call on
+its inputs copied into one block of device memory that both side processes map.
+
+On an H200 a microsecond kernel's duration depends on where its inputs sit in physical memory,
+by up to 4 % over pages, each placement repeatable to 0.1 %; two live processes cannot share an
+allocation, so each side of a round reads a placement of its own, a steady offset between the
+sides that no number of replays removes. Two processes timing the same physical memory read the
+same duration to 0.03-0.12 % (docs/PERFORMANCE.md, "Where the inputs sit").
+
+* :class:`SharedPool` is the block: the side that starts first in a round allocates it and
+  publishes it in a file (CUDA IPC; on the CPU a memory-mapped file), the other side maps it.
+* :meth:`SharedPool.place` lays out a call's input storages in the block from its start, one
+  after the other, each on a multiple of :data:`ALIGN` plus its own address modulo
+  :data:`KEEP` (Triton specialises a kernel on its pointers' divisibility by 16: the timed graph
+  runs the kernel the private inputs compiled), keeping every view, alias and stride relation
+  between the arguments. Both sides lay out the same call alike. It returns a
+  :class:`Placement`.
+* :class:`Placement` is what the graph timer uses: ``fn`` calls the op on the shared copies (the
+  timed graph is captured on it) and ``load()`` copies this side's input values in. The timer
+  loads at the start of each of its turns, so the values a side times are its own, and never
+  replays the shared graph outside a turn (turns of the two sides never overlap).
+
+Only the timed graph reads the block; warm-up, primers and the direct timer use the private
+inputs. A call whose input storages do not fit is timed on its private inputs.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: the block's size; a call whose input storages need more is timed on its private inputs
+POOL_BYTES = 256 << 20
+#: each storage's copy starts on a multiple of this (the caching allocator's block alignment)
+ALIGN = 512
+#: ... plus the storage's own address modulo this (the pointer divisibility compilers see)
+KEEP = 16
+#: how long the side that maps the block waits for the other side to publish it
+WAIT_S = 120.0
+
+
+class Placement:
+    """One call's inputs in the shared block: ``fn()`` calls the op on them, ``load()`` copies
+    this side's values in (one device copy per input storage)."""
+
+    def __init__(self, fn: Callable[[], Any], copies: list[tuple[Any, Any]]) -> None:
+        self.fn = fn
+        self._copies = copies  # (destination in the block, source storage), both uint8
+
+    @property
+    def storages(self) -> int:
+        return len(self._copies)
+
+    def load(self) -> None:
+        for dst, src in self._copies:
+            dst.copy_(src)
+
+
+def _bytes_of(torch: Any, storage: Any, device: Any) -> Any:
+    return torch.empty(0, dtype=torch.uint8, device=device).set_(storage)
+
+
+def _walk(value: Any, visit: Callable[[Any], Any]) -> Any:
+    """``value`` with every tensor in it (inside lists, tuples and dicts) replaced by
+    ``visit(tensor)``."""
+    if isinstance(value, list):
+        return [_walk(v, visit) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_walk(v, visit) for v in value)
+    if isinstance(value, dict):
+        return {k: _walk(v, visit) for k, v in value.items()}
+    return visit(value)
+
+
+class SharedPool:
+    """The block of one side worker: ``owner`` allocates and publishes it at ``path``, the other
+    side maps it from there. Made on first use; if that fails, :attr:`broken` says why and every
+    call is timed on its private inputs."""
+
+    def __init__(self, path: Path, owner: bool, wait_s: float = WAIT_S) -> None:
+        self.path = path
+        self.owner = owner
+        self.wait_s = wait_s
+        self.broken: str | None = None
+        self.unplaced: str | None = None
+        self._block: Any = None
+
+    def block(self, torch: Any, device: Any) -> Any:
+        if self._block is None and self.broken is None:
+            try:
+                self._block = self._make(torch, device)
+            except Exception as exc:  # the screen goes on, unshared, and says why
+                self.broken = f"{type(exc).__name__}: {exc}"
+        return self._block
+
+    def _make(self, torch: Any, device: Any) -> Any:
+        if device.type == "cpu":  # the CPU demo and tests: a file both processes map
+            return torch.from_file(
+                str(self.path.with_suffix(".mem")), shared=True, size=POOL_BYTES, dtype=torch.uint8
+            )
+        if self.owner:
+            from multiprocessing.reduction import ForkingPickler
+
+            import torch.multiprocessing  # registers the CUDA reductions with ForkingPickler
+
+            block = torch.empty(POOL_BYTES, dtype=torch.uint8, device=device)
+            data = bytes(ForkingPickler.dumps(block))
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(self.path)
+            return block
+        deadline = time.monotonic() + self.wait_s
+        while not self.path.exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the other side did not publish {self.path.name}")
+            time.sleep(0.05)
+        import torch.multiprocessing  # its reductions rebuild the CUDA storage
+
+        block = pickle.loads(self.path.read_bytes())
+        if block.device != device:
+            raise RuntimeError(f"the shared block is on {block.device}, the inputs on {device}")
+        return block
+
+    def place(self, op: Callable[..., Any], args: Any, kwargs: Any) -> Placement | None:
+        """The call ``op(*args, **kwargs)`` on copies of its input storages in the block, or
+        ``None`` when it cannot be (no tensor input, inputs on several devices, a layout other
+        than strided, more than :data:`POOL_BYTES`, no block, or an input torch cannot view
+        elsewhere: :attr:`unplaced` keeps the last such reason)."""
+        try:
+            return self._place(op, args, kwargs)
+        except Exception as exc:  # the call is timed on its own inputs
+            self.unplaced = f"{type(exc).__name__}: {exc}"
+            return None
+
+    def _place(self, op: Callable[..., Any], args: Any, kwargs: Any) -> Placement | None:
+        import torch
+
+        tensors: list[Any] = []
+        _walk((args, kwargs), lambda v: tensors.append(v) if isinstance(v, torch.Tensor) else v)
+        if not tensors:
+            return None
+        device = tensors[0].device
+        if any(t.device != device or t.layout != torch.strided for t in tensors):
+            return None
+        # one copy per storage, so that views and aliases of one storage stay views of one copy
+        spans: dict[int, tuple[Any, int]] = {}
+        offset = 0
+        for t in tensors:
+            storage = t.untyped_storage()
+            base = storage.data_ptr()
+            if base in spans:
+                continue
+            start = -(-offset // ALIGN) * ALIGN + base % KEEP
+            if any(
+                start % t.element_size() for t in tensors if t.untyped_storage().data_ptr() == base
+            ):
+                return None  # a storage not aligned to its own elements: left where it is
+            spans[base] = (storage, start)
+            offset = start + storage.nbytes()
+        if offset > POOL_BYTES:
+            return None
+        block = self.block(torch, device)
+        if block is None:
+            return None
+        copies = []
+        for storage, start in spans.values():
+            dst = block[start : start + storage.nbytes()]
+            copies.append((dst, _bytes_of(torch, storage, device)))
+
+        pool = block.untyped_storage()
+        below = block.storage_offset()  # the block's first byte in its storage
+
+        def shared(t: Any) -> Any:
+            if not isinstance(t, torch.Tensor):
+                return t
+            _, start = spans[t.untyped_storage().data_ptr()]
+            first = (below + start) // t.element_size() + t.storage_offset()
+            view = torch.empty(0, dtype=t.dtype, device=device).set_(
+                pool, first, t.size(), t.stride()
+            )
+            return view.requires_grad_(t.requires_grad)
+
+        placed_args, placed_kwargs = _walk((args, kwargs), shared)
+        # no values are copied here: the timer loads them inside each of its turns
+        return Placement(lambda: op(*placed_args, **placed_kwargs), copies)

@@ -1,0 +1,166 @@
+"""``adapters.shared_inputs``: a call's inputs laid out in a block two processes map, on the CPU
+(torch's memory-mapped file stands for the device block CUDA IPC shares on a card)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from pytest_zlbench.adapters.shared_inputs import ALIGN, KEEP, POOL_BYTES, SharedPool
+
+torch = pytest.importorskip("torch")
+
+
+def pool(tmp_path: Path, owner: bool = True) -> SharedPool:
+    return SharedPool(tmp_path / "pool-r1-g0", owner)
+
+
+def inside(p: SharedPool, t: Any) -> int:
+    """``t``'s first byte as an offset into the block."""
+    block = p.block(torch, torch.device("cpu"))
+    offset = int(t.data_ptr() - block.data_ptr())
+    assert 0 <= offset < POOL_BYTES
+    return offset
+
+
+def test_a_call_on_the_shared_copies_reads_what_it_read_on_its_own_inputs(tmp_path: Path) -> None:
+    p = pool(tmp_path)
+    x = torch.randn(8, 8)
+    y = torch.randn(8, 8)
+    placed = p.place(torch.add, (x, y), {"alpha": 2})
+    assert placed is not None
+    assert placed.storages == 2
+    placed.load()  # the timer loads this side's values inside its turn
+    assert torch.equal(placed.fn(), torch.add(x, y, alpha=2))
+
+
+def test_nothing_is_copied_before_the_timer_loads(tmp_path: Path) -> None:
+    """Outside a turn the other side may be replaying on the block: placing writes nothing."""
+    p = pool(tmp_path)
+    block = p.block(torch, torch.device("cpu"))
+    block[:4096].fill_(7)
+    placed = p.place(torch.neg, (torch.zeros(16),), {})
+    assert placed is not None
+    assert int(block[0]) == 7
+    placed.load()
+    assert torch.equal(placed.fn(), torch.zeros(16))
+
+
+def test_views_aliases_and_strides_keep_their_relations(tmp_path: Path) -> None:
+    p = pool(tmp_path)
+    base = torch.arange(64, dtype=torch.float32)
+    matrix = base.view(8, 8)
+    seen: list[Any] = []
+
+    def op(a: Any, b: Any, *, c: Any, lst: list[Any]) -> Any:
+        seen[:] = [a, b, c, *lst]
+        return a.sum() + b.sum() + c.sum() + sum(t.sum() for t in lst)
+
+    placed = p.place(op, (matrix.t(), base[3:]), {"c": matrix, "lst": [base, torch.ones(5)]})
+    assert placed is not None
+    assert placed.storages == 2  # base and its views share one copy; the ones another
+    placed.load()
+    assert float(placed.fn()) == float(
+        op(matrix.t(), base[3:], c=matrix, lst=[base, torch.ones(5)])
+    )
+    placed.fn()
+    t, tail, c, whole, ones = seen
+    assert t.stride() == (1, 8)
+    assert not t.is_contiguous()
+    assert inside(p, tail) - inside(p, whole) == 3 * 4  # base[3:] stays 3 elements in
+    assert inside(p, c) == inside(p, whole) == inside(p, t)  # one copy of the storage
+    assert torch.equal(ones, torch.ones(5))
+
+
+def test_each_storage_keeps_its_address_modulo_16_and_starts_on_a_block(tmp_path: Path) -> None:
+    """Triton specialises a kernel on its pointers' divisibility by 16: a copy at another
+    address modulo 16 would compile another kernel for the timed graph."""
+    p = pool(tmp_path)
+    block = p.block(torch, torch.device("cpu"))
+    assert block.data_ptr() % ALIGN == 0
+    originals = (torch.randn(3)[1:], torch.randn(1000)[:2], torch.randn(5))
+    seen: list[Any] = []
+    placed = p.place(lambda *ts: seen.extend(ts), originals, {})
+    assert placed is not None
+    placed.fn()
+    for original, copy in zip(originals, seen, strict=True):
+        at = copy.data_ptr() - block.data_ptr() - original.storage_offset() * 4
+        assert at % ALIGN == original.untyped_storage().data_ptr() % KEEP
+        assert copy.data_ptr() % KEEP == original.data_ptr() % KEEP
+
+
+def test_what_cannot_be_placed_is_timed_on_its_own_inputs(tmp_path: Path) -> None:
+    p = pool(tmp_path)
+    assert p.place(lambda: 1, (3, "x"), {}) is None  # no tensor
+    assert p.place(torch.neg, (torch.randn(4).to_sparse(),), {}) is None  # not strided
+    assert p.place(torch.neg, (torch.empty(POOL_BYTES // 4 + 1),), {}) is None  # too big
+
+
+def test_requires_grad_follows_the_input(tmp_path: Path) -> None:
+    p = pool(tmp_path)
+    w = torch.randn(4, requires_grad=True)
+    seen: list[Any] = []
+    placed = p.place(lambda a, b: seen.extend([a, b]), (w, torch.randn(4)), {})
+    assert placed is not None
+    placed.fn()
+    assert [t.requires_grad for t in seen] == [True, False]
+
+
+def test_another_process_maps_the_same_memory(tmp_path: Path) -> None:
+    """The block a side worker places into is the one the other side's worker maps."""
+    owner = pool(tmp_path)
+    placed = owner.place(torch.neg, (torch.full((4,), 5.0),), {})
+    assert placed is not None
+    placed.load()
+    script = textwrap.dedent(
+        f"""
+        import torch
+        from pathlib import Path
+        from pytest_zlbench.adapters.shared_inputs import SharedPool
+        p = SharedPool(Path({str(tmp_path / "pool-r1-g0")!r}), owner=False)
+        seen = []
+        placed = p.place(lambda x: seen.append(x), (torch.zeros(4),), {{}})
+        placed.fn()
+        print(seen[0].tolist())
+        seen[0].fill_(9.0)  # written into the memory both map
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[5.0, 5.0, 5.0, 5.0]"
+    seen: list[Any] = []
+    again = owner.place(lambda x: seen.append(x), (torch.zeros(4),), {})
+    assert again is not None
+    again.fn()
+    assert seen[0].tolist() == [9.0] * 4
+
+
+def test_a_block_the_other_side_never_publishes_leaves_the_calls_unshared(
+    tmp_path: Path,
+) -> None:
+    """The side that maps the block waits for the other side's file a bounded time, then
+    times on its own inputs and says why."""
+    p = SharedPool(tmp_path / "pool-r1-g0", owner=False, wait_s=0.2)
+    device = SimpleNamespace(type="cuda")
+    assert p.block(torch, device) is None
+    assert p.broken == "TimeoutError: the other side did not publish pool-r1-g0"
+    assert p.block(torch, device) is None  # it does not wait again
+
+
+def test_an_input_torch_cannot_view_elsewhere_leaves_the_call_on_its_own_inputs(
+    tmp_path: Path,
+) -> None:
+    class Odd(torch.Tensor):
+        def untyped_storage(self) -> Any:
+            raise RuntimeError("no storage here")
+
+    p = pool(tmp_path)
+    assert p.place(torch.neg, (torch.randn(4).as_subclass(Odd),), {}) is None
+    assert p.unplaced == "RuntimeError: no storage here"
