@@ -112,9 +112,11 @@ def check_resume(root: Path, settings: AbSettings) -> None:
     except (OSError, ValueError) as exc:
         raise pytest.UsageError(f"--zl-resume: {path} is unreadable ({exc})") from None
     now = settings.describe()
-    differ = [k for k in now if isinstance(before, dict) and before.get(k) != now[k]]
+    # both ways: a setting written only when set (shared_inputs) may be missing from either
+    keys = [*now, *(k for k in before if k not in now)] if isinstance(before, dict) else []
+    differ = [k for k in keys if before.get(k) != now.get(k)]
     if not isinstance(before, dict) or differ:
-        what = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
+        what = ", ".join(f"{k}: {before.get(k)!r} -> {now.get(k)!r}" for k in differ)
         raise pytest.UsageError(
             f"--zl-resume: {root} was screened with other settings ({what or 'unknown'}); "
             "give a new --zl-out"

@@ -1,0 +1,39 @@
+"""``screen.settings.check_resume``: which settings a resumed screen must keep."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_zlbench.screen.settings import SETTINGS_FILE, AbSettings, check_resume
+
+
+def settings(root: Path, **kw: object) -> AbSettings:
+    base = AbSettings(
+        root=root, switches=(), env_b={}, rounds=3, allow_no_ir_diff=False, timeout=None,
+        resume=True, backend="cuda", flagtree_prefix="FLAGTREE_",
+    )  # fmt: skip
+    return dataclasses.replace(base, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("before", "now"), [(True, False), (False, True)])
+def test_a_screen_resumes_only_with_the_same_shared_inputs(
+    tmp_path: Path, before: bool, now: bool
+) -> None:
+    """``shared_inputs`` is in ``screen.json`` only when set: a screen that shared its inputs
+    resumed without the option read as unchanged."""
+    (tmp_path / SETTINGS_FILE).write_text(
+        json.dumps(settings(tmp_path, shared_inputs=before).describe())
+    )
+    with pytest.raises(pytest.UsageError, match="shared_inputs"):
+        check_resume(tmp_path, settings(tmp_path, shared_inputs=now))
+
+
+def test_a_screen_written_before_the_option_resumes_without_it(tmp_path: Path) -> None:
+    described = settings(tmp_path).describe()
+    assert "shared_inputs" not in described
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps(described))
+    check_resume(tmp_path, settings(tmp_path))
