@@ -729,20 +729,27 @@ def test_the_workers_of_a_round_share_one_block_and_a_replaced_worker_renews_it(
     assert {(pool, owner) for s in seen if s[3] == "child" for pool, owner in [s[4:6]]} == {
         ("-", "-")
     }
-    assert not list(root.glob(f"{WORKERS_DIR}/*/pool-r*"))
     assert lines(root)["gemm"].verdict == screening.IR_CHANGED
 
 
-def test_shared_inputs_need_lockstep(suite: pytest.Pytester) -> None:
+@pytest.mark.parametrize(
+    ("option", "error"),
+    [
+        (
+            "--zl-screen-mode=sequential",
+            "needs --zl-screen-mode=lockstep, not sequential (the sides share their inputs' "
+            "memory only while they take turns)",
+        ),
+        (
+            "--zl-timer=direct",
+            "the graph and kernel timers share inputs, warm only, not with --zl-timer=direct",
+        ),
+    ],
+)
+def test_shared_inputs_are_refused_where_they_would_do_nothing(
+    suite: pytest.Pytester, option: str, error: str
+) -> None:
     suite.makepyfile(test_ops=TESTS)
-    result = suite.runpytest(
-        "--zl-backend=cpu", SWITCH, "--zl-screen-mode=sequential", "--zl-shared-inputs",
-        "--zl-out=x",
-    )  # fmt: skip
+    result = suite.runpytest("--zl-backend=cpu", SWITCH, option, "--zl-shared-inputs", "--zl-out=x")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
-            "ERROR: --zl-shared-inputs: needs --zl-screen-mode=lockstep, not sequential (the "
-            "sides share their inputs' memory only while they take turns)"
-        ]
-    )
+    result.stderr.fnmatch_lines([f"ERROR: --zl-shared-inputs: {error}"])

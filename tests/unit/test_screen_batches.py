@@ -169,3 +169,45 @@ def test_the_passes_left_of_a_batch_follow_the_finished_operators_that_reached_i
     assert workers._units_left(2, 0, 2) == pytest.approx(1 + 2 * 1 + 4)
     # the recording pass: the mean over all, 5/3 rounds each after it
     assert workers._units_left(0, 1, 2) == pytest.approx(0 + 2 * (5 / 3) + 4)
+
+
+class StubWorker:
+    def __init__(self, gone: str | None = None, rnd: int = 1) -> None:
+        self.gone = gone
+        self.round = rnd
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_a_pair_sharing_inputs_starts_again_on_a_new_block_when_either_is_gone(
+    tmp_path: Path,
+) -> None:
+    """The block lives in the worker that allocated it: a replaced worker (or two) leaves the
+    old file naming memory that is gone, so the live peer is stopped and the next pair gets a
+    new generation; the stopped pair's files are removed."""
+    from pytest_zlbench.screen.sides import SideWorkers
+
+    pair = object.__new__(SideWorkers)
+    pair.workdir = tmp_path
+    pair.pool_generation = 0
+    for name in ("pool-r1-g0", "pool-r1-g0.off", "pool-r1-g0.mem"):
+        (tmp_path / name).write_text("x")
+    live, dead = StubWorker(), StubWorker(gone="died")
+    pair.workers = {"A": live, "B": dead}  # type: ignore[dict-item]
+    pair._renew_pair(("A", "B"), 1)
+    assert live.stopped
+    assert pair.workers == {"B": dead}
+    assert pair.pool_generation == 1
+    assert list(tmp_path.iterdir()) == []
+    pair.workers = {"A": StubWorker(gone="x"), "B": StubWorker(gone="y")}  # type: ignore[dict-item]
+    pair._renew_pair(("A", "B"), 1)
+    assert pair.pool_generation == 2
+    both = {"A": StubWorker(), "B": StubWorker()}
+    pair.workers = dict(both)  # type: ignore[arg-type]
+    pair._renew_pair(("A", "B"), 1)
+    assert pair.pool_generation == 2
+    assert not any(w.stopped for w in both.values())
+    pair._renew_pair(("A", "B"), 2)  # last round's workers are not this round's
+    assert pair.pool_generation == 3

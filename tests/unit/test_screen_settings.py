@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_zlbench.screen.settings import SETTINGS_FILE, AbSettings, check_resume
+from pytest_zlbench.screen.settings import (
+    SETTINGS_FILE,
+    AbSettings,
+    check_resume,
+    shared_inputs_error,
+)
 
 
 def settings(root: Path, **kw: object) -> AbSettings:
@@ -37,3 +42,25 @@ def test_a_screen_written_before_the_option_resumes_without_it(tmp_path: Path) -
     assert "shared_inputs" not in described
     (tmp_path / SETTINGS_FILE).write_text(json.dumps(described))
     check_resume(tmp_path, settings(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("mode", "timer", "cold", "error"),
+    [
+        ("lockstep", "auto", False, None),
+        ("lockstep", "kernel", False, None),
+        ("sequential", "auto", False, "needs --zl-screen-mode=lockstep, not sequential"),
+        ("process", "graph", False, "needs --zl-screen-mode=lockstep, not process"),
+        ("lockstep", "direct", False, "not with --zl-timer=direct"),
+        ("lockstep", "graph", True, "not with --zl-cold-cache"),
+    ],
+)
+def test_shared_inputs_are_refused_where_they_would_do_nothing(
+    mode: str, timer: str, cold: bool, error: str | None
+) -> None:
+    got = shared_inputs_error(mode, timer, cold)
+    if error is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert error in got

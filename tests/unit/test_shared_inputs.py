@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections import namedtuple
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -78,28 +79,66 @@ def test_views_aliases_and_strides_keep_their_relations(tmp_path: Path) -> None:
     assert torch.equal(ones, torch.ones(5))
 
 
-def test_each_storage_keeps_its_address_modulo_16_and_starts_on_a_block(tmp_path: Path) -> None:
-    """Triton specialises a kernel on its pointers' divisibility by 16: a copy at another
-    address modulo 16 would compile another kernel for the timed graph."""
-    p = pool(tmp_path)
+def unaligned(nbytes: int, residue: int) -> Any:
+    """A uint8 tensor whose storage starts ``residue`` bytes past a 64-byte boundary."""
+    buffer = bytearray(nbytes + 64)
+    base = torch.frombuffer(buffer, dtype=torch.uint8)
+    skip = (residue - base.data_ptr()) % 64
+    t = torch.frombuffer(buffer, dtype=torch.uint8, offset=skip, count=nbytes)
+    t.keep = buffer  # type: ignore[attr-defined]
+    assert t.untyped_storage().data_ptr() % KEEP == residue % KEEP
+    return t
+
+
+def offsets(p: SharedPool, tensors: tuple[Any, ...]) -> list[int]:
     block = p.block(torch, torch.device("cpu"))
-    assert block.data_ptr() % ALIGN == 0
-    originals = (torch.randn(3)[1:], torch.randn(1000)[:2], torch.randn(5))
     seen: list[Any] = []
-    placed = p.place(lambda *ts: seen.extend(ts), originals, {})
+    placed = p.place(lambda *ts: seen.extend(ts), tensors, {})
     assert placed is not None
     placed.fn()
-    for original, copy in zip(originals, seen, strict=True):
-        at = copy.data_ptr() - block.data_ptr() - original.storage_offset() * 4
-        assert at % ALIGN == original.untyped_storage().data_ptr() % KEEP
-        assert copy.data_ptr() % KEEP == original.data_ptr() % KEEP
+    return [int(t.data_ptr() - block.data_ptr()) for t in seen]
+
+
+def test_each_storage_keeps_its_address_modulo_16_and_both_sides_lay_it_out_alike(
+    tmp_path: Path,
+) -> None:
+    """Triton specialises a kernel on its pointers' divisibility by 16: a copy at another
+    address modulo 16 would compile another kernel for the timed graph. The slots depend on the
+    sizes only: two sides whose storages sit at other addresses lay the call out alike."""
+    p = pool(tmp_path)
+    assert p.block(torch, torch.device("cpu")).data_ptr() % ALIGN == 0
+    one = offsets(p, (unaligned(504, 0), unaligned(1000, 12), unaligned(7, 4)))
+    other = offsets(p, (unaligned(504, 12), unaligned(1000, 0), unaligned(7, 8)))
+    assert [at % KEEP for at in one] == [0, 12, 4]
+    assert [at % KEEP for at in other] == [12, 0, 8]
+    assert [at - at % KEEP for at in one] == [at - at % KEEP for at in other]
+    assert [at // ALIGN for at in one] == [0, 2, 4]  # each slot: its bytes and 16 more, whole steps
 
 
 def test_what_cannot_be_placed_is_timed_on_its_own_inputs(tmp_path: Path) -> None:
     p = pool(tmp_path)
     assert p.place(lambda: 1, (3, "x"), {}) is None  # no tensor
     assert p.place(torch.neg, (torch.randn(4).to_sparse(),), {}) is None  # not strided
-    assert p.place(torch.neg, (torch.empty(POOL_BYTES // 4 + 1),), {}) is None  # too big
+    assert p.place(torch.neg, (torch.empty(POOL_BYTES // 4 + 1),), {}) is None
+    assert p.unplaced == "inputs of more than 256 MiB"
+    conj = torch.randn(3, dtype=torch.complex64).conj()
+    assert p.place(torch.neg, (conj,), {}) is None  # set_ would drop the conjugate bit
+    assert p.unplaced == "an input that is not a plain strided tensor"
+
+
+def test_named_tuples_are_walked_and_one_tensor_twice_stays_one(tmp_path: Path) -> None:
+    pair = namedtuple("pair", "x y")
+    p = pool(tmp_path)
+    x = torch.randn(4)
+    seen: list[Any] = []
+    placed = p.place(lambda a, b, c: seen.extend([a, b, c]), (pair(x, 2), x, x), {})
+    assert placed is not None
+    placed.fn()
+    inner, again, third = seen
+    assert isinstance(inner, pair)
+    assert inner.y == 2
+    assert again is third  # `a is b` in the op still holds
+    assert inner.x.data_ptr() == again.data_ptr() != x.data_ptr()
 
 
 def test_requires_grad_follows_the_input(tmp_path: Path) -> None:
@@ -164,3 +203,19 @@ def test_an_input_torch_cannot_view_elsewhere_leaves_the_call_on_its_own_inputs(
     p = pool(tmp_path)
     assert p.place(torch.neg, (torch.randn(4).as_subclass(Odd),), {}) is None
     assert p.unplaced == "RuntimeError: no storage here"
+
+
+def test_a_side_that_cannot_map_the_block_stops_the_other_from_sharing(tmp_path: Path) -> None:
+    """Else the owner would time on the block and the other side on its own inputs: the very
+    offset between the sides the option removes."""
+    owner = pool(tmp_path)
+    x = torch.randn(4)
+    assert owner.place(torch.neg, (x,), {}) is not None
+    # on a card, the side that maps the block waits for the owner's file, which does not come
+    mapper = SharedPool(tmp_path / "pool-r1-g0", owner=False, wait_s=0.0)
+    assert mapper.block(torch, SimpleNamespace(type="cuda")) is None
+    assert owner.place(torch.neg, (x,), {}) is None
+    assert owner.broken == (
+        "the other side could not map the block: TimeoutError: the other side did not "
+        "publish pool-r1-g0"
+    )

@@ -1091,6 +1091,7 @@ def test_shared_inputs_are_loaded_and_replayed_inside_the_turns_only(kernel: boo
     assert (m.timer, direct.calls) == ("kernel" if kernel else "graph", 0)
     assert m.ms == pytest.approx(0.25)  # the loads are not timed
     assert m.settings.endswith(",shared-inputs")
+    assert m.shared_inputs
     windows = turn_windows(gate)
     assert len(windows) == 2
     assert placed.loads == 2
@@ -1119,11 +1120,21 @@ def test_a_cold_timer_keeps_its_inputs_where_they_are() -> None:
     assert placed.loads == 0
 
 
-def test_a_shape_that_falls_back_is_timed_directly_on_its_private_inputs() -> None:
+def test_a_shared_graph_that_falls_back_is_timed_directly_on_the_private_inputs() -> None:
+    """The shared graph replayed implausibly fast (it captured none of the op's work): the
+    direct fallback times the private call, in further turns of the same measurement, and the
+    block was read inside the first turns only."""
     device = FakeDevice()
+    device.countable_graphs = False  # the plausibility check alone
     timer, direct = make_timer(device)
-    placed = FakePlacement(device, 0.25)
-    m = timer.measure(host_sync_op(device, 0.25), placed)
-    assert (m.timer, direct.calls) == ("direct", 1)
-    assert not m.settings.endswith(",shared-inputs")
-    assert placed.loads == 0
+    gate = RecordingGate(device, portions=2)
+    timer.gate = gate
+    placed = FakePlacement(device, 0.0)
+    m = timer.measure(kernel_op(device, 0.25, "private"), placed)
+    assert (m.timer, direct.calls, m.shared_inputs) == ("direct", 1, False)
+    assert m.fallback is not None
+    assert "did not capture the op's work" in m.fallback
+    assert placed.loads == 2
+    windows = turn_windows(gate)
+    inside = {i for start, end in windows[:2] for i in range(start, end)}
+    assert all(i in inside for i, name in enumerate(device.executed) if name in ("shared", "load"))

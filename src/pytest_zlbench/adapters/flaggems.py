@@ -115,7 +115,7 @@ class FlagGemsAdapter:
             timer: Any = self.timer
             m = timer.measure(fn, placed) if placed is not None else timer.measure(fn)
             shared, calls = self.shared_calls
-            self.shared_calls = (shared + m.settings.endswith(",shared-inputs"), calls + 1)
+            self.shared_calls = (shared + m.shared_inputs, calls + 1)
         else:
             m = self.timer.measure(fn)
         self._calls.append(m)

@@ -423,5 +423,6 @@ class GraphTimer:
                 api.release(g)
             self._empty_cache()
         s = spread(samples)
-        settings = self.describe() + (",shared-inputs" if placed is not None else "")
-        return Measurement(s.p50, s, self.name, settings=settings)
+        shared = placed is not None
+        settings = self.describe() + (",shared-inputs" if shared else "")
+        return Measurement(s.p50, s, self.name, settings=settings, shared_inputs=shared)

@@ -22,6 +22,8 @@ class Measurement:
     #: how the measurement took its turns with the other side of a screen (``Turns.lockstep``):
     #: ``paired``/``unpaired`` in a side worker timing in lockstep, else ``None``
     lockstep: str | None = None
+    #: timed on its inputs' copies in the block both sides of a screen map (--zl-shared-inputs)
+    shared_inputs: bool = False
 
 
 class Placement(Protocol):

@@ -10,11 +10,11 @@ same duration to 0.03-0.12 % (docs/PERFORMANCE.md, "Where the inputs sit").
 * :class:`SharedPool` is the block: the side that starts first in a round allocates it and
   publishes it in a file (CUDA IPC; on the CPU a memory-mapped file), the other side maps it.
 * :meth:`SharedPool.place` lays out a call's input storages in the block from its start, one
-  after the other, each on a multiple of :data:`ALIGN` plus its own address modulo
-  :data:`KEEP` (Triton specialises a kernel on its pointers' divisibility by 16: the timed graph
-  runs the kernel the private inputs compiled), keeping every view, alias and stride relation
-  between the arguments. Both sides lay out the same call alike. It returns a
-  :class:`Placement`.
+  after the other, each in a slot of whole :data:`ALIGN` steps that depends on the storages'
+  sizes only (both sides lay out the same call alike), at its own address modulo :data:`KEEP`
+  (Triton specialises a kernel on its pointers' divisibility by 16: the timed graph runs the
+  kernel the private inputs compiled). Views and aliases of one storage stay views of one copy,
+  with their offsets and strides. It returns a :class:`Placement`.
 * :class:`Placement` is what the graph timer uses: ``fn`` calls the op on the shared copies (the
   timed graph is captured on it) and ``load()`` copies this side's input values in. The timer
   loads at the start of each of its turns, so the values a side times are its own, and never
@@ -65,12 +65,13 @@ def _bytes_of(torch: Any, storage: Any, device: Any) -> Any:
 
 
 def _walk(value: Any, visit: Callable[[Any], Any]) -> Any:
-    """``value`` with every tensor in it (inside lists, tuples and dicts) replaced by
-    ``visit(tensor)``."""
+    """``value`` with every tensor in it (inside lists, tuples, named tuples and dicts) replaced
+    by ``visit(tensor)``."""
     if isinstance(value, list):
         return [_walk(v, visit) for v in value]
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_walk(v, visit) for v in value)
+    if isinstance(value, tuple):
+        items = [_walk(v, visit) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     if isinstance(value, dict):
         return {k: _walk(v, visit) for k, v in value.items()}
     return visit(value)
@@ -78,16 +79,24 @@ def _walk(value: Any, visit: Callable[[Any], Any]) -> Any:
 
 class SharedPool:
     """The block of one side worker: ``owner`` allocates and publishes it at ``path``, the other
-    side maps it from there. Made on first use; if that fails, :attr:`broken` says why and every
-    call is timed on its private inputs."""
+    side maps it from there (:meth:`open`, at the worker's first operator, or on first use).
+    If the side that maps it cannot, it says why in ``path.off``, and the owner stops placing
+    calls as soon as it sees that file: both sides then time on their own inputs, as without
+    the option. :attr:`broken` says why a side does not share."""
 
     def __init__(self, path: Path, owner: bool, wait_s: float = WAIT_S) -> None:
         self.path = path
+        self.off = path.with_name(path.name + ".off")
         self.owner = owner
         self.wait_s = wait_s
         self.broken: str | None = None
+        #: why the last call that was not placed was not
         self.unplaced: str | None = None
         self._block: Any = None
+
+    def open(self, torch: Any, device: Any) -> None:
+        """Make or map the block now (the worker calls it before its first operator runs)."""
+        self.block(torch, device)
 
     def block(self, torch: Any, device: Any) -> Any:
         if self._block is None and self.broken is None:
@@ -95,6 +104,11 @@ class SharedPool:
                 self._block = self._make(torch, device)
             except Exception as exc:  # the screen goes on, unshared, and says why
                 self.broken = f"{type(exc).__name__}: {exc}"
+                if not self.owner:
+                    _write(self.off, self.broken.encode())
+        if self._block is not None and self.owner and self.off.exists():
+            self.broken = "the other side could not map the block: " + self.off.read_text()
+            self._block = None
         return self._block
 
     def _make(self, torch: Any, device: Any) -> Any:
@@ -108,64 +122,67 @@ class SharedPool:
             import torch.multiprocessing  # registers the CUDA reductions with ForkingPickler
 
             block = torch.empty(POOL_BYTES, dtype=torch.uint8, device=device)
-            data = bytes(ForkingPickler.dumps(block))
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            tmp.replace(self.path)
+            _write(self.path, bytes(ForkingPickler.dumps(block)))
             return block
         deadline = time.monotonic() + self.wait_s
         while not self.path.exists():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the other side did not publish {self.path.name}")
             time.sleep(0.05)
-        import torch.multiprocessing  # its reductions rebuild the CUDA storage
-
-        block = pickle.loads(self.path.read_bytes())
+        block = pickle.loads(self.path.read_bytes())  # torch's reductions map the CUDA memory
         if block.device != device:
             raise RuntimeError(f"the shared block is on {block.device}, the inputs on {device}")
         return block
 
     def place(self, op: Callable[..., Any], args: Any, kwargs: Any) -> Placement | None:
         """The call ``op(*args, **kwargs)`` on copies of its input storages in the block, or
-        ``None`` when it cannot be (no tensor input, inputs on several devices, a layout other
-        than strided, more than :data:`POOL_BYTES`, no block, or an input torch cannot view
-        elsewhere: :attr:`unplaced` keeps the last such reason)."""
+        ``None`` (and :attr:`unplaced` says why) when it cannot be: no tensor input, inputs on
+        several devices, a layout other than strided, a conjugate or negative view, more than
+        :data:`POOL_BYTES`, no block, or an input torch cannot view elsewhere."""
         try:
-            return self._place(op, args, kwargs)
+            placed, why = self._place(op, args, kwargs)
         except Exception as exc:  # the call is timed on its own inputs
-            self.unplaced = f"{type(exc).__name__}: {exc}"
-            return None
+            placed, why = None, f"{type(exc).__name__}: {exc}"
+        if placed is None:
+            self.unplaced = why
+        return placed
 
-    def _place(self, op: Callable[..., Any], args: Any, kwargs: Any) -> Placement | None:
+    def _place(
+        self, op: Callable[..., Any], args: Any, kwargs: Any
+    ) -> tuple[Placement | None, str]:
         import torch
 
         tensors: list[Any] = []
         _walk((args, kwargs), lambda v: tensors.append(v) if isinstance(v, torch.Tensor) else v)
         if not tensors:
-            return None
+            return None, "no tensor input"
         device = tensors[0].device
-        if any(t.device != device or t.layout != torch.strided for t in tensors):
-            return None
-        # one copy per storage, so that views and aliases of one storage stay views of one copy
+        if any(t.device != device for t in tensors):
+            return None, "inputs on several devices"
+        if any(t.layout != torch.strided or t.is_conj() or t.is_neg() for t in tensors):
+            return None, "an input that is not a plain strided tensor"
+        # one copy per storage, so that views and aliases of one storage stay views of one copy;
+        # each in a slot that depends on the storages' sizes only, so that both sides lay out
+        # the same call alike whatever their addresses
         spans: dict[int, tuple[Any, int]] = {}
-        offset = 0
+        slot = 0
         for t in tensors:
             storage = t.untyped_storage()
             base = storage.data_ptr()
             if base in spans:
                 continue
-            start = -(-offset // ALIGN) * ALIGN + base % KEEP
+            start = slot + base % KEEP
             if any(
-                start % t.element_size() for t in tensors if t.untyped_storage().data_ptr() == base
+                start % u.element_size() for u in tensors if u.untyped_storage().data_ptr() == base
             ):
-                return None  # a storage not aligned to its own elements: left where it is
+                return None, "a storage not aligned to its own elements"
             spans[base] = (storage, start)
-            offset = start + storage.nbytes()
-        if offset > POOL_BYTES:
-            return None
+            slot = -(-(slot + KEEP + storage.nbytes()) // ALIGN) * ALIGN
+        if slot > POOL_BYTES:
+            return None, f"inputs of more than {POOL_BYTES >> 20} MiB"
         block = self.block(torch, device)
         if block is None:
-            return None
+            return None, f"no block ({self.broken})"
         copies = []
         for storage, start in spans.values():
             dst = block[start : start + storage.nbytes()]
@@ -173,17 +190,26 @@ class SharedPool:
 
         pool = block.untyped_storage()
         below = block.storage_offset()  # the block's first byte in its storage
+        made: dict[int, Any] = {}  # the same tensor object twice is one view twice
 
         def shared(t: Any) -> Any:
             if not isinstance(t, torch.Tensor):
                 return t
-            _, start = spans[t.untyped_storage().data_ptr()]
-            first = (below + start) // t.element_size() + t.storage_offset()
-            view = torch.empty(0, dtype=t.dtype, device=device).set_(
-                pool, first, t.size(), t.stride()
-            )
-            return view.requires_grad_(t.requires_grad)
+            if id(t) not in made:
+                _, start = spans[t.untyped_storage().data_ptr()]
+                first = (below + start) // t.element_size() + t.storage_offset()
+                view = torch.empty(0, dtype=t.dtype, device=device).set_(
+                    pool, first, t.size(), t.stride()
+                )
+                made[id(t)] = view.requires_grad_(t.requires_grad)
+            return made[id(t)]
 
         placed_args, placed_kwargs = _walk((args, kwargs), shared)
         # no values are copied here: the timer loads them inside each of its turns
-        return Placement(lambda: op(*placed_args, **placed_kwargs), copies)
+        return Placement(lambda: op(*placed_args, **placed_kwargs), copies), ""
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)

@@ -142,11 +142,12 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
     screen_mode = _common.get(config, "zl_screen_mode", parse_screen_mode, "lockstep")
     batch_size = _common.get(config, "zl_batch_size", parse_batch_size, BATCH_SIZE)
     shared_inputs = _common.get(config, "zl_shared_inputs", parse_bool, False)
-    if shared_inputs and screen_mode != "lockstep":
-        raise pytest.UsageError(
-            f"--zl-shared-inputs: needs --zl-screen-mode=lockstep, not {screen_mode} (the sides "
-            "share their inputs' memory only while they take turns)"
-        )
+    if shared_inputs:
+        timer = str(_common.raw(config, "zl_timer") or "auto").strip().lower()
+        cold = bool(_common.raw(config, "zl_cold_cache"))
+        error = shared_inputs_error(screen_mode, timer, cold)
+        if error:
+            raise pytest.UsageError(f"--zl-shared-inputs: {error}")
     check_addopts(config)
     from .shard import checked_shard
 
@@ -193,6 +194,19 @@ def floor_root(config: pytest.Config) -> Path | None:
 
 
 SCREEN_MODES = ("lockstep", "sequential", "process")
+
+
+def shared_inputs_error(mode: str, timer: str, cold: bool) -> str | None:
+    """Why ``--zl-shared-inputs`` would do nothing with these options, or ``None``."""
+    if mode != "lockstep":
+        return (
+            f"needs --zl-screen-mode=lockstep, not {mode} (the sides share their inputs' memory "
+            "only while they take turns)"
+        )
+    if timer == "direct" or cold:
+        what = "--zl-timer=direct" if timer == "direct" else "--zl-cold-cache"
+        return f"the graph and kernel timers share inputs, warm only, not with {what}"
+    return None
 
 
 def parse_batch_size(value: object) -> int:

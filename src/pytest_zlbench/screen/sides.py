@@ -136,12 +136,15 @@ class SideWorkers:
     def _renew_pair(self, sides: Sequence[str], rnd: int) -> None:
         """Shared inputs: a worker about to be replaced within a round takes its block (or the
         mapping of its peer's) with it, so its live peer is stopped too and both start afresh
-        on the next generation of the block."""
+        on the next generation of the block (also when both are gone: the old file names a
+        block that no longer exists)."""
         live = [side for side in sides if self._live(side, rnd)]
-        if not live or len(live) == len(sides):
+        if len(live) == len(sides):
             return
         for side in live:
             self.workers.pop(side).stop()
+        for path in self.workdir.glob(f"pool-r{rnd}-g{self.pool_generation}*"):
+            path.unlink(missing_ok=True)  # what the stopped pair shared
         self.pool_generation += 1
 
     def start(
@@ -379,7 +382,7 @@ class SideWorkers:
                 ]
                 if not todo:
                     break
-                first = (first_of(k), "B" if first_of(k) == "A" else "A")
+                first = (first_of(k), first_of(k + 1))
                 self.start(first, k, [n for item in todo for n in item.nodeids], replay)
                 self.pass_over(k, todo, first, replay, after_round)
                 self.stop_all()

@@ -146,6 +146,8 @@ class SideWorker:
         # the directory is a run, as one a child run claims (the screen's lock covers its root)
         records.write_atomic(run_dir / rundir.KIND_FILE, rundir.kind_marker(rundir.RUN, now()))
         self.gate = ChannelGate(self.channel) if message.get("gate") == "lockstep" else None
+        if self.gate is not None and self.pool is not None:
+            self._open_pool()
         self.alone = CountingGate()
         rows = self.config.pluginmanager.get_plugin("zlbench-worker-rows")
         if rows is not None:
@@ -193,6 +195,15 @@ class SideWorker:
 
     def _begin(self, recorder: Any) -> None:
         self.recorder, self.failure = recorder, None
+
+    def _open_pool(self) -> None:
+        """Make (or map) the shared block before the operator's tests run, so that a side that
+        cannot map it says so before the other side places any call (on a CUDA card; other
+        devices make it at their first call)."""
+        import torch
+
+        if torch.cuda.is_available():
+            self.pool.open(torch, torch.device("cuda", torch.cuda.current_device()))
 
     def _adapter(self) -> Any:
         timing = self.config.pluginmanager.get_plugin("zlbench-timing-session")
