@@ -753,3 +753,30 @@ def test_shared_inputs_are_refused_where_they_would_do_nothing(
     result = suite.runpytest("--zl-backend=cpu", SWITCH, option, "--zl-shared-inputs", "--zl-out=x")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --zl-shared-inputs: {error}"])
+
+
+def test_a_resumed_batch_reuses_the_recordings_its_cut_run_made(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch cut after its recording pass recorded every operator again when resumed (on the
+    H200 the convolutions' tuning, 65-98 s each, was paid twice): the recordings of the
+    operators it had recorded, and the recording worker's home the sides replay, are kept."""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    monkeypatch.setenv("CUT_ROUND", "1")
+    suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
+    killed, root, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
+    assert killed.ret != 0
+    recorded = [ln for ln in progress(root) if re.search(r" record: (ok|failed)", ln)]
+    assert len(recorded) == 5, recorded
+    kept = (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns
+
+    monkeypatch.setenv("CUT_ROUND", "0")
+    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    log = progress(root)
+    assert [ln for ln in log if re.search(r" record: (ok|failed)", ln)] == recorded
+    assert any("recordings of 4 operators reused (--zl-resume)" in ln for ln in log), log
+    assert (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns == kept
+    assert lines(root)["gemm"].verdict == screening.IR_CHANGED
+    assert lines(root)["cut"].verdict == screening.IR_CHANGED
+    assert run_dirs(root)["cut"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]

@@ -34,15 +34,16 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV
-from ..contract import PINS_FILE, RECORD_DIR, RECORD_SIDE, round_dir
+from ..contract import RECORD_DIR, RECORD_SIDE, round_dir
 from ..core.lockstep import Lockstep, order_for
 from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
 from .children import kill_group
 from .messages import Running, read, send
+from .recording_home import clear_workdir, merge_pins, note_recorded
 from .results import mark_failed
 from .side_process import SideProcess, WorkerDied, start_side
 
@@ -364,13 +365,18 @@ class SideWorkers:
         """Measure the batch; returns the recording the sides replayed (or ``None``).
         ``after_round(item, k)`` says why an operator needs no round after ``k`` (or None)."""
         s = self.settings
-        if self.workdir.exists():
-            shutil.rmtree(self.workdir)
-        self.workdir.mkdir(parents=True)
+        reused = self._clear_workdir()
         replay = s.replay_from
         try:
             if replay is None and s.backend != "cpu":
-                self.pass_over(0, self.items, (RECORD_SIDE,), None)
+                todo = [item for item in self.items if item.op not in reused]
+                if reused:
+                    self.progress(
+                        f"{self.name}: the recordings of {len(reused)} operator"
+                        f"{'s' if len(reused) > 1 else ''} reused (--zl-resume)"
+                    )
+                if todo:
+                    self.pass_over(0, todo, (RECORD_SIDE,), None, self._recorded)
                 self.stop_all()
                 replay = self.workdir / RECORD_SIDE
                 self._merge_pins(replay)
@@ -394,6 +400,15 @@ class SideWorkers:
             self._write_cost()
         return replay
 
+    def _clear_workdir(self) -> set[str]:
+        """A fresh folder for the batch's workers; resumed, the operators whose recordings it
+        kept (``screen.recording_home``)."""
+        ops = [item.op for item in self.items]
+        return clear_workdir(self.workdir, ops, self.settings.root, self.settings.resume)
+
+    def _recorded(self, item: OpItem, rnd: int) -> None:
+        note_recorded(self.workdir, item.op)
+
     def _write_cost(self) -> None:
         """``cost.json`` of the batch and a progress line (``screen.cost``)."""
         from .cost import batch_cost
@@ -404,32 +419,7 @@ class SideWorkers:
         self.progress(record)
 
     def _merge_pins(self, replay: Path) -> None:
-        """The recording worker's ``autotune.json``: every operator's choices, which the
-        measured workers replay (its tuner databases are already in its cache)."""
-        import json
-
-        from ..core import records
-        from ..core.autotune import merge_pins, pins_from_json, pins_to_json
-
-        pins: Any = {}
-        for item in self.items:
-            path = self.settings.root / item.op / RECORD_DIR / PINS_FILE
-            if not path.is_file():
-                continue
-            try:
-                found = pins_from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
-            except (OSError, ValueError):
-                continue
-            merge_pins(
-                pins,
-                (
-                    (kernel, key, pin.index, pin.config)
-                    for kernel, keys in found.items()
-                    for key, pin in keys.items()
-                ),
-            )
-        if pins:
-            records.write_json(replay / PINS_FILE, pins_to_json(pins))
+        merge_pins(replay, [self.settings.root / item.op for item in self.items])
 
 
 def first_of(rnd: int) -> str:
