@@ -235,4 +235,5 @@ def test_summary_parse_tsv_never_crashes(text: str) -> None:
 @given(st.one_of(ANY_TEXT, tsv_text(screening.COLUMNS)))
 def test_read_screen_never_crashes(text: str) -> None:
     lines = only_value_error(lambda: screening.read_screen(text))
-    assert lines is None or all(line.verdict in screening.VERDICTS for line in lines)
+    # an operator with no verdict (failed, incomplete) has an empty one and its status
+    assert lines is None or all(line.verdict in (*screening.VERDICTS, "") for line in lines)
