@@ -97,13 +97,20 @@ def page_tensor(torch: Any, shape: tuple[int, ...], keep: list[Any]) -> Any:
     return tensor
 
 
+def start_profiler(torch: Any) -> None:
+    """The profiler's slow first start, untimed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
+            torch.cuda.synchronize()
+
+
 def measure(torch: Any, placements: int, pages: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
     keep: list[Any] = []  # the padding blocks stay allocated: each placement is a new address
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
-            torch.cuda.synchronize()  # the profiler's slow first start, untimed
+        start_profiler(torch)
         for name, (op, shapes) in rows(torch).items():
             started = time.perf_counter()
             inputs = []
@@ -182,10 +189,7 @@ def second_process(requests: Any, replies: Any) -> None:
 
     table = rows(torch)
     keep: list[Any] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
-            torch.cuda.synchronize()
+    start_profiler(torch)
     replies.put("ready")
     shared: list[list[Any]] = []
     own: list[list[Any]] = []
@@ -235,10 +239,7 @@ def measure_shared(torch: Any, placements: int) -> dict[str, Any]:
             raise SystemExit("placement_noise.py --shared: the second process did not start")
         table = rows(torch)
         keep: list[Any] = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
-                torch.cuda.synchronize()
+        start_profiler(torch)
         for name in SHARED_ROWS:
             op, shapes = table[name]
             started = time.perf_counter()
