@@ -145,7 +145,7 @@ class PlacingTimer(ScriptedTimer):
     def measure(self, fn: Callable[[], Any], placed: Any = None) -> Measurement:  # type: ignore[override]
         self.placed.append(placed)
         m = self.left.pop(0)
-        return dataclasses.replace(m, settings="s,shared-inputs") if placed is not None else m
+        return dataclasses.replace(m, shared_inputs=True) if placed is not None else m
 
 
 class FakePool:

@@ -4,6 +4,7 @@ a few fields of the controller, so a stand-in controller is enough."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, ClassVar
@@ -211,3 +212,36 @@ def test_a_pair_sharing_inputs_starts_again_on_a_new_block_when_either_is_gone(
     assert not any(w.stopped for w in both.values())
     pair._renew_pair(("A", "B"), 2)  # last round's workers are not this round's
     assert pair.pool_generation == 3
+
+
+def test_a_resumed_batch_reuses_only_recordings_made_by_the_same_command_and_untouched(
+    tmp_path: Path,
+) -> None:
+    """A recording is reused when its operator's recording worker would run the same command
+    (its tests, the options they are given) and its ``record/`` is the one the listing saw."""
+    from pytest_zlbench.screen.recording_home import (
+        RECORDED_FILE,
+        clear_workdir,
+        command_key,
+        note_recorded,
+    )
+
+    root, workdir = tmp_path / "root", tmp_path / "root" / ".workers" / "batch0"
+    for op in ("abs", "mul", "sum"):
+        record = root / op / "record"
+        record.mkdir(parents=True)
+        (record / ".complete").write_text("")
+    keys = {op: command_key(["pytest", f"test_{op}.py"]) for op in ("abs", "mul", "sum")}
+    assert clear_workdir(workdir, keys, root, resume=False) == set()
+    for op in ("abs", "mul", "sum"):
+        note_recorded(workdir, root, op, keys[op])
+    (workdir / "A").mkdir()
+    # mul's tests changed (a function added on resume); sum was recorded again elsewhere
+    later = dict(keys, mul=command_key(["pytest", "test_mul.py", "test_mul2.py"]))
+    done = root / "sum" / "record" / ".complete"
+    os.utime(done, ns=(done.stat().st_mtime_ns + 10**9,) * 2)
+    assert clear_workdir(workdir, later, root, resume=True) == {"abs"}
+    assert sorted(p.name for p in workdir.iterdir()) == ["record"]
+    assert (workdir / "record" / RECORDED_FILE).read_text().split()[0] == "abs"
+    assert clear_workdir(workdir, later, root, resume=False) == set()
+    assert list(workdir.iterdir()) == []

@@ -64,3 +64,11 @@ def test_shared_inputs_are_refused_where_they_would_do_nothing(
     else:
         assert got is not None
         assert error in got
+
+
+def test_a_merged_root_resumes_as_before(tmp_path: Path) -> None:
+    """``zlbench merge`` adds ``merged_from`` to the settings it writes: not a setting a
+    resumed screen must repeat."""
+    described = settings(tmp_path).describe()
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps({**described, "merged_from": ["a", "b"]}))
+    check_resume(tmp_path, settings(tmp_path))

@@ -151,28 +151,35 @@ def test_requires_grad_follows_the_input(tmp_path: Path) -> None:
     assert [t.requires_grad for t in seen] == [True, False]
 
 
-def test_another_process_maps_the_same_memory(tmp_path: Path) -> None:
-    """The block a side worker places into is the one the other side's worker maps."""
-    owner = pool(tmp_path)
-    placed = owner.place(torch.neg, (torch.full((4,), 5.0),), {})
-    assert placed is not None
-    placed.load()
+def test_another_process_maps_the_same_memory_once_both_agree(tmp_path: Path) -> None:
+    """The block a side worker places into is the one the other side's worker maps; with the
+    handshake of a card, the owner places nothing before the other side said it mapped it."""
     script = textwrap.dedent(
         f"""
+        import time
         import torch
         from pathlib import Path
         from pytest_zlbench.adapters.shared_inputs import SharedPool
-        p = SharedPool(Path({str(tmp_path / "pool-r1-g0")!r}), owner=False)
+        root = Path({str(tmp_path)!r})
+        p = SharedPool(root / "pool-r1-g0", owner=False, handshake=True)
         seen = []
         placed = p.place(lambda x: seen.append(x), (torch.zeros(4),), {{}})
+        while not (root / "loaded").exists():
+            time.sleep(0.01)
         placed.fn()
         print(seen[0].tolist())
         seen[0].fill_(9.0)  # written into the memory both map
         """
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    ).stdout
+    other = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    owner = SharedPool(tmp_path / "pool-r1-g0", owner=True, wait_s=60, handshake=True)
+    placed = owner.place(torch.neg, (torch.full((4,), 5.0),), {})
+    assert placed is not None
+    assert (tmp_path / "pool-r1-g0.decided").read_text() == "on"
+    placed.load()
+    (tmp_path / "loaded").touch()
+    out, _ = other.communicate(timeout=60)
+    assert other.returncode == 0
     assert out.strip() == "[5.0, 5.0, 5.0, 5.0]"
     seen: list[Any] = []
     again = owner.place(lambda x: seen.append(x), (torch.zeros(4),), {})
@@ -207,15 +214,26 @@ def test_an_input_torch_cannot_view_elsewhere_leaves_the_call_on_its_own_inputs(
 
 def test_a_side_that_cannot_map_the_block_stops_the_other_from_sharing(tmp_path: Path) -> None:
     """Else the owner would time on the block and the other side on its own inputs: the very
-    offset between the sides the option removes."""
-    owner = pool(tmp_path)
-    x = torch.randn(4)
-    assert owner.place(torch.neg, (x,), {}) is not None
+    offset between the sides the option removes. The owner places nothing until it knows."""
     # on a card, the side that maps the block waits for the owner's file, which does not come
     mapper = SharedPool(tmp_path / "pool-r1-g0", owner=False, wait_s=0.0)
     assert mapper.block(torch, SimpleNamespace(type="cuda")) is None
-    assert owner.place(torch.neg, (x,), {}) is None
+    owner = SharedPool(tmp_path / "pool-r1-g0", owner=True, handshake=True)
+    assert owner.place(torch.neg, (torch.randn(4),), {}) is None
     assert owner.broken == (
-        "the other side could not map the block: TimeoutError: the other side did not "
+        "RuntimeError: the other side does not share: TimeoutError: the other side did not "
         "publish pool-r1-g0"
     )
+
+
+def test_a_side_that_maps_the_block_too_late_does_not_share_either(tmp_path: Path) -> None:
+    owner = SharedPool(tmp_path / "pool-r1-g0", owner=True, wait_s=0.1, handshake=True)
+    assert owner.place(torch.neg, (torch.randn(4),), {}) is None
+    assert owner.broken == (
+        "RuntimeError: the other side does not share: the other side did not map the block "
+        "within 0.1s"
+    )
+    late = SharedPool(tmp_path / "pool-r1-g0", owner=False, handshake=True)
+    assert late.place(torch.neg, (torch.randn(4),), {}) is None
+    assert late.broken is not None
+    assert late.broken.startswith("RuntimeError: the other side does not share: ")

@@ -79,37 +79,54 @@ def _walk(value: Any, visit: Callable[[Any], Any]) -> Any:
 
 class SharedPool:
     """The block of one side worker: ``owner`` allocates and publishes it at ``path``, the other
-    side maps it from there (:meth:`open`, at the worker's first operator, or on first use).
-    If the side that maps it cannot, it says why in ``path.off``, and the owner stops placing
-    calls as soon as it sees that file: both sides then time on their own inputs, as without
-    the option. :attr:`broken` says why a side does not share."""
+    side maps it from there (:meth:`open`, before each operator, or on first use).
 
-    def __init__(self, path: Path, owner: bool, wait_s: float = WAIT_S) -> None:
+    On a card both sides then agree whether they share, before either places a call: the first
+    to decide creates ``path.decided`` (``on`` once the other side mapped the block, ``off`` and
+    why when either side gave up), and the other follows what it says; the owner waits for it.
+    A side that does not share says why in :attr:`broken` and times on its own inputs, and so
+    does the other one. ``handshake`` (default: on any device but the CPU, whose block is one
+    file both processes map) turns the agreement on."""
+
+    def __init__(
+        self, path: Path, owner: bool, wait_s: float = WAIT_S, handshake: bool | None = None
+    ) -> None:
         self.path = path
-        self.off = path.with_name(path.name + ".off")
+        self.decided = path.with_name(path.name + ".decided")
         self.owner = owner
         self.wait_s = wait_s
+        self.handshake = handshake
         self.broken: str | None = None
         #: why the last call that was not placed was not
         self.unplaced: str | None = None
         self._block: Any = None
 
     def open(self, torch: Any, device: Any) -> None:
-        """Make or map the block now (the worker calls it before its first operator runs)."""
+        """Make or map the block now, and agree with the other side (a no-op once done)."""
         self.block(torch, device)
 
     def block(self, torch: Any, device: Any) -> Any:
         if self._block is None and self.broken is None:
+            agree = self.handshake if self.handshake is not None else device.type != "cpu"
             try:
                 self._block = self._make(torch, device)
+                if agree:
+                    self._agree()
             except Exception as exc:  # the screen goes on, unshared, and says why
+                self._block = None
                 self.broken = f"{type(exc).__name__}: {exc}"
-                if not self.owner:
-                    _write(self.off, self.broken.encode())
-        if self._block is not None and self.owner and self.off.exists():
-            self.broken = "the other side could not map the block: " + self.off.read_text()
-            self._block = None
+                if agree:
+                    _decide(self.decided, "off: " + self.broken)
         return self._block
+
+    def _agree(self) -> None:
+        """The mapping side says ``on``; the owner waits for what was decided."""
+        if not self.owner:
+            said = _decide(self.decided, "on")
+        else:
+            said = _wait_for(self.decided, self.wait_s, "the other side did not map the block")
+        if said != "on":
+            raise RuntimeError("the other side does not share: " + said.removeprefix("off: "))
 
     def _make(self, torch: Any, device: Any) -> Any:
         if device.type == "cpu":  # the CPU demo and tests: a file both processes map
@@ -126,6 +143,8 @@ class SharedPool:
             return block
         deadline = time.monotonic() + self.wait_s
         while not self.path.exists():
+            if self.decided.exists():  # the owner gave up
+                raise RuntimeError(self.decided.read_text(encoding="utf-8"))
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the other side did not publish {self.path.name}")
             time.sleep(0.05)
@@ -213,3 +232,27 @@ def _write(path: Path, data: bytes) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
+
+
+def _decide(path: Path, text: str) -> str:
+    """Create ``path`` holding ``text`` unless it exists (atomically: a hard link fails on an
+    existing name); returns what it holds, ours or the other side's."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8")
+
+
+def _wait_for(path: Path, wait_s: float, what: str) -> str:
+    """What ``path`` holds once it exists; after ``wait_s`` seconds, ``off`` is decided."""
+    deadline = time.monotonic() + wait_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return _decide(path, f"off: {what} within {wait_s:g}s")
+        time.sleep(0.05)
+    return path.read_text(encoding="utf-8")

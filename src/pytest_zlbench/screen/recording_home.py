@@ -3,38 +3,46 @@ the tuner databases the sides replay, and ``autotune.json`` the plain ``triton.a
 choices of every operator of the batch (``screen.sides``).
 
 A batch cut short and resumed (``--zl-resume``) keeps the home and the recordings it lists in
-``recorded.txt`` (each operator once its recording pass ended), as long as the operator's
-``<root>/<op>/record/`` is still complete: those operators are not recorded again.
+``recorded.txt``: each operator once its recording pass ended, with a key of the recording
+worker's command for it (its tests, the options they were given) and the time its
+``<root>/<op>/record/`` was completed. An operator whose key and record are still those is not
+recorded again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..contract import PINS_FILE, RECORD_DIR, RECORD_SIDE
 from ..core import records
-from ..core.records import is_complete
+from ..core.records import COMPLETE_FILE, is_complete
 
 #: in the recording worker's home: the operators it recorded, one per line
 RECORDED_FILE = "recorded.txt"
 
 
-def clear_workdir(workdir: Path, ops: Iterable[str], root: Path, resume: bool) -> set[str]:
-    """A fresh ``workdir`` for a batch of ``ops``; resumed, it keeps the recording worker's
-    home and returns the operators whose recordings it holds and that are still complete."""
+def _stamp(root: Path, op: str) -> str:
+    """When ``op``'s recording was completed (``-`` if it is not)."""
+    record = root / op / RECORD_DIR
+    return str((record / COMPLETE_FILE).stat().st_mtime_ns) if is_complete(record) else "-"
+
+
+def clear_workdir(workdir: Path, keys: Mapping[str, str], root: Path, resume: bool) -> set[str]:
+    """A fresh ``workdir`` for a batch of operators (``keys``: operator -> the key of its
+    recording worker's command); resumed, it keeps the recording worker's home and returns the
+    operators whose listed recordings are still theirs, unchanged."""
     listed = workdir / RECORD_SIDE / RECORDED_FILE
-    reused: set[str] = set()
+    reused: dict[str, str] = {}
     if resume and listed.is_file():
-        wanted = set(ops)
-        reused = {
-            op
-            for op in listed.read_text(encoding="utf-8").split()
-            if op in wanted and is_complete(root / op / RECORD_DIR)
-        }
+        for line in listed.read_text(encoding="utf-8").splitlines():
+            op, key, stamp = [*line.split(), "", "", ""][:3]
+            if op in keys and key == keys[op] and stamp == _stamp(root, op) != "-":
+                reused[op] = line
     if reused:
         for child in workdir.iterdir():
             if child.name == RECORD_SIDE:
@@ -43,18 +51,23 @@ def clear_workdir(workdir: Path, ops: Iterable[str], root: Path, resume: bool) -
                 shutil.rmtree(child)
             else:
                 child.unlink()
-        records.write_atomic(listed, "".join(f"{op}\n" for op in sorted(reused)))
+        records.write_atomic(listed, "".join(reused[op] + "\n" for op in sorted(reused)))
     elif workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    return reused
+    return set(reused)
 
 
-def note_recorded(workdir: Path, op: str) -> None:
+def command_key(cmd: list[str]) -> str:
+    """The key of a recording worker's command for one operator (its tests and options)."""
+    return hashlib.sha256("\0".join(cmd).encode()).hexdigest()[:16]
+
+
+def note_recorded(workdir: Path, root: Path, op: str, key: str) -> None:
     """``op``'s recording pass ended: a resumed batch may reuse its recording."""
     listed = workdir / RECORD_SIDE / RECORDED_FILE
     before = listed.read_text(encoding="utf-8") if listed.is_file() else ""
-    records.write_atomic(listed, before + f"{op}\n")
+    records.write_atomic(listed, before + f"{op} {key} {_stamp(root, op)}\n")
 
 
 def merge_pins(replay: Path, op_dirs: Iterable[Path]) -> None:

@@ -102,6 +102,10 @@ def check_addopts(config: pytest.Config) -> None:
             )
 
 
+#: the settings ``AbSettings.describe`` writes only when set
+WRITTEN_WHEN_SET = ("shared_inputs",)
+
+
 def check_resume(root: Path, settings: AbSettings) -> None:
     """Refuse to continue a root that ``screen.json`` says was screened with other settings."""
     path = root / SETTINGS_FILE
@@ -112,8 +116,12 @@ def check_resume(root: Path, settings: AbSettings) -> None:
     except (OSError, ValueError) as exc:
         raise pytest.UsageError(f"--zl-resume: {path} is unreadable ({exc})") from None
     now = settings.describe()
-    # both ways: a setting written only when set (shared_inputs) may be missing from either
-    keys = [*now, *(k for k in before if k not in now)] if isinstance(before, dict) else []
+    # a setting written only when set may be missing from either side
+    keys = (
+        [*now, *(k for k in WRITTEN_WHEN_SET if k in before and k not in now)]
+        if isinstance(before, dict)
+        else []
+    )
     differ = [k for k in keys if before.get(k) != now.get(k)]
     if not isinstance(before, dict) or differ:
         what = ", ".join(f"{k}: {before.get(k)!r} -> {now.get(k)!r}" for k in differ)

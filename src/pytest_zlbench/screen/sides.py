@@ -43,7 +43,7 @@ from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
 from .children import kill_group
 from .messages import Running, read, send
-from .recording_home import clear_workdir, merge_pins, note_recorded
+from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
 from .results import mark_failed
 from .side_process import SideProcess, WorkerDied, start_side
 
@@ -375,6 +375,10 @@ class SideWorkers:
                         f"{self.name}: the recordings of {len(reused)} operator"
                         f"{'s' if len(reused) > 1 else ''} reused (--zl-resume)"
                     )
+                for item in todo:  # a recording not reused is made afresh
+                    stale = s.root / item.op / RECORD_DIR
+                    if stale.exists():
+                        shutil.rmtree(stale)
                 if todo:
                     self.pass_over(0, todo, (RECORD_SIDE,), None, self._recorded)
                 self.stop_all()
@@ -403,11 +407,14 @@ class SideWorkers:
     def _clear_workdir(self) -> set[str]:
         """A fresh folder for the batch's workers; resumed, the operators whose recordings it
         kept (``screen.recording_home``)."""
-        ops = [item.op for item in self.items]
-        return clear_workdir(self.workdir, ops, self.settings.root, self.settings.resume)
+        keys = {item.op: self._key(item) for item in self.items}
+        return clear_workdir(self.workdir, keys, self.settings.root, self.settings.resume)
+
+    def _key(self, item: OpItem) -> str:
+        return command_key(self.children.worker_cmd(item.nodeids, None, self.own_dtypes))
 
     def _recorded(self, item: OpItem, rnd: int) -> None:
-        note_recorded(self.workdir, item.op)
+        note_recorded(self.workdir, self.settings.root, item.op, self._key(item))
 
     def _write_cost(self) -> None:
         """``cost.json`` of the batch and a progress line (``screen.cost``)."""
