@@ -758,9 +758,9 @@ def test_shared_inputs_are_refused_where_they_would_do_nothing(
 def test_a_resumed_batch_reuses_the_recordings_its_cut_run_made(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A batch cut after its recording pass recorded every operator again when resumed (on the
-    H200 the convolutions' tuning, 65-98 s each, was paid twice): the recordings of the
-    operators it had recorded, and the recording worker's home the sides replay, are kept."""
+    """A batch cut after its recording pass recorded every operator again when resumed (its
+    tuning paid twice): the recordings of the operators it had recorded, and the recording
+    worker's home the sides replay, are kept."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
     monkeypatch.setenv("CUT_ROUND", "1")
     suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut

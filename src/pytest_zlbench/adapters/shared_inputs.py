@@ -5,7 +5,8 @@ On an H200 a microsecond kernel's duration depends on where its inputs sit in ph
 by up to 4 % over pages, each placement repeatable to 0.1 %; two live processes cannot share an
 allocation, so each side of a round reads a placement of its own, a steady offset between the
 sides that no number of replays removes. Two processes timing the same physical memory read the
-same duration to 0.03-0.12 % (docs/PERFORMANCE.md, "Where the inputs sit").
+same duration to a median of 0.03-0.12 % per placement (at most 0.37 %), where each on its own
+memory reads up to 1.5 % apart (docs/PERFORMANCE.md, "Where the inputs sit").
 
 * :class:`SharedPool` is the block: the side that starts first in a round allocates it and
   publishes it in a file (CUDA IPC; on the CPU a memory-mapped file), the other side maps it.
