@@ -164,7 +164,8 @@ def test_another_process_maps_the_same_memory_once_both_agree(tmp_path: Path) ->
         p = SharedPool(root / "pool-r1-g0", owner=False, handshake=True)
         seen = []
         placed = p.place(lambda x: seen.append(x), (torch.zeros(4),), {{}})
-        while not (root / "loaded").exists():
+        deadline = time.monotonic() + 60
+        while not (root / "loaded").exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         placed.fn()
         print(seen[0].tolist())
@@ -172,13 +173,17 @@ def test_another_process_maps_the_same_memory_once_both_agree(tmp_path: Path) ->
         """
     )
     other = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    owner = SharedPool(tmp_path / "pool-r1-g0", owner=True, wait_s=60, handshake=True)
-    placed = owner.place(torch.neg, (torch.full((4,), 5.0),), {})
-    assert placed is not None
-    assert (tmp_path / "pool-r1-g0.decided").read_text() == "on"
-    placed.load()
-    (tmp_path / "loaded").touch()
-    out, _ = other.communicate(timeout=60)
+    try:
+        owner = SharedPool(tmp_path / "pool-r1-g0", owner=True, wait_s=60, handshake=True)
+        placed = owner.place(torch.neg, (torch.full((4,), 5.0),), {})
+        assert placed is not None
+        assert (tmp_path / "pool-r1-g0.decided").read_text() == "on"
+        placed.load()
+        (tmp_path / "loaded").touch()
+        out, _ = other.communicate(timeout=60)
+    finally:
+        other.kill()
+        other.wait()
     assert other.returncode == 0
     assert out.strip() == "[5.0, 5.0, 5.0, 5.0]"
     seen: list[Any] = []
@@ -237,3 +242,21 @@ def test_a_side_that_maps_the_block_too_late_does_not_share_either(tmp_path: Pat
     assert late.place(torch.neg, (torch.randn(4),), {}) is None
     assert late.broken is not None
     assert late.broken.startswith("RuntimeError: the other side does not share: ")
+
+
+def test_the_side_that_maps_stops_waiting_once_the_owner_gave_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An owner that could not allocate the block says so; the other side does not wait out
+    its time for a file that will not come."""
+    (tmp_path / "pool-r1-g0.decided").write_text("off: OutOfMemoryError: no memory")
+
+    def no_wait(seconds: float) -> None:
+        raise AssertionError("it waited")
+
+    import pytest_zlbench.adapters.shared_inputs as shared_inputs
+
+    monkeypatch.setattr(shared_inputs.time, "sleep", no_wait)
+    mapper = SharedPool(tmp_path / "pool-r1-g0", owner=False, wait_s=60)
+    assert mapper.block(torch, SimpleNamespace(type="cuda")) is None
+    assert mapper.broken == "RuntimeError: off: OutOfMemoryError: no memory"

@@ -117,7 +117,10 @@ class SharedPool:
                 self._block = None
                 self.broken = f"{type(exc).__name__}: {exc}"
                 if agree:
-                    _decide(self.decided, "off: " + self.broken)
+                    try:
+                        _decide(self.decided, "off: " + self.broken)
+                    except OSError:
+                        pass  # the other side gives up too, when its own wait ends
         return self._block
 
     def _agree(self) -> None:
