@@ -58,7 +58,12 @@ def pytest_zlbench_device_register(registry):
     registry.add(dataclasses.replace(cpu, name="sim", aliases=(), visibility_var="SIM_VISIBLE"))
 
 
+_build_timer = timing.build_timer
 timing.build_timer = lambda *args, **kwargs: CpuTimer(warmup_ms=1.0, rep_ms=2.0, min_samples=5)
+
+
+def pytest_unconfigure(config):
+    timing.build_timer = _build_timer  # an in-process run leaves the module as it found it
 
 
 def pytest_configure(config):
@@ -389,7 +394,9 @@ def test_each_xdist_worker_runs_its_own_batch(suite: pytest.Pytester) -> None:
 
 def test_the_screen_mode_is_checked(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_ops=TESTS)
-    result = suite.runpytest("--zl-backend=cpu", SWITCH, "--zl-screen-mode=parallel", "--zl-out=x")
+    result = suite.runpytest_subprocess(
+        "--zl-backend=cpu", SWITCH, "--zl-screen-mode=parallel", "--zl-out=x"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["ERROR: --zl-screen-mode: expected one of lockstep, sequential, process, not 'parallel'"]
@@ -750,7 +757,9 @@ def test_shared_inputs_are_refused_where_they_would_do_nothing(
     suite: pytest.Pytester, option: str, error: str
 ) -> None:
     suite.makepyfile(test_ops=TESTS)
-    result = suite.runpytest("--zl-backend=cpu", SWITCH, option, "--zl-shared-inputs", "--zl-out=x")
+    result = suite.runpytest_subprocess(
+        "--zl-backend=cpu", SWITCH, option, "--zl-shared-inputs", "--zl-out=x"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --zl-shared-inputs: {error}"])
 
