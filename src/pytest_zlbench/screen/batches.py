@@ -11,7 +11,6 @@ of the batch it was in that were still to finish."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +19,7 @@ import pytest
 from .. import _common
 from ..core import screening
 from ..core.rounds import IDENTICAL_IR, RoundView, batch_passes, stop_reason
+from .recording_home import clear_but_recording
 from .results import (
     add_note,
     aggregate_op_dir,
@@ -126,21 +126,6 @@ def _complete(self: AbController, op_dir: Path) -> None:
     self.result_update()
 
 
-def _clear_but_recording(op_dir: Path) -> None:
-    """Empty an incomplete operator's directory, but for a complete recording (its batch's
-    recording worker may have kept what the sides replay: ``SideWorkers.run``)."""
-    from ..contract import RECORD_DIR
-    from ..core.records import is_complete
-
-    for child in op_dir.iterdir():
-        if child.name == RECORD_DIR and is_complete(child):
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
-
-
 def run_batch(self: AbController, items: list[OpItem]) -> None:
     """Measure a batch of operators with side workers; the operators that refused the
     requested ``--dtypes`` then in a batch of their own on their own dtypes; an operator that
@@ -156,7 +141,7 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             continue  # reused by run_op
         if op_dir.exists():
             self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
-            _clear_but_recording(op_dir)
+            clear_but_recording(op_dir)
         op_dir.mkdir(parents=True, exist_ok=True)
         todo.append(item)
         self.measured.add(item.op)

@@ -26,6 +26,22 @@ from ..core.records import COMPLETE_FILE, is_complete
 RECORDED_FILE = "recorded.txt"
 
 
+def clear_but_recording(op_dir: Path) -> None:
+    """Empty an incomplete operator's directory (``--zl-resume``), but for a complete
+    recording, which its batch may reuse (``clear_workdir``)."""
+    for child in op_dir.iterdir():
+        if child.name == RECORD_DIR and is_complete(child):
+            continue
+        _remove(child)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
 def _stamp(root: Path, op: str) -> str:
     """When ``op``'s recording was completed (``-`` if it is not)."""
     record = root / op / RECORD_DIR
@@ -45,12 +61,8 @@ def clear_workdir(workdir: Path, keys: Mapping[str, str], root: Path, resume: bo
                 reused[op] = line
     if reused:
         for child in workdir.iterdir():
-            if child.name == RECORD_SIDE:
-                continue
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
+            if child.name != RECORD_SIDE:
+                _remove(child)
         records.write_atomic(listed, "".join(reused[op] + "\n" for op in sorted(reused)))
     elif workdir.exists():
         shutil.rmtree(workdir)
