@@ -566,6 +566,9 @@ def test_resume_reuses_complete_operators(suite: pytest.Pytester) -> None:
 
     (root / "relu" / "op.complete").unlink()  # as if the screen stopped inside relu
     before = (root / "abs" / "r1_A" / "run_identity.json").read_text()
+    # the end of a session does not redraw what it did not change: a screen cut by a signal
+    # has seconds to write its table, and drawing every operator's picture again took longer
+    kept = {name: (root / "abs" / name).stat().st_ino for name in ("ab.json", "delta.svg")}
     resumed, _ = screen(suite, SWITCH, "--zl-resume")
     resumed.assert_outcomes(passed=2)
     assert resumed.ret == 0
@@ -575,8 +578,41 @@ def test_resume_reuses_complete_operators(suite: pytest.Pytester) -> None:
     assert child_steps(root, "abs") == ["r1 A", "r1 B"]  # from the first run only
     assert child_steps(root, "relu") == ["r1 A", "r1 B", "r1 A", "r1 B"]
     assert (root / "abs" / "r1_A" / "run_identity.json").read_text() == before
+    assert {name: (root / "abs" / name).stat().st_ino for name in kept} == kept
     assert (root / "relu" / "op.complete").is_file()
     assert sorted(read_lines(root)) == ["abs", "relu"]
+
+
+def test_a_resumed_screen_drops_the_views_of_the_session_before_it(
+    suite: pytest.Pytester,
+) -> None:
+    # screen.tsv and report.html are views of screen_result.json written at a session's end;
+    # kept while a resumed session runs (or after it was killed), they would contradict the
+    # document, which says the screen is running
+    suite.makepyfile(test_ops=HELPERS + ABS, test_relu=RELU)
+    first, root = screen(suite, SWITCH)
+    first.assert_outcomes(passed=2)
+    views = ("screen.tsv", "report.html", "overview.svg")
+    assert all((root / name).is_file() for name in views)
+    suite.makeconftest(
+        SUITE_CONFTEST
+        + f"""
+
+def pytest_runtest_logstart(nodeid, location):
+    import os
+
+    if "zlbench[" in nodeid:  # the controller, about to run an operator
+        root = {str(root)!r}
+        seen = [name for name in {views!r} if os.path.exists(os.path.join(root, name))]
+        with open(os.path.join(root, "..", "seen.txt"), "a") as handle:
+            handle.write(" ".join(seen) + "\\n")
+"""
+    )
+    (root / "relu" / "op.complete").unlink()
+    resumed, _ = screen(suite, SWITCH, "--zl-resume")
+    resumed.assert_outcomes(passed=2)
+    assert (root.parent / "seen.txt").read_text().splitlines() == ["", ""]
+    assert all((root / name).is_file() for name in views)  # this session's, at its end
 
 
 def test_screening_options_never_reach_a_child(

@@ -356,10 +356,14 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
+def json_text(data: Any) -> str:
+    """``data`` as :func:`write_json` writes it."""
+    return json.dumps(json_safe(data), indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
 def write_json(path: str | os.PathLike[str], data: Any) -> None:
     """Write ``data`` as JSON atomically; NaN and infinity are written as ``null``."""
-    text = json.dumps(json_safe(data), indent=2, sort_keys=False, allow_nan=False)
-    write_atomic(path, text + "\n")
+    write_atomic(path, json_text(data))
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:

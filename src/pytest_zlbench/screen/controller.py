@@ -113,6 +113,9 @@ class AbController:
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
         #: why --zl-floor-from's control was not applied at the end (its caliber differs)
         self.floor_refused: str | None = None
+        # operators whose judged result changed at the session's end: their plots, redrawn
+        # after screen.tsv, so that a session stopped by a signal writes its table first
+        self.replot: list[tuple[Path, screening.OpResult]] = []
 
     # ---- collection ------------------------------------------------------------------------
 
@@ -298,7 +301,7 @@ class AbController:
         from . import outputs  # screen_result.json, screen.tsv, the gate, the report
 
         cut = int(exitstatus) == pytest.ExitCode.INTERRUPTED
-        self.outputs = outputs.finish_screen(self.config, self.settings.root, cut=cut)
+        self.outputs = outputs.finish_screen(self.config, self.settings.root, cut, self.replot)
         session.exitstatus = outputs.exit_status(int(session.exitstatus), self.outputs)
         self.progress(f"wrote {self.outputs.tsv} ({len(self.lines)} operators)", terminal=False)
 
@@ -313,7 +316,8 @@ class AbController:
         results = [aggregate_op_dir(root / op, allow=allow)[0] for op in ops]
         floor = self.control_floor()
         for op, result in zip(ops, screening.judge_screen(results, floor), strict=True):
-            write_op_result(root / op, result)
+            if write_op_result(root / op, result, plot=False):
+                self.replot.append((root / op, result))  # drawn after the table (finish_screen)
             self.lines[op] = result.to_line()
 
     def control_floor(self) -> Any:

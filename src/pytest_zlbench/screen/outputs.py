@@ -4,7 +4,7 @@ pictures, ``report.html``), and the CI gate's verdict (``--zl-fail-beyond``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from ..core.gate import Verdict, judge, parse_percent
 from ..core.gate import exit_status as gated
 from ..core.result import RESULT_FILE
 from . import result_file
-from .results import read_screen
+from .results import draw_op_plot, read_screen
 
 
 @dataclass
@@ -52,22 +52,32 @@ def finish(
     limit: float | None,
     write_doc: bool = True,
     option: str = "--zl-fail-beyond",
+    replot: Sequence[tuple[Path, screening.OpResult]] = (),
 ) -> Outputs:
-    """Write the document (unless already written) and its views; judge the gate (whose lines
-    name it ``option``)."""
+    """Write the document (unless already written) and its views, the table first, then the
+    plots of ``replot`` (operator directories and their results) and the report, which holds
+    them; judge the gate (whose lines name it ``option``)."""
     if write_doc:
         result_file.write_document(root, doc)
     tsv = result_file.write_views(root, doc)
+    for op_dir, op_result in replot:
+        draw_op_plot(op_dir, op_result)
     files = result_file.write_report(root, doc)
     verdict = judge(doc, limit, option) if limit is not None else None
     return Outputs(root, doc, tsv, verdict, files)
 
 
-def finish_screen(config: pytest.Config, root: Path, cut: bool = False) -> Outputs:
+def finish_screen(
+    config: pytest.Config,
+    root: Path,
+    cut: bool = False,
+    replot: Sequence[tuple[Path, screening.OpResult]] = (),
+) -> Outputs:
     """The end of a screen session (``cut``: interrupted): every operator's status, judged
-    results, views, gate."""
+    results, views, the plots of ``replot``, gate."""
     limit = fail_beyond(config)  # a bad value was refused before any test ran (preflight)
-    return finish(root, result_file.update(root, final=True, cut=cut), limit, write_doc=False)
+    doc = result_file.update(root, final=True, cut=cut)
+    return finish(root, doc, limit, write_doc=False, replot=replot)
 
 
 def publish(

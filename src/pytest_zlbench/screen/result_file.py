@@ -12,13 +12,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..contract import AB_FILE, RECORD_DIR, ROUND_GLOB, SETTINGS_FILE
+from ..adapters.plot import OVERVIEW_FILE, OVERVIEW_PNG
+from ..contract import AB_FILE, RECORD_DIR, ROUND_GLOB, SCREEN_FILE, SETTINGS_FILE
 from ..core import records, result
 from ..core.result import NOT_STARTED, RESULT_FILE, RUNNING, SKIPPED
 from .results import aggregate_op_dir, is_done, write_screen
 
 LOCK_FILE = ".screen_result.lock"
 REPORT_FILE = "report.html"
+#: what a session's end writes from the document (``outputs.finish``)
+VIEW_FILES = (SCREEN_FILE, REPORT_FILE, OVERVIEW_FILE, OVERVIEW_PNG)
 
 
 @contextmanager
@@ -68,9 +71,14 @@ def update(
 ) -> dict[str, Any]:
     """Write ``screen_result.json`` of a screen root from what its directories hold; returns
     the document. ``planned``: operators collected (op -> the reason it is skipped, or
-    ``None``), added to those the file already lists; ``final``: the session is ending,
-    ``cut``: interrupted (``result.document``)."""
+    ``None``), added to those the file already lists, at the session's start, which also
+    removes the views an earlier session left (``screen.tsv``, the report and overview): they
+    would contradict the document until this session writes its own at its end; ``final``:
+    the session is ending, ``cut``: interrupted (``result.document``)."""
     with _locked(root):
+        if planned is not None:
+            for name in VIEW_FILES:
+                (root / name).unlink(missing_ok=True)
         before = read_result(root) or {}
         known: dict[str, dict[str, Any]] = {
             str(e["op"]): e for e in before.get("operators", ()) if isinstance(e, dict)

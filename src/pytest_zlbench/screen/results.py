@@ -72,15 +72,35 @@ def read_screen(root: Path) -> list[screening.ScreenLine]:
     return screening.read_screen(path.read_text(encoding="utf-8"), str(path))
 
 
-def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True) -> None:
+def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True) -> bool:
     """``ab.json``, and (``plot``) the plot when matplotlib is installed and the result has a
-    range."""
+    range; without ``plot`` a plot of an earlier result is removed, so a plot present is always
+    one of the ``ab.json`` beside it. ``False``, writing nothing, when ``ab.json`` already holds
+    this result and the plot (when one is asked for) is drawn."""
     from ..adapters import plot as plots
     from ..core.result import SCHEMA_VERSION
 
-    records.write_json(op_dir / AB_FILE, {"schema_version": SCHEMA_VERSION, **result.to_json()})
-    if not plot:
-        return
+    path = op_dir / AB_FILE
+    text = records.json_text({"schema_version": SCHEMA_VERSION, **result.to_json()})
+    try:
+        same = path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        same = False
+    if same and (not plot or (op_dir / plots.PLOT_FILE).is_file()):
+        return False
+    if not same:
+        records.write_atomic(path, text)
+    if plot:
+        draw_op_plot(op_dir, result)
+    else:
+        (op_dir / plots.PLOT_FILE).unlink(missing_ok=True)
+    return True
+
+
+def draw_op_plot(op_dir: Path, result: screening.OpResult) -> None:
+    """The operator's plot (``adapters.plot.write``); a failure is one line on stderr."""
+    from ..adapters import plot as plots
+
     try:
         plots.write(op_dir / plots.PLOT_FILE, result)
     except Exception as exc:  # a plot is an extra: it never costs a screen its results
