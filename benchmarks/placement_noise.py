@@ -1,7 +1,8 @@
 """Whether a microsecond kernel's duration depends on where its inputs sit in device memory
 (docs/PERFORMANCE.md, "Where the inputs sit"). Run from a FlagGems checkout on a CUDA card:
 
-    python benchmarks/placement_noise.py [--placements 8] [--pages] [--seed 1] [--json OUT.json]
+    python benchmarks/placement_noise.py [--placements 8] [--pages] [--seed 1] [--only TEXT]
+        [--json OUT.json]
 
 Per row: ``--placements`` copies of the inputs (of the output, for the row that says so), each
 allocated behind a padding block of random size (the small inputs still land at successive
@@ -46,10 +47,12 @@ TRACED_REPLAYS = 5
 
 def rows(torch: Any) -> dict[str, tuple[Callable[..., Any], list[tuple[int, ...]]]]:
     from flag_gems.ops.abs import abs as fg_abs
+    from flag_gems.ops.div import true_div_func
     from flag_gems.ops.mul import mul as fg_mul
     from flag_gems.ops.sum import sum_dim as fg_sum_dim
 
     fixed = torch.randn(64, 64, device="cuda")
+    big = (torch.randn(1 << 20, device="cuda"), torch.rand(1 << 20, device="cuda") + 0.5)
     return {
         "FlagGems abs f32 64x64": (fg_abs, [(64, 64)]),
         "FlagGems mul f32 64x64": (fg_mul, [(64, 64), (64, 64)]),
@@ -62,6 +65,16 @@ def rows(torch: Any) -> dict[str, tuple[Callable[..., Any], list[tuple[int, ...]
             [(64, 64)],
         ),
         "FlagGems abs f32 1M": (fg_abs, [(1 << 20,)]),
+        # an elementwise kernel over 2^20 elements, inputs fixed and output placed: FlagGems'
+        # (a Triton kernel) and torch's, whose A/A rounds scatter unlike each other
+        "FlagGems div f32 1M, output placed": (
+            lambda out: true_div_func(*big, out0=out),
+            [(1 << 20,)],
+        ),
+        "torch div f32 1M, output placed": (
+            lambda out: torch.div(*big, out=out),
+            [(1 << 20,)],
+        ),
     }
 
 
@@ -105,13 +118,17 @@ def start_profiler(torch: Any) -> None:
             torch.cuda.synchronize()
 
 
-def measure(torch: Any, placements: int, pages: bool = False) -> dict[str, Any]:
+def measure(
+    torch: Any, placements: int, pages: bool = False, only: str | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     keep: list[Any] = []  # the padding blocks stay allocated: each placement is a new address
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start_profiler(torch)
         for name, (op, shapes) in rows(torch).items():
+            if only is not None and only not in name:
+                continue
             started = time.perf_counter()
             inputs = []
             for _ in range(placements):
@@ -324,6 +341,7 @@ def main() -> int:
         help="two live processes, the second timing the first's inputs (same memory) and its own",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the padding sizes (1)")
+    parser.add_argument("--only", help="only the rows whose name holds this text (not --shared)")
     parser.add_argument("--json", type=Path, help="also write every reading to this file")
     args = parser.parse_args()
     if args.json is not None and not args.json.parent.is_dir():
@@ -350,7 +368,7 @@ def main() -> int:
     if args.shared:
         result = measure_shared(torch, args.placements)
     else:
-        result = measure(torch, args.placements, args.pages)
+        result = measure(torch, args.placements, args.pages, args.only)
     if args.json:
         tmp = args.json.with_name(args.json.name + ".tmp")
         tmp.write_text(json.dumps(result, indent=1), encoding="utf-8")
