@@ -62,6 +62,7 @@ __all__ = [
     "SWITCH_FIELD",
     "TRITON_CACHE_DIR",
     "TUNER_DB_DIR",
+    "WORKERS_DIR",
     "child_environment",
     "child_identity",
     "first_try_file",
@@ -116,6 +117,8 @@ SKIPPED_FILE = "skipped.txt"
 SCREEN_FILE = "screen.tsv"
 SETTINGS_FILE = "screen.json"
 PROGRESS_FILE = "progress.log"
+#: the side workers' folders of a screen root, one per batch (``screen.sides``)
+WORKERS_DIR = ".workers"
 #: ``--zl-compare A B``: the pairing of two run directories
 COMPARE_FILE = "compare.json"
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from pytest_zlbench.contract import WORKERS_DIR
 from pytest_zlbench.core import screening
 from pytest_zlbench.core.records import is_complete, read_identity, read_rows
 from pytest_zlbench.screen.cost import COST_FILE
-from pytest_zlbench.screen.sides import WORKERS_DIR
 from zl_testing import (
     ABS_TEST,
     BUSY,

@@ -106,8 +106,13 @@ class AbController:
         self.batches_run: set[str] = set()
         #: every operator's seconds of side-worker time, for the next screen's cards split
         self.costs: dict[str, float] = {}
-        #: the side workers' passes and rounds so far, for the estimate of what is left
+        #: the side workers' passes and rounds so far (with the earlier sessions' of a resumed
+        #: root), for the estimate of what is left
         self.pace = Pace()
+        if settings.resume:
+            from .cost import history_pace
+
+            self.pace = history_pace(settings.root)
         #: the operators this session's batches measured (complete, but not reused)
         self.measured: set[str] = set()
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)

@@ -1,15 +1,18 @@
 """What a batch of side workers cost: ``<root>/.workers/<batch>/cost.json`` (its wall time, the
 seconds its workers spent inside timed turns, its operator passes; ``docs/PERFORMANCE.md``,
-"Screen cost with side workers")."""
+"Screen cost with side workers"); and the pace a resumed screen starts its estimate from."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ..core.records import write_atomic
+from ..contract import AB_FILE, WORKERS_DIR
+from ..core.records import read_json_object, write_atomic
+from ..core.rounds import Pace
+from .results import is_done
 
-#: a batch's cost record, in its folder under ``screen.sides.WORKERS_DIR``
+#: a batch's cost record, in its folder under ``WORKERS_DIR``
 COST_FILE = "cost.json"
 
 
@@ -33,3 +36,23 @@ def batch_cost(
         f"batch {name}: {passes} operator passes in {wall:.0f}s, "
         f"{timed:.0f}s of it inside timed turns ({share:.0%})"
     )
+
+
+def history_pace(root: Path) -> Pace:
+    """The pace of the sessions that screened ``root`` before (``--zl-resume``): the operator
+    passes and wall time of each batch's last ``cost.json`` (start-ups included; a batch cut
+    before it finished a pass says nothing of a pass), and the rounds each complete operator
+    used. Empty for a new root."""
+    pace = Pace()
+    for path in sorted(root.glob(f"{WORKERS_DIR}/*/{COST_FILE}")):
+        record = read_json_object(path) or {}
+        passes, wall = record.get("operator_passes"), record.get("wall_s")
+        if isinstance(passes, int) and passes > 0 and isinstance(wall, int | float):
+            pace.passes += passes
+            pace.seconds += float(wall)
+    if root.is_dir():
+        for op_dir in sorted(p for p in root.iterdir() if p.is_dir() and is_done(p)):
+            rounds = (read_json_object(op_dir / AB_FILE) or {}).get("rounds_run")
+            if isinstance(rounds, int) and rounds > 0:
+                pace.finished(rounds)
+    return pace

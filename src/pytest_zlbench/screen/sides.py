@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV
-from ..contract import RECORD_DIR, RECORD_SIDE, round_dir
+from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
 from ..core.lockstep import Lockstep, order_for
 from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 #: where a screen's side workers keep their caches and output, under its root (a name no
 #: operator can have: operator ids start with a letter, digit or underscore)
-WORKERS_DIR = ".workers"
 #: the longest a busy worker goes without a progress line
 HEARTBEAT_S = 10.0
 
