@@ -4,7 +4,7 @@
     python benchmarks/placement_noise.py [--placements 8] [--pages] [--seed 1] [--only TEXT]
         [--json OUT.json]
 
-Per row: ``--placements`` copies of the inputs (of the output, for the row that says so), each
+Per row: ``--placements`` copies of the inputs (of the output, for the rows that say so), each
 allocated behind a padding block of random size (the small inputs still land at successive
 offsets of the allocator's 2 MiB segment); with ``--pages``, each copy at the start of a 2 MiB
 page of its own instead (the same offset in the page, other pages: whether more than the offset
@@ -346,6 +346,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.json is not None and not args.json.parent.is_dir():
         parser.error(f"--json: no folder {args.json.parent}")
+    if args.only is not None and args.shared:
+        parser.error("--only selects rows of the one-process runs, not of --shared")
     random.seed(args.seed)
     if Path("src/flag_gems").is_dir():
         sys.path.insert(0, str(Path("src").resolve()))  # the checkout's own, as pytest.ini does
@@ -369,6 +371,9 @@ def main() -> int:
         result = measure_shared(torch, args.placements)
     else:
         result = measure(torch, args.placements, args.pages, args.only)
+        if not result:
+            print(f"placement_noise.py: no row's name holds {args.only!r}", file=sys.stderr)
+            return 2
     if args.json:
         tmp = args.json.with_name(args.json.name + ".tmp")
         tmp.write_text(json.dumps(result, indent=1), encoding="utf-8")

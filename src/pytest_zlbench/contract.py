@@ -117,7 +117,8 @@ SKIPPED_FILE = "skipped.txt"
 SCREEN_FILE = "screen.tsv"
 SETTINGS_FILE = "screen.json"
 PROGRESS_FILE = "progress.log"
-#: the side workers' folders of a screen root, one per batch (``screen.sides``)
+#: where a screen's side workers keep their caches and output, one folder per batch, under
+#: its root (a name no operator can have: operator ids start with a letter, digit or underscore)
 WORKERS_DIR = ".workers"
 #: ``--zl-compare A B``: the pairing of two run directories
 COMPARE_FILE = "compare.json"

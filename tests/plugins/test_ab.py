@@ -566,8 +566,8 @@ def test_resume_reuses_complete_operators(suite: pytest.Pytester) -> None:
 
     (root / "relu" / "op.complete").unlink()  # as if the screen stopped inside relu
     before = (root / "abs" / "r1_A" / "run_identity.json").read_text()
-    # the end of a session does not redraw what it did not change: a screen cut by a signal
-    # has seconds to write its table, and drawing every operator's picture again took longer
+    # the end of a session rewrites no file whose content would not change (a session stopped
+    # by a signal has seconds to write its table), and draws a plot that is missing
     kept = {name: (root / "abs" / name).stat().st_ino for name in ("ab.json", "delta.svg")}
     resumed, _ = screen(suite, SWITCH, "--zl-resume")
     resumed.assert_outcomes(passed=2)
@@ -592,7 +592,7 @@ def test_a_resumed_screen_drops_the_views_of_the_session_before_it(
     suite.makepyfile(test_ops=HELPERS + ABS, test_relu=RELU)
     first, root = screen(suite, SWITCH)
     first.assert_outcomes(passed=2)
-    views = ("screen.tsv", "report.html", "overview.svg")
+    views = ("screen.tsv", "report.html", "overview.svg", "overview.png")
     assert all((root / name).is_file() for name in views)
     suite.makeconftest(
         SUITE_CONFTEST
@@ -609,10 +609,12 @@ def pytest_runtest_logstart(nodeid, location):
 """
     )
     (root / "relu" / "op.complete").unlink()
+    (root / "abs" / "delta.svg").unlink()  # a reused operator's missing plot is drawn again
     resumed, _ = screen(suite, SWITCH, "--zl-resume")
     resumed.assert_outcomes(passed=2)
     assert (root.parent / "seen.txt").read_text().splitlines() == ["", ""]
     assert all((root / name).is_file() for name in views)  # this session's, at its end
+    assert (root / "abs" / "delta.svg").is_file()
 
 
 def test_screening_options_never_reach_a_child(

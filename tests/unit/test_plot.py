@@ -98,7 +98,7 @@ NOISE_LABEL = "noise its shapes were judged against (median, ±)"
 def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The figures the module draws, kept as they are saved."""
     figures: list[Any] = []
-    monkeypatch.setattr(plot, "_save_svg", lambda fig, path: figures.append(fig))
+    monkeypatch.setattr(plot, "_save_svg", lambda fig, path, *_: figures.append(fig))
     return figures
 
 
@@ -146,3 +146,37 @@ def test_an_operator_plot_draws_no_band_of_zero_noise(
     (fig,) = figures
     assert not any(t.startswith("noise it was judged against") for t in legend_texts(fig))
     assert not fig.axes[0].patches
+
+
+def test_a_plot_is_redrawn_only_when_what_it_draws_changed(tmp_path: Path) -> None:
+    # the end of a screen judges every operator again, and each judgement lists the screen's
+    # floor operators: ab.json changes, the picture does not, and drawing it again costs
+    # 0.3 s an operator
+    pytest.importorskip("matplotlib")
+    path = tmp_path / plot.PLOT_FILE
+    assert plot.write(path, result())
+    first = path.stat().st_ino
+    entry = result().to_json()
+    entry["floor"] = {"source": "NO_IR_DIFF operators", "ops": ["mm", "abs"]}
+    entry["notes"] = ["a note the plot does not show"]
+    assert plot.write(path, entry)
+    assert path.stat().st_ino == first  # the same file: not drawn again
+
+    entry["shapes"][0]["noise_pct"] = 0.5  # a band the plot draws
+    assert plot.write(path, entry)
+    assert path.stat().st_ino != first
+    assert plot.write(path, result())
+    assert path.stat().st_ino != first
+
+
+def test_a_plot_of_another_result_goes_when_it_cannot_be_redrawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    path = tmp_path / plot.PLOT_FILE
+    assert plot.write(path, result())
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # matplotlib gone
+    assert plot.write(path, result())  # the same result: its plot stands
+    assert path.is_file()
+    assert not plot.write(path, result(screening.NO_IR_DIFF))
+    assert not path.exists()  # it would show another verdict

@@ -10,7 +10,9 @@ caller says so in one line (:data:`MISSING`). Both pictures read the result's JS
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -79,10 +81,56 @@ def _rounds_label(n: int) -> str:
     return "1 round (no spread between rounds)" if n == 1 else f"each of {n} rounds"
 
 
-def _save_svg(fig: Any, path: Path) -> None:
+def _save_svg(fig: Any, path: Path, description: str | None = None) -> None:
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    metadata = {"Date": None} if description is None else {"Date": None, "Description": description}
+    fig.savefig(buffer, format="svg", metadata=metadata)
     records.write_atomic(path, buffer.getvalue())
+
+
+# what an operator's plot shows, and all that write() reads of a result
+_OP_KEYS = ("op", "verdict", "control", "range_label", "low_pct", "high_pct", "judged", "beyond")
+_SHAPE_KEYS = (
+    "dtype",
+    "shape",
+    "occurrence",
+    "test",
+    "noise_pct",
+    "median_pct",
+    "beyond_noise",
+    "baseline_median_pct",
+    "sign_flip",
+)
+_STAMP = "zlbench-plot "  # then the digest of what the plot shows, in the SVG's description
+
+
+def _plotted(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a result an operator's plot shows: :func:`write` draws from it alone, so
+    its digest, written into the SVG, says whether a plot on disk shows a result."""
+    return {
+        **{key: entry.get(key) for key in _OP_KEYS},
+        "shapes": [
+            {
+                **{key: s.get(key) for key in _SHAPE_KEYS},
+                "rounds": [{"delta_pct": r["delta_pct"]} for r in s["rounds"]],
+            }
+            for s in entry.get("shapes") or ()
+        ],
+    }
+
+
+def _stamp(data: Mapping[str, Any]) -> str:
+    text = json.dumps(data, sort_keys=True, default=str)
+    return _STAMP + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _shows(path: Path, stamp: str) -> bool:
+    """Whether the SVG at ``path`` was drawn from the data of ``stamp`` (it is near the top)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return stamp in handle.read(8192)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _noise_band(ax: Any, ys: Sequence[int], noises: Sequence[float | None], label: str) -> None:
@@ -110,17 +158,23 @@ def _marks(
 
 
 def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
-    """Write ``path`` (an SVG) for one operator's result; ``False`` when matplotlib is missing
-    or the result has no range (NO_ROWS, a failed round): then a plot left by an earlier
-    aggregation is removed, so that no plot contradicts ``screen.tsv``."""
-    entry = _entry(result)
-    shapes: Sequence[Mapping[str, Any]] = entry.get("shapes") or ()
+    """Write ``path`` (an SVG) for one operator's result, unless the plot there already shows
+    what this result's plot would (``True`` either way: a screen's end judges every operator
+    again, and most plots stay as they were); ``False`` when matplotlib is missing or the
+    result has no range (NO_ROWS, a failed round): then a plot left by an earlier aggregation
+    is removed, so that no plot contradicts ``screen.tsv``."""
+    entry = _plotted(_entry(result))
+    shapes: Sequence[Mapping[str, Any]] = entry["shapes"]
     if entry.get("low_pct") is None or not shapes:
         path.unlink(missing_ok=True)
         return False
+    stamp = _stamp(entry)
+    if _shows(path, stamp):
+        return True
     try:
         from matplotlib.figure import Figure
     except ImportError:
+        path.unlink(missing_ok=True)
         return False
     labels = [shape_label(s) for s in shapes]
     lines = sum(label.count("\n") + 1 for label in labels)
@@ -162,7 +216,7 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax.grid(axis="x", linewidth=0.3)
-    _save_svg(fig, path)
+    _save_svg(fig, path, stamp)
     return True
 
 

@@ -137,9 +137,9 @@ def batch_passes(operators: int, rounds: float, recording: bool) -> float:
 
 @dataclass
 class Pace:
-    """What a screen's side workers did so far in this session, for its estimate of what is
-    left: the operator passes and their seconds, and the rounds each finished operator used
-    (it stopped early, or ran its last round)."""
+    """What a screen's side workers did so far (this session, and the sessions before it on a
+    resumed root), for its estimate of what is left: the operator passes and their seconds, and
+    the rounds each finished operator used (it stopped early, or ran its last round)."""
 
     passes: int = 0
     seconds: float = 0.0

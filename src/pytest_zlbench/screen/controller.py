@@ -19,8 +19,9 @@ from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
 from ..core.result import RESULT_FILE
-from ..core.rounds import Pace, RoundView
+from ..core.rounds import RoundView
 from .children import Children, Deterministic, DtypeFallback, same_failure
+from .cost import starting_pace
 from .results import (
     add_note,
     aggregate_op_dir,
@@ -108,18 +109,14 @@ class AbController:
         self.costs: dict[str, float] = {}
         #: the side workers' passes and rounds so far (with the earlier sessions' of a resumed
         #: root), for the estimate of what is left
-        self.pace = Pace()
-        if settings.resume:
-            from .cost import history_pace
-
-            self.pace = history_pace(settings.root)
+        self.pace = starting_pace(settings)
         #: the operators this session's batches measured (complete, but not reused)
         self.measured: set[str] = set()
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
         #: why --zl-floor-from's control was not applied at the end (its caliber differs)
         self.floor_refused: str | None = None
-        # operators whose judged result changed at the session's end: their plots, redrawn
-        # after screen.tsv, so that a session stopped by a signal writes its table first
+        # the operators judged at the session's end: their plots, drawn after screen.tsv (those
+        # whose picture changed), so that a session stopped by a signal writes its table first
         self.replot: list[tuple[Path, screening.OpResult]] = []
 
     # ---- collection ------------------------------------------------------------------------
@@ -321,8 +318,8 @@ class AbController:
         results = [aggregate_op_dir(root / op, allow=allow)[0] for op in ops]
         floor = self.control_floor()
         for op, result in zip(ops, screening.judge_screen(results, floor), strict=True):
-            if write_op_result(root / op, result, plot=False):
-                self.replot.append((root / op, result))  # drawn after the table (finish_screen)
+            write_op_result(root / op, result, plot=False)
+            self.replot.append((root / op, result))  # drawn after the table (finish_screen)
             self.lines[op] = result.to_line()
 
     def control_floor(self) -> Any:

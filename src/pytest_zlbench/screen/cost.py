@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..contract import AB_FILE, WORKERS_DIR
 from ..core.records import read_json_object, write_atomic
 from ..core.rounds import Pace
 from .results import is_done
+
+if TYPE_CHECKING:
+    from .settings import AbSettings
 
 #: a batch's cost record, in its folder under ``WORKERS_DIR``
 COST_FILE = "cost.json"
@@ -56,3 +60,9 @@ def history_pace(root: Path) -> Pace:
             if isinstance(rounds, int) and rounds > 0:
                 pace.finished(rounds)
     return pace
+
+
+def starting_pace(settings: AbSettings) -> Pace:
+    """The pace a session's estimate of what is left starts from: that of the sessions before
+    it on a resumed root (``--zl-resume``, :func:`history_pace`), else none."""
+    return history_pace(settings.root) if settings.resume else Pace()

@@ -72,12 +72,10 @@ def read_screen(root: Path) -> list[screening.ScreenLine]:
     return screening.read_screen(path.read_text(encoding="utf-8"), str(path))
 
 
-def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True) -> bool:
-    """``ab.json``, and (``plot``) the plot when matplotlib is installed and the result has a
-    range; without ``plot`` a plot of an earlier result is removed, so a plot present is always
-    one of the ``ab.json`` beside it. ``False``, writing nothing, when ``ab.json`` already holds
-    this result and the plot (when one is asked for) is drawn."""
-    from ..adapters import plot as plots
+def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True) -> None:
+    """``ab.json`` (not written again when it holds this result already), and (``plot``) the
+    plot when matplotlib is installed and the result has a range (drawn again only when what it
+    shows changed: ``adapters.plot.write``)."""
     from ..core.result import SCHEMA_VERSION
 
     path = op_dir / AB_FILE
@@ -86,15 +84,10 @@ def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True)
         same = path.read_text(encoding="utf-8") == text
     except (OSError, UnicodeDecodeError):
         same = False
-    if same and (not plot or (op_dir / plots.PLOT_FILE).is_file()):
-        return False
     if not same:
         records.write_atomic(path, text)
     if plot:
         draw_op_plot(op_dir, result)
-    else:
-        (op_dir / plots.PLOT_FILE).unlink(missing_ok=True)
-    return True
 
 
 def draw_op_plot(op_dir: Path, result: screening.OpResult) -> None:

@@ -50,8 +50,6 @@ from .side_process import SideProcess, WorkerDied, start_side
 if TYPE_CHECKING:
     from .controller import AbController, OpItem
 
-#: where a screen's side workers keep their caches and output, under its root (a name no
-#: operator can have: operator ids start with a letter, digit or underscore)
 #: the longest a busy worker goes without a progress line
 HEARTBEAT_S = 10.0
 
