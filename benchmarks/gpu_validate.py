@@ -181,8 +181,12 @@ def cmd_screen(root: str, wall: str = "") -> None:
     if seconds:
         per_op = sorted(seconds.values())
         line = f"seconds per operator (side workers): median {statistics.median(per_op):.1f}"
-        if wall and ops:
-            line += f"; screen wall {float(wall):.0f}s / {len(ops)} = {float(wall) / len(ops):.1f}"
+        measured = [op for op in ops if op["status"] in ("complete", "failed")]
+        if wall and measured:  # a resumed root: the wall is this session's, the count every one's
+            line += (
+                f"; screen wall {float(wall):.0f}s / {len(measured)} operators measured"
+                f" = {float(wall) / len(measured):.1f}"
+            )
         print(line)
     costs = [json.loads(c.read_text()) for c in sorted(path.glob(".workers/*/cost.json"))]
     if costs:

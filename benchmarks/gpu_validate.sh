@@ -64,8 +64,9 @@
 #             COST_SCREENS (mma aa) picks the screens, COST_SEED a seed recorded before
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
 #             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card;
-#             SCALE_BATCH sets --zl-batch-size; SCALE_RESUME=1 continues a scale screen that an
-#             earlier run of this stage into the same -o folder left cut (--zl-resume)
+#             SCALE_BATCH sets --zl-batch-size, SCALE_TIMEOUT --zl-timeout (300 s); SCALE_RESUME=1
+#             continues a scale screen that an earlier run of this stage into the same -o folder
+#             left cut (--zl-resume)
 #   capture   capture fallbacks (nonzero, unique), a capture that breaks cuSOLVER
 #             (linalg_eigvals), ops/no_capture.yaml (cholesky_solve, cholesky_solve_out), cold
 #             cache, the random generator after a failed capture, a fatal device error (~5 min)
@@ -449,7 +450,7 @@ stage_scale() {
   [ ${#resume[@]} -eq 0 ] || log=scale/screen_resumed_$(date +%s)
   local t0; t0=$(date +%s)
   timeout -s INT -k 10 "${RUN_TIMEOUT:-900}" $PY -m pytest $(cat "$c/functions.txt") "${COMMON[@]}" \
-    --shape_file="$SMOKE" --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout=300 \
+    --shape_file="$SMOKE" --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout="${SCALE_TIMEOUT:-300}" \
     ${SCALE_BATCH:+--zl-batch-size="$SCALE_BATCH"} ${resume[@]+"${resume[@]}"} ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"} \
     --zl-out="$c/screen" > "$O/$log.log" 2>&1
   echo "$log: rc=$? $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$log.log")"
