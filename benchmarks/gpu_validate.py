@@ -203,6 +203,27 @@ def cmd_screen(root: str, wall: str = "") -> None:
                 f"  {timer} timer, rows {size}: {len(values)}, median "
                 f"{statistics.median(values):.3f}% worst {max(values):.3f}%"
             )
+    widths = _spread_widths(path)
+    if widths:
+        print(
+            "spread inside one measurement, (p80 - p20) / p50, median over rows and rounds: "
+            + ", ".join(f"{who} {statistics.median(v):.2f}% ({len(v)})" for who, v in widths)
+        )
+
+
+def _spread_widths(root: Path) -> list[tuple[str, list[float]]]:
+    """The relative width of each measurement's samples in every side's rows.jsonl of a screen
+    root: FlagGems' (``spread``) and the baseline's (``spread_base``), timed in the same turns."""
+    gems: list[float] = []
+    base: list[float] = []
+    for rows in sorted(root.glob("*/r*_[AB]/rows.jsonl")):
+        for line in rows.read_text().splitlines():
+            row = json.loads(line) if line.strip() else {}
+            for key, out in (("spread", gems), ("spread_base", base)):
+                sp = row.get(key)
+                if sp and sp.get("p50_ms"):
+                    out.append((sp["p80_ms"] - sp["p20_ms"]) / sp["p50_ms"] * 100)
+    return [(who, v) for who, v in (("FlagGems", gems), ("baseline", base)) if v]
 
 
 def main(argv: list[str]) -> int:
