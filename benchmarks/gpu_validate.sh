@@ -14,6 +14,8 @@
 # SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep sequential process";
 # ZL_TIMER (e.g. kernel) the --zl-timer of every screen (aa3, mma, rlc, crash, cost, scale).
 # SHARED_INPUTS=1 adds --zl-shared-inputs to those screens (lockstep only).
+# SCREEN_ARGS: more options for those screens, split on spaces (e.g. "--zl-graph-budget-ms=200":
+# every graph of a microsecond op then holds the 2000 calls a graph holds at most).
 #
 # Options:
 #   -o DIR       output folder (default ./zl_validate); every stage writes DIR/<stage>/ and
@@ -115,6 +117,8 @@ BASE=(--level core -p no:cacheprovider -q -rfEs)
 SCREEN_TIMER=()
 [ -z "${ZL_TIMER:-}" ] || SCREEN_TIMER=(--zl-timer="$ZL_TIMER")
 [ "${SHARED_INPUTS:-0}" != 1 ] || SCREEN_TIMER+=(--zl-shared-inputs)
+# shellcheck disable=SC2206  # split on spaces, as documented
+[ -z "${SCREEN_ARGS:-}" ] || SCREEN_TIMER+=(${SCREEN_ARGS})
 COMMON=("${BASE[@]}")
 [ -z "${DTYPES:-}" ] || COMMON+=(--dtypes "$DTYPES")
 read -r -a OWN <<< "${OWN_DTYPES-benchmark/test_fft.py::test_perf_fft}"
