@@ -182,7 +182,9 @@ def cmd_screen(root: str, wall: str = "") -> None:
         per_op = sorted(seconds.values())
         line = f"seconds per operator (side workers): median {statistics.median(per_op):.1f}"
         measured = [op for op in ops if op["status"] in ("complete", "failed")]
-        if wall and measured:  # a resumed root: the wall is this session's, the count every one's
+        log = path / "progress.log"
+        resumed = log.is_file() and "(--zl-resume)" in log.read_text()
+        if wall and measured and not resumed:  # resumed, the wall is one session's of several
             line += (
                 f"; screen wall {float(wall):.0f}s / {len(measured)} operators measured"
                 f" = {float(wall) / len(measured):.1f}"
@@ -220,9 +222,11 @@ def _spread_widths(root: Path) -> list[tuple[str, list[float]]]:
         for line in rows.read_text().splitlines():
             row = json.loads(line) if line.strip() else {}
             for key, out in (("spread", gems), ("spread_base", base)):
-                sp = row.get(key)
-                if sp and sp.get("p50_ms"):
-                    out.append((sp["p80_ms"] - sp["p20_ms"]) / sp["p50_ms"] * 100)
+                sp = row.get(key) or {}
+                qs = [sp.get(f"{q}_ms", sp.get(q)) for q in ("p20", "p50", "p80")]
+                low, mid, high = (float(v) if isinstance(v, int | float) else 0.0 for v in qs)
+                if mid > 0 and all(isinstance(v, int | float) for v in qs):
+                    out.append((high - low) / mid * 100)
     return [(who, v) for who, v in (("FlagGems", gems), ("baseline", base)) if v]
 
 

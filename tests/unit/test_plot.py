@@ -148,25 +148,31 @@ def test_an_operator_plot_draws_no_band_of_zero_noise(
     assert not fig.axes[0].patches
 
 
-def test_a_plot_is_redrawn_only_when_what_it_draws_changed(tmp_path: Path) -> None:
+def test_a_plot_is_redrawn_only_when_what_it_draws_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the end of a screen judges every operator again, and each judgement lists the screen's
     # floor operators: ab.json changes, the picture does not, and drawing it again costs
     # 0.3 s an operator
     pytest.importorskip("matplotlib")
+    saved: list[Path] = []
+    save = plot._save_svg
+    monkeypatch.setattr(plot, "_save_svg", lambda fig, p, *a: (saved.append(p), save(fig, p, *a)))
     path = tmp_path / plot.PLOT_FILE
     assert plot.write(path, result())
-    first = path.stat().st_ino
     entry = result().to_json()
     entry["floor"] = {"source": "NO_IR_DIFF operators", "ops": ["mm", "abs"]}
     entry["notes"] = ["a note the plot does not show"]
     assert plot.write(path, entry)
-    assert path.stat().st_ino == first  # the same file: not drawn again
+    assert len(saved) == 1  # not drawn again
 
     entry["shapes"][0]["noise_pct"] = 0.5  # a band the plot draws
     assert plot.write(path, entry)
-    assert path.stat().st_ino != first
     assert plot.write(path, result())
-    assert path.stat().st_ino != first
+    assert len(saved) == 3
+    monkeypatch.setattr(plot, "_PLOT_FORMAT", plot._PLOT_FORMAT + 1)  # the drawing changed
+    assert plot.write(path, result())
+    assert len(saved) == 4
 
 
 def test_a_plot_of_another_result_goes_when_it_cannot_be_redrawn(
@@ -180,3 +186,19 @@ def test_a_plot_of_another_result_goes_when_it_cannot_be_redrawn(
     assert path.is_file()
     assert not plot.write(path, result(screening.NO_IR_DIFF))
     assert not path.exists()  # it would show another verdict
+
+
+def test_a_result_written_without_its_plot_removes_a_plot_of_another(tmp_path: Path) -> None:
+    # the end of a screen writes every ab.json first and draws after screen.tsv: a session
+    # stopped in between leaves no plot that contradicts its ab.json
+    pytest.importorskip("matplotlib")
+    from pytest_zlbench.screen.results import write_op_result
+
+    op_dir = tmp_path / "mm"
+    op_dir.mkdir()
+    write_op_result(op_dir, result())
+    assert (op_dir / plot.PLOT_FILE).is_file()
+    write_op_result(op_dir, result(), plot=False)
+    assert (op_dir / plot.PLOT_FILE).is_file()  # it still shows this result
+    write_op_result(op_dir, result(screening.NO_IR_DIFF), plot=False)
+    assert not (op_dir / plot.PLOT_FILE).exists()

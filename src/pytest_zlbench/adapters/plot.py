@@ -102,6 +102,8 @@ _SHAPE_KEYS = (
     "sign_flip",
 )
 _STAMP = "zlbench-plot "  # then the digest of what the plot shows, in the SVG's description
+#: raised whenever write() draws differently, so that every plot is drawn again
+_PLOT_FORMAT = 1
 
 
 def _plotted(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,8 +122,13 @@ def _plotted(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _stamp(data: Mapping[str, Any]) -> str:
-    text = json.dumps(data, sort_keys=True, default=str)
+    text = json.dumps([_PLOT_FORMAT, data], sort_keys=True, default=str)
     return _STAMP + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def shows(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
+    """Whether the plot at ``path`` shows ``result`` (what :func:`write` would draw of it)."""
+    return _shows(path, _stamp(_plotted(_entry(result))))
 
 
 def _shows(path: Path, stamp: str) -> bool:

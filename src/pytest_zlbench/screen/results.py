@@ -75,7 +75,9 @@ def read_screen(root: Path) -> list[screening.ScreenLine]:
 def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True) -> None:
     """``ab.json`` (not written again when it holds this result already), and (``plot``) the
     plot when matplotlib is installed and the result has a range (drawn again only when what it
-    shows changed: ``adapters.plot.write``)."""
+    shows changed: ``adapters.plot.write``); without ``plot``, a plot that does not show this
+    result is removed (it is drawn later), so that none contradicts ``ab.json``."""
+    from ..adapters import plot as plots
     from ..core.result import SCHEMA_VERSION
 
     path = op_dir / AB_FILE
@@ -88,6 +90,8 @@ def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True)
         records.write_atomic(path, text)
     if plot:
         draw_op_plot(op_dir, result)
+    elif not plots.shows(op_dir / plots.PLOT_FILE, result):
+        (op_dir / plots.PLOT_FILE).unlink(missing_ok=True)
 
 
 def draw_op_plot(op_dir: Path, result: screening.OpResult) -> None:
