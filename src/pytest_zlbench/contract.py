@@ -42,6 +42,7 @@ __all__ = [
     "LOG_FILE",
     "NOTES_FILE",
     "OP_DONE_FILE",
+    "OWN_DTYPES_FILE",
     "PARTIAL_ROWS_FILE",
     "PINS_FILE",
     "PROGRESS_FILE",
@@ -112,6 +113,8 @@ OP_DONE_FILE = "op.complete"
 NOTES_FILE = "notes.txt"
 #: why rounds 2..N of an operator were skipped (identical IR after round 1)
 SKIPPED_FILE = "skipped.txt"
+#: the requested ``--dtypes`` an operator refused: it is measured on its own dtypes
+OWN_DTYPES_FILE = "own_dtypes.txt"
 
 #: the screen's root: one line per operator, the settings ``--zl-resume`` checks, the log
 SCREEN_FILE = "screen.tsv"

@@ -199,6 +199,43 @@ def test_side_workers_measure_an_operator_refusing_the_dtypes_in_a_batch_of_its_
     )
 
 
+def test_a_resumed_screen_measures_an_operator_that_refused_the_dtypes_on_its_own_at_once(
+    suite: pytest.Pytester,
+) -> None:
+    """An operator that refused the requested --dtypes in an earlier session of the screen goes
+    straight to side workers on its own dtypes: entering the requested dtypes' batch again
+    would replace the recording its own batch made, which a resumed batch reuses."""
+    suite.makeconftest(DTYPES_CONFTEST)
+    suite.makepyfile(test_ops=HELPERS + DTYPE_OPS)
+    args = (SWITCH, "--dtypes", "float16", "--zl-screen-mode=lockstep", "--zl-rounds=2")
+    first, root = screen(suite, *args)
+    assert first.ret == 0
+    (root / "fft" / "op.complete").unlink()  # as if the screen stopped in fft's own batch
+    resumed, _ = screen(suite, *args, "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    lines_of_fft = progress(root, "fft")
+    # the refusal was seen once, by the first session
+    assert sum("ValueError: Given dtype(s)" in line for line in lines_of_fft) == 1, lines_of_fft
+    assert (
+        "fft: --dtypes float16 not supported (an earlier session found); measured on its own "
+        "dtypes, in side workers of their own" in lines_of_fft
+    )
+    fft = read_lines(root)["fft"]
+    assert "--dtypes float16 not supported by fft; measured its own dtypes" in fft.note
+    for k in (1, 2):
+        for side in "AB":
+            rows = records.read_rows(root / "fft" / f"r{k}_{side}")
+            assert [r.dtype for r in rows] == ["complex64"]
+
+    # resumed with other dtypes, the refusal is tried again: it was of float16
+    (root / "fft" / "op.complete").unlink()
+    other, _ = screen(suite, SWITCH, "--dtypes", "float32", "--zl-screen-mode=lockstep",
+                      "--zl-rounds=2", "--zl-resume")  # fmt: skip
+    assert other.ret == 0, other.outlines + other.errlines
+    assert sum("ValueError: Given dtype(s)" in line for line in progress(root, "fft")) == 2
+    assert "--dtypes float32 not supported by fft" in read_lines(root)["fft"].note
+
+
 def test_under_xdist_the_batch_of_the_refusing_operator_gets_the_own_dtypes_batch(
     suite: pytest.Pytester,
 ) -> None:

@@ -789,3 +789,44 @@ def test_a_resumed_batch_reuses_the_recordings_its_cut_run_made(
     assert lines(root)["gemm"].verdict == screening.IR_CHANGED
     assert lines(root)["cut"].verdict == screening.IR_CHANGED
     assert run_dirs(root)["cut"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+
+
+#: the suite's --dtypes option (FlagGems' conftest has one)
+DTYPES_OPTION = """
+
+def pytest_addoption(parser):
+    parser.addoption("--dtypes", action="append", default=None, help="dtypes to run")
+"""
+
+#: fft refuses every --dtypes but complex64 before any row, as FlagGems does
+REFUSING_FFT = """
+
+@pytest.mark.zl_op("fft")
+def test_fft(zl_bench, request):
+    requested = request.config.getoption("dtypes") or ["complex64"]
+    if requested != ["complex64"]:
+        raise ValueError(f"Given dtype(s) {requested} can't be supported by this op benchmark.")
+    zl_bench(lambda: busy(100), op="fft", dtype="complex64", shape="[64]")
+"""
+
+
+def test_a_resumed_refusing_operator_keeps_the_recording_its_own_dtypes_batch_made(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makeconftest(CONFTEST + DTYPES_OPTION)
+    suite.makepyfile(test_ops=TESTS + REFUSING_FFT)
+    args = ("lockstep", SWITCH, "--dtypes", "float16", "--zl-rounds=2", "-k", "abs or fft")
+    first, root, _ = screen(suite, *args)
+    assert first.ret == 0, first.outlines + first.errlines
+    recorded = [ln for ln in progress(root) if re.search(r"fft record: (ok|failed)", ln)]
+    assert len(recorded) == 2, recorded  # refused in batch0, then recorded in batch0_own
+    kept = (root / "fft" / "record" / "rows.jsonl").stat().st_mtime_ns
+
+    (root / "fft" / "op.complete").unlink()  # as if the screen stopped in fft's own batch
+    resumed, _, _ = screen(suite, *args, "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    log = progress(root)
+    assert [ln for ln in log if re.search(r"fft record: (ok|failed)", ln)] == recorded
+    assert any("batch0_own: the recordings of 1 operator reused" in ln for ln in log), log
+    assert (root / "fft" / "record" / "rows.jsonl").stat().st_mtime_ns == kept
+    assert "--dtypes float16 not supported by fft" in lines(root)["fft"].note

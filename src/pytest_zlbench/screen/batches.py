@@ -135,13 +135,21 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
 
     s = self.settings
     todo: list[OpItem] = []
+    known_own: list[OpItem] = []  # resumed: refused the dtypes in an earlier session
     for item in items:
         op_dir = s.root / item.op
         if s.resume and is_done(op_dir):
             continue  # reused by run_op
         if op_dir.exists():
             self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
+            refused = self.children.refused_before(op_dir)
             clear_but_recording(op_dir)
+            if refused is not None:  # straight to its own dtypes, its recording kept
+                self.children.keep_own_dtypes(item.op, op_dir, refused)
+                self.progress(f"{item.op}: --dtypes {refused} not supported (an earlier "
+                              "session found); measured on its own dtypes, in side workers "
+                              "of their own")  # fmt: skip
+                known_own.append(item)
         op_dir.mkdir(parents=True, exist_ok=True)
         todo.append(item)
         self.measured.add(item.op)
@@ -160,14 +168,18 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
     name = items[0].batch or f"{BATCH}0"
     number, count, passes_after = place_of(self, name)
     place = (f"batch {number} of {count}, " if count > 1 else "", passes_after)
-    self.progress(
-        (f"{name} ({number} of {count}): " if count > 1 else "")
-        + f"{len(todo)} operator{'s' if len(todo) > 1 else ''}, {s.mode} side workers, at most "
-        f"{s.rounds} round{'s' if s.rounds > 1 else ''}"
-    )
-    workers = SideWorkers(self, todo, name, place=place)
-    batches = [(workers, workers.run(after_round))]
-    own = _refused_dtypes(self, workers)
+    main = [item for item in todo if item not in known_own]
+    batches = []
+    own = list(known_own)
+    if main:
+        self.progress(
+            (f"{name} ({number} of {count}): " if count > 1 else "")
+            + f"{len(main)} operator{'s' if len(main) > 1 else ''}, {s.mode} side workers, at "
+            f"most {s.rounds} round{'s' if s.rounds > 1 else ''}"
+        )
+        workers = SideWorkers(self, main, name, place=place)
+        batches.append((workers, workers.run(after_round)))
+        own += _refused_dtypes(self, workers)
     if own:
         for item in own:
             histories[item.op] = []

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from .. import lifeline
-from ..contract import RECORD_SIDE, child_environment, first_try_file, output_file
+from ..contract import OWN_DTYPES_FILE, RECORD_SIDE, child_environment, first_try_file, output_file
 from ..core import records
 from ..core.parsing import repeated_failure
 from .options import dtypes_args, passthrough_args, reset_inis
@@ -245,8 +245,24 @@ class Children:
         later run of it (child or side worker) is given no ``--dtypes``."""
         shutil.rmtree(op_dir)
         op_dir.mkdir(parents=True)
+        self.keep_own_dtypes(op, op_dir, refused)
+
+    def keep_own_dtypes(self, op: str, op_dir: Path, refused: str) -> None:
+        """``op`` runs on its own dtypes from now on, as its directory says (``OWN_DTYPES_FILE``,
+        which a resumed screen reads back: :meth:`refused_before`, and a note)."""
         self.own_dtypes.add(op)
+        records.write_atomic(op_dir / OWN_DTYPES_FILE, refused + "\n")
         add_note(op_dir, f"--dtypes {refused} not supported by {op}; measured its own dtypes")
+
+    def refused_before(self, op_dir: Path) -> str | None:
+        """The requested ``--dtypes`` when an earlier session of this screen saw the operator
+        of ``op_dir`` refuse them (``--zl-resume``), else ``None``."""
+        try:
+            refused = (op_dir / OWN_DTYPES_FILE).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        requested = ",".join(self.requested_dtypes())
+        return refused if refused and refused == requested else None
 
     def requested_dtypes(self) -> list[str]:
         """The ``--dtypes`` the children are given: on the command line or in PYTEST_ADDOPTS."""
