@@ -821,12 +821,19 @@ def test_a_resumed_refusing_operator_keeps_the_recording_its_own_dtypes_batch_ma
     recorded = [ln for ln in progress(root) if re.search(r"fft record: (ok|failed)", ln)]
     assert len(recorded) == 2, recorded  # refused in batch0, then recorded in batch0_own
     kept = (root / "fft" / "record" / "rows.jsonl").stat().st_mtime_ns
+    abs_rows = lines(root)["abs"].rows
 
-    (root / "fft" / "op.complete").unlink()  # as if the screen stopped in fft's own batch
+    # as if the screen stopped in fft's own batch, with abs of the requested dtypes' batch
+    # not finished either: both batches run again
+    for op in ("abs", "fft"):
+        (root / op / "op.complete").unlink()
     resumed, _, _ = screen(suite, *args, "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     log = progress(root)
     assert [ln for ln in log if re.search(r"fft record: (ok|failed)", ln)] == recorded
+    assert any("batch0: the recordings of 1 operator reused" in ln for ln in log), log
     assert any("batch0_own: the recordings of 1 operator reused" in ln for ln in log), log
+    assert lines(root)["abs"].rows == abs_rows  # measured again on the requested dtypes
+    assert "--dtypes" not in lines(root)["abs"].note
     assert (root / "fft" / "record" / "rows.jsonl").stat().st_mtime_ns == kept
     assert "--dtypes float16 not supported by fft" in lines(root)["fft"].note

@@ -262,7 +262,7 @@ class Children:
         except (OSError, UnicodeDecodeError):
             return None
         requested = ",".join(self.requested_dtypes())
-        return refused if refused and refused == requested else None
+        return refused if refused and _dtype_set(refused) == _dtype_set(requested) else None
 
     def requested_dtypes(self) -> list[str]:
         """The ``--dtypes`` the children are given: on the command line or in PYTEST_ADDOPTS."""
@@ -273,6 +273,11 @@ class Children:
             pass
         _, dtypes = dtypes_args(passthrough_args(args, ()))
         return dtypes
+
+
+def _dtype_set(text: str) -> set[str]:
+    """``--dtypes`` values joined by commas, as a set: their order and grouping aside."""
+    return {d.strip() for d in text.split(",") if d.strip()}
 
 
 def signal_name(number: int) -> str:
