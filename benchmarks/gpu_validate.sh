@@ -38,6 +38,11 @@
 #             abs, mul, sum 64x64 and abs 1M, torch abs 64x64 (and its output) over 8 input
 #             placements, two passes, two processes; then over 12 pages at offset 0
 #             (placement_noise.py, --pages; ~4 min)
+#   oneproc   a comparison inside one process: two graphs of FlagGems abs, mul, div, sum (smoke
+#             shapes, float32) on memory of their own, on shared inputs and on one memory (the
+#             second captured into the first's pool); then DISABLE_MMA_V3=1 compiled into side B
+#             of the same process, with mm, in kernel time and (inputs moved each round) in
+#             kernel and replay time (same_process_noise.py; ~10 min)
 #   timers    the same selection, two processes each, with the graph timer at its defaults, cold
 #             cache, the direct timer, FlagGems' kernel mode and FlagGems' cudagraph mode; noise
 #             per timer and latency ratios between them (~9 min)
@@ -99,10 +104,10 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || die "-o needs a folder"; O=$2; shift 2 ;;
     --seed) [ $# -ge 2 ] || die "--seed needs a folder"; SEED=$2; shift 2 ;;
     --pack) PACK=1; shift ;;
-    all) STAGES+=(seed record noise capnoise placement timers caliber ab aa refuse aa3 mma rlc crash cost capture xdist kill); shift ;;
-    env|seed|record|noise|capnoise|placement|timers|caliber|ab|aa|refuse|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
+    all) STAGES+=(seed record noise capnoise placement oneproc timers caliber ab aa refuse aa3 mma rlc crash cost capture xdist kill); shift ;;
+    env|seed|record|noise|capnoise|placement|oneproc|timers|caliber|ab|aa|refuse|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
       STAGES+=("$1"); shift ;;
-    *) die "unknown argument '$1' (stages: env seed record noise capnoise placement timers caliber ab aa refuse aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
+    *) die "unknown argument '$1' (stages: env seed record noise capnoise placement oneproc timers caliber ab aa refuse aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
   esac
 done
 [ ${#STAGES[@]} -gt 0 ] || die "name at least one stage (see the head of $0)"
@@ -254,16 +259,33 @@ stage_capnoise() {
   done
 }
 
+# fgpy ARGS...: python with this checkout's flag_gems importable (pytest gets src/ from pytest.ini)
+fgpy() { PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" $PY "$@"; }
+
 stage_placement() {
   step "placement: a microsecond kernel's duration against where its inputs sit, two processes"
   stage_dir placement || return
   local p
   for p in 1 2; do
-    $PY "$BENCH/placement_noise.py" --seed "$p" --json "$O/placement/process$p.json" \
+    fgpy "$BENCH/placement_noise.py" --seed "$p" --json "$O/placement/process$p.json" \
       | tee "$O/placement/process$p.txt"
   done
-  $PY "$BENCH/placement_noise.py" --pages --placements 12 --json "$O/placement/pages.json" \
+  fgpy "$BENCH/placement_noise.py" --pages --placements 12 --json "$O/placement/pages.json" \
     | tee "$O/placement/pages.txt"
+}
+
+stage_oneproc() {
+  step "oneproc: two graphs of one op in one process, on their own and on one memory"
+  stage_dir oneproc || return
+  local c=$O/oneproc
+  fgpy "$BENCH/same_process_noise.py" --json "$c/ways.json" | grep -v -i warn | tee "$c/ways.txt"
+  fgpy "$BENCH/same_process_noise.py" --switch DISABLE_MMA_V3=1 --rounds 3 --json "$c/switch.json" \
+    | grep -v -i warn | tee "$c/switch.txt"
+  local t
+  for t in kernel replay; do
+    fgpy "$BENCH/same_process_noise.py" --switch DISABLE_MMA_V3=1 --rounds 3 --move --timer "$t" \
+      --json "$c/switch_move_$t.json" | grep -v -i warn | tee "$c/switch_move_$t.txt"
+  done
 }
 
 stage_timers() {

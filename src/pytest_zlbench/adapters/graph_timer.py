@@ -36,7 +36,10 @@ class GraphTimer:
     """Capture ``calls`` back-to-back calls of the op into one device graph, replay it
     ``replays`` times, time each replay with device events; latency = replay time / calls.
 
-    * ``calls`` is chosen from an eager estimate so that one replay lasts about ``budget_ms``.
+    * ``calls`` is chosen from an eager estimate so that one replay would last about
+      ``budget_ms`` if the eager call were all device work; the host's share of an eager call
+      (a Python wrapper's) makes the graph hold less (docs/PERFORMANCE.md, "A/A precision
+      by screen mode and timer").
     * ``cold=True`` captures an L2 flush before every call and subtracts a flush-only graph.
     * Captures run under a throwaway RNG state (restored even when capture aborts), on the
       :class:`CaptureThread`, so that an aborted capture cannot break the caller's library handles.
