@@ -71,7 +71,8 @@
 #             COST_SCREENS (mma aa) picks the screens, COST_SEED a seed recorded before
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
 #             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card;
-#             SCALE_BATCH sets --zl-batch-size, SCALE_TIMEOUT --zl-timeout (300 s); SCALE_RESUME=1
+#             SCALE_BATCH sets --zl-batch-size, SCALE_TIMEOUT --zl-timeout (300 s),
+#             SCALE_RECORD_TIMEOUT --zl-record-timeout (900 s: tuning); SCALE_RESUME=1
 #             continues a scale screen that an earlier run of this stage into the same -o folder
 #             left cut (--zl-resume)
 #   capture   capture fallbacks (nonzero, unique), a capture that breaks cuSOLVER
@@ -477,6 +478,7 @@ stage_scale() {
   local t0; t0=$(date +%s)
   timeout -s INT -k 10 "${RUN_TIMEOUT:-900}" $PY -m pytest $(cat "$c/functions.txt") "${COMMON[@]}" \
     --shape_file="$SMOKE" --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout="${SCALE_TIMEOUT:-300}" \
+    --zl-record-timeout="${SCALE_RECORD_TIMEOUT:-900}" \
     ${SCALE_BATCH:+--zl-batch-size="$SCALE_BATCH"} ${resume[@]+"${resume[@]}"} ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"} \
     --zl-out="$c/screen" > "$O/$log.log" 2>&1
   echo "$log: rc=$? $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$log.log")"

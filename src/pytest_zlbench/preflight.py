@@ -35,6 +35,7 @@ _PARSERS: dict[str, Callable[[Any], object]] = {
     "zl_allow_no_ir_diff": parsing.parse_bool,
     "zl_allow_caliber_mismatch": parsing.parse_bool,
     "zl_timeout": lambda v: parsing.parse_positive_float(v, "--zl-timeout"),
+    "zl_record_timeout": lambda v: parsing.parse_positive_float(v, "--zl-record-timeout"),
     "zl_resume": parsing.parse_bool,
     "zl_screen_mode": lambda v: _screen_mode(v),
     "zl_batch_size": lambda v: parsing.parse_positive_int(v, "--zl-batch-size"),

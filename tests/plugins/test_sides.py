@@ -837,3 +837,36 @@ def test_a_resumed_refusing_operator_keeps_the_recording_its_own_dtypes_batch_ma
     assert "--dtypes" not in lines(root)["abs"].note
     assert (root / "fft" / "record" / "rows.jsonl").stat().st_mtime_ns == kept
     assert "--dtypes float16 not supported by fft" in lines(root)["fft"].note
+
+
+# --------------------------------------------------------------------------------------------
+# --zl-record-timeout: the recording pass, where autotuning runs, has a limit of its own
+
+#: an operator whose recording pass takes longer than its sides (a long autotuning)
+SLOW_RECORDING = """
+
+@pytest.mark.zl_op("tuned")
+def test_tuned(zl_bench):
+    if os.environ.get("ZLBENCH_SIDE") == "record":
+        time.sleep(8)
+    zl_bench(lambda: busy(50), op="tuned", dtype="int", shape="[1]")
+"""
+
+
+@pytest.mark.parametrize("mode", ["lockstep", "process"])
+def test_a_recording_pass_longer_than_the_timeout_of_a_side_has_a_limit_of_its_own(
+    suite: pytest.Pytester, mode: str
+) -> None:
+    suite.makepyfile(test_ops=TESTS + SLOW_RECORDING)
+    args = (SWITCH, "-k", "tuned or relu", "--zl-timeout=6")
+    result, root, _ = screen(suite, mode, *args, "--zl-record-timeout=60")
+    assert result.ret == 0, result.outlines + result.errlines
+    assert run_dirs(root)["tuned"] == ["r1_A", "r1_B", "record"]
+    assert lines(root)["tuned"].status != "failed"
+
+    # without it, --zl-timeout limits the recording pass too: killed, retried alone, killed
+    result, root, _ = screen(suite, mode, *args, root=f"{mode}_plain")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert lines(root)["tuned"].status == "failed"
+    assert "a larger --zl-record-timeout may let it finish" in lines(root)["tuned"].note
+    assert lines(root)["relu"].status != "failed"

@@ -126,6 +126,7 @@ def test_every_option_is_placed() -> None:
         "zl_backend", "zl_devices", "zl_timer", "zl_cold_cache", "zl_graph_replays",
         "zl_graph_budget_ms", "zl_inventory", "zl_out", "zl_replay_from", "zl_ab", "zl_rounds",
         "zl_allow_no_ir_diff", "zl_compare", "zl_allow_caliber_mismatch", "zl_timeout",
+        "zl_record_timeout",
         "zl_resume", "zl_fail_beyond", "zl_screen_mode", "zl_floor_from", "zl_batch_size",
     }  # fmt: skip
 

@@ -162,6 +162,10 @@ ACTS_IN: dict[str, tuple[frozenset[str], str]] = {
         "it lets an A/B screen or --zl-compare pair runs of different calibers",
     ),
     "zl_timeout": (frozenset({SCREEN}), "it limits each child run of an A/B screen (--zl-ab)"),
+    "zl_record_timeout": (
+        frozenset({SCREEN}),
+        "it limits each recording pass of an A/B screen (--zl-ab)",
+    ),
     "zl_fail_beyond": (
         frozenset({SCREEN, COMPARE}),
         "it gates an A/B screen or --zl-compare on operators slower beyond noise",
@@ -289,10 +293,11 @@ def idle_options(
 
 def repeated_failure(label: str, cause: str) -> str:
     """The note of a screen's side that failed twice the same way: a timeout is not called
-    deterministic (the side may just need more time)."""
+    deterministic (the side may just need more time): the recording pass's limit is its own."""
     if cause.startswith("timed out"):
+        option = "--zl-record-timeout" if "recording" in label else "--zl-timeout"
         return (
-            f"{label} timed out again on retry; not retried again (a larger --zl-timeout "
+            f"{label} timed out again on retry; not retried again (a larger {option} "
             "may let it finish)"
         )
     return f"{label} failed the same way on retry (deterministic); not retried again"

@@ -30,6 +30,10 @@ TIMEOUT_HELP = (
     "Wall-clock limit in seconds for one side of one operator (a child run, or one operator in a "
     "side worker); its whole process group is killed"
 )
+RECORD_TIMEOUT_HELP = (
+    "Wall-clock limit in seconds for one operator's recording pass, where autotuning runs "
+    "(default: --zl-timeout)"
+)
 RESUME_HELP = "In an existing --zl-out root, skip operators whose results are complete"
 SHARD_HELP = (
     "Screen part K of N of the operators (the same split on every host); zlbench merge joins "
@@ -80,6 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser, group, "--zl-allow-caliber-mismatch", MISMATCH_HELP, child=DROP, action="store_true"
     )
     add(parser, group, "--zl-timeout", TIMEOUT_HELP, child=DROP, metavar="SECONDS")
+    add(parser, group, "--zl-record-timeout", RECORD_TIMEOUT_HELP, child=DROP, metavar="SECONDS")
     add(parser, group, "--zl-resume", RESUME_HELP, child=RESET, action="store_true")
     add(parser, group, "--zl-shard", SHARD_HELP, child=RESET, metavar="K/N")
     add(parser, group, "--zl-shard-from", SHARD_FROM_HELP, child=DROP, metavar="ROOT")

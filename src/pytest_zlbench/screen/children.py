@@ -169,7 +169,7 @@ class Children:
                 preexec_fn=lifeline.preexec(),  # dies with this process (kill -9 of the screen)
             )
             try:
-                rc, cause = self.wait(proc, f"{op} {label}", t0)
+                rc, cause = self.wait(proc, f"{op} {label}", t0, self.settings.limit(side))
             finally:
                 kill_group(proc)  # a timeout, an interrupt, or grandchildren left behind
         if cause is None:
@@ -188,12 +188,11 @@ class Children:
         return cause
 
     def wait(
-        self, proc: subprocess.Popen[Any], what: str, t0: float
+        self, proc: subprocess.Popen[Any], what: str, t0: float, timeout: float | None
     ) -> tuple[int | None, str | None]:
         """Wait for a child, saying every :attr:`heartbeat` seconds that it still runs (a
         recording pass or a long side is minutes of silence otherwise); returns its exit status
-        or the cause of a timeout."""
-        timeout = self.settings.timeout
+        or the cause of a timeout (after ``timeout`` seconds, ``None``: none)."""
         while True:
             left = None if timeout is None else t0 + timeout - time.monotonic()
             step = self.heartbeat if left is None else max(min(self.heartbeat, left), 0.0)

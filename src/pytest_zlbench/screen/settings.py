@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .. import _common
-from ..contract import FLAGGEMS_CACHE_DIR, SETTINGS_FILE
+from ..contract import FLAGGEMS_CACHE_DIR, RECORD_SIDE, SETTINGS_FILE
 from ..core import records
 from ..core.parsing import (
     Switch,
@@ -41,6 +41,8 @@ class AbSettings:
     replay_from: Path | None = None
     allow_caliber_mismatch: bool = False
     shard: str | None = None  # --zl-shard=K/N: this screen is part K of N
+    #: the limit of one operator's recording pass (--zl-record-timeout; default: ``timeout``)
+    record_timeout: float | None = None
     #: how the sides run: ``lockstep`` and ``sequential`` (side workers over the batch) or
     #: ``process`` (one child process per side per operator and round)
     mode: str = "lockstep"
@@ -54,6 +56,11 @@ class AbSettings:
     #: --zl-shared-inputs: the two sides of a lockstep round time each call on inputs in one
     #: block of memory both map (``adapters.shared_inputs``)
     shared_inputs: bool = False
+
+    def limit(self, side: str) -> float | None:
+        """The wall-clock limit of one operator's pass of ``side`` (``RECORD_SIDE``: the
+        recording pass, where autotuning runs)."""
+        return self.record_timeout if side == RECORD_SIDE else self.timeout
 
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
@@ -147,6 +154,12 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
     timeout = _common.get(
         config, "zl_timeout", lambda v: parse_positive_float(v, "--zl-timeout"), None
     )
+    record_timeout = _common.get(
+        config,
+        "zl_record_timeout",
+        lambda v: parse_positive_float(v, "--zl-record-timeout"),
+        timeout,
+    )
     screen_mode = _common.get(config, "zl_screen_mode", parse_screen_mode, "lockstep")
     batch_size = _common.get(config, "zl_batch_size", parse_batch_size, BATCH_SIZE)
     shared_inputs = _common.get(config, "zl_shared_inputs", parse_bool, False)
@@ -174,6 +187,7 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         rounds=rounds,
         allow_no_ir_diff=_common.get(config, "zl_allow_no_ir_diff", parse_bool, False),
         timeout=timeout,
+        record_timeout=record_timeout,
         resume=_common.get(config, "zl_resume", parse_bool, False),
         backend=backend.name,
         flagtree_prefix=backend.flagtree_prefix,

@@ -228,7 +228,7 @@ class SideWorkers:
                 if side not in running:
                     send(lock.finished(side), running)
         last_beat = time.monotonic()
-        timeout = self.settings.timeout
+        timeout = self.settings.limit(sides[0]) if sides else None  # the recording pass: its own
         while running:
             now = time.monotonic()
             wait = HEARTBEAT_S - (now - last_beat)
