@@ -29,28 +29,27 @@ It prints, per way, the median and worst over the rows of |median over rounds of
 With ``--switch NAME=VALUE`` it compares two compilations of each op inside one process, as
 a single-process A/B screen would: side B's Triton kernels are compiled with ``NAME=VALUE`` in
 the environment, into a Triton cache folder of their own, and held in kernel caches of their
-own (each ``JITFunction``'s and each FlagGems ``LibEntry``'s, swapped by the side in use), and
-its graph is captured into side A's pool. The ways are then ``switch`` (B under the switch) and
-``control`` (B compiled afresh without it: the A/A of this comparison), the rows add FlagGems
-mm in float16, and each row says whether B's kernels' TTGIR differs from A's.
+own (``pytest_zlbench.adapters.side_kernels``: each ``JITFunction``'s and each FlagGems
+``LibEntry``'s, swapped by the side in use), and its graph is captured into side A's pool.
+The ways are then ``switch`` (B under the switch) and ``control`` (B compiled afresh without
+it: the A/A of this comparison), the rows add FlagGems mm in float16, and each row says
+whether B's kernels' TTGIR differs from A's.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import random
 import statistics
 import sys
 import tempfile
 import warnings
-from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from pytest_zlbench.adapters.side_kernels import SideKernels
 
 PRIMERS = 8
 BUDGET_MS = 20.0  # one replay of a row's graph lasts about this long, up to --calls calls
@@ -96,89 +95,6 @@ def rows(torch: Any, switch: bool) -> dict[str, Row]:
         out["torch abs 64x64"] = (torch.abs, made((64, 64)))
         out["torch div 1048576"] = (torch.div, made((1 << 20,), (1 << 20,)))
     return out
-
-
-class Sides:
-    """Several compilations of every Triton kernel in one process. While ``use(side)`` is
-    active, each ``JITFunction`` and each FlagGems ``LibEntry`` works on kernel caches of that
-    side's own, Triton's cache folder is the side's, and side ``"B"`` has ``switch`` in the
-    environment. ``ttgir[side][kernel name]`` holds the digests of the TTGIR it launched."""
-
-    def __init__(self, switch: dict[str, str]) -> None:
-        self.switch = switch
-        self.current = "A"
-        self.root = Path(tempfile.mkdtemp(prefix="zl_sides_"))
-        self.ttgir: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-        self.touched: set[tuple[str, str]] = set()  # (side, kernel name) compiled since reset
-        self._patch_triton()
-        self._patch_libentry()
-
-    def _patch_triton(self) -> None:
-        from triton.runtime.jit import JITFunction
-
-        sides, jit_run = self, JITFunction.run
-
-        def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
-            store = fn.__dict__.setdefault("_zl_side_caches", {"A": fn.device_caches})
-            if sides.current not in store:
-                store[sides.current] = defaultdict(fn.create_binder)
-            fn.device_caches = store[sides.current]
-            kernel = jit_run(fn, *args, **kwargs)
-            ttgir = (getattr(kernel, "asm", None) or {}).get("ttgir")
-            if ttgir:
-                digest = hashlib.sha256(str(ttgir).encode()).hexdigest()[:12]
-                sides.ttgir[sides.current][kernel.name].add(digest)
-                sides.touched.add((sides.current, kernel.name))
-            return kernel
-
-        JITFunction.run = run
-
-    def _patch_libentry(self) -> None:
-        from flag_gems.utils.libentry import LibEntry
-
-        sides, entry_run = self, LibEntry.run
-
-        def run(entry: Any, *args: Any, **kwargs: Any) -> Any:
-            own = (entry.kernel_cache, entry._cpu_cache)
-            store = entry.__dict__.setdefault("_zl_side_caches", {"A": own})
-            if sides.current not in store:
-                store[sides.current] = (tuple({} for _ in entry.kernel_cache), {})
-            entry.kernel_cache, entry._cpu_cache = store[sides.current]
-            return entry_run(entry, *args, **kwargs)
-
-        LibEntry.run = run
-
-    @contextmanager
-    def use(self, side: str) -> Iterator[None]:
-        names = [*self.switch, "TRITON_CACHE_DIR"]
-        saved = {k: os.environ.get(k) for k in names}
-        for k in self.switch:
-            os.environ.pop(k, None)
-        if side == "B":
-            os.environ.update(self.switch)
-        os.environ["TRITON_CACHE_DIR"] = str(self.root / side)
-        self.current = side
-        try:
-            yield
-        finally:
-            self.current = "A"
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-
-    def differs(self, other: str) -> bool | None:
-        """Whether the TTGIR of the kernels ``other`` compiled since the last ``reset`` differs
-        from side A's of the same names; ``None`` when it compiled none (an earlier row's)."""
-        names = [name for side, name in self.touched if side == other]
-        if not names:
-            return None
-        # A's set also holds what tuning compiled: B differs where it compiled a TTGIR A did not
-        return any(not self.ttgir[other][n] <= self.ttgir["A"].get(n, set()) for n in names)
-
-    def reset(self) -> None:
-        self.touched.clear()
 
 
 def prime(torch: Any, fn: Callable[[], Any]) -> None:
@@ -286,7 +202,7 @@ def one_round(
 
 def switch_round(
     torch: Any,
-    sides: Sides,
+    sides: SideKernels,
     op: Callable[..., Any],
     args: list[Any],
     way: str,
@@ -344,7 +260,11 @@ def main(argv: list[str]) -> int:
     if not table:
         print(f"same_process_noise: no row contains {args.only!r}", file=sys.stderr)
         return 2
-    sides = Sides({name: value}) if args.switch else None
+    sides = None
+    if args.switch:
+        envs = {"A": {}, "B": {name: value}, "C": {}}
+        sides = SideKernels(Path(tempfile.mkdtemp(prefix="zl_sides_")), envs)
+        sides.install()  # after rows(): FlagGems' LibEntry is imported
     ways = SWITCH_WAYS if sides else WAYS
     result: dict[str, dict[str, Any]] = {}
     for row, (op, make) in table.items():

@@ -1,0 +1,217 @@
+"""Several compilations of the same Triton kernels in one process (``adapters.side_kernels``).
+
+Triton's launch path needs a driver, so ``JITFunction.run`` is replaced by a stand-in that
+compiles on a cache miss as Triton's does (into the function's ``device_caches``, the kernel's
+TTGIR from what the environment says at that moment); the functions are real ``@triton.jit``
+functions. The environment each side sets reaches the real compiler: the last test compiles a
+real matmul for sm_90 on the CPU under two sides of one process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_zlbench.adapters.side_kernels import LIBENTRY_MODULE, SideKernels
+
+triton = pytest.importorskip("triton")
+
+pytestmark = pytest.mark.triton
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+SWITCH = {"DISABLE_MMA_V3": "1"}
+
+
+@triton.jit
+def first_kernel(x_ptr):
+    pass
+
+
+@triton.jit
+def second_kernel(x_ptr):
+    pass
+
+
+class Kernel:
+    def __init__(self, name: str, ttgir: str) -> None:
+        self.name = name
+        self.asm = {"ttgir": ttgir}
+
+
+class StandIn:
+    """``JITFunction.run`` without a driver: compiles on a miss into ``fn.device_caches``."""
+
+    def __init__(self) -> None:
+        self.compiled: list[tuple[str, str, str]] = []  # (function, ttgir, TRITON_CACHE_DIR)
+
+    def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        caches = fn.device_caches
+        if "kernel" not in caches:  # a plain dict lookup: no binder (it needs a driver)
+            ttgir = "mma v2" if os.environ.get("DISABLE_MMA_V3") else "warp_group_dot"
+            caches["kernel"] = Kernel(fn.__name__, ttgir)
+            self.compiled.append((fn.__name__, ttgir, os.environ.get("TRITON_CACHE_DIR", "")))
+        return caches["kernel"]
+
+
+@pytest.fixture
+def stand_in(monkeypatch: pytest.MonkeyPatch) -> StandIn:
+    from triton.runtime.jit import JITFunction
+
+    run = StandIn()
+    monkeypatch.setattr(JITFunction, "run", run)
+    for name in ("DISABLE_MMA_V3", "TRITON_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    return run
+
+
+@pytest.fixture
+def sides(tmp_path: Path, stand_in: StandIn) -> Any:
+    kernels = SideKernels(tmp_path, {"A": {}, "B": SWITCH, "C": {}})
+    kernels.install()
+    yield kernels
+    kernels.uninstall()
+
+
+def test_each_side_compiles_and_keeps_its_own_kernel(sides: SideKernels, stand_in: StandIn):
+    own = first_kernel.device_caches
+    with sides.use("A"):
+        a = first_kernel.run()
+    with sides.use("B"):
+        b = first_kernel.run()
+        assert first_kernel.run() is b  # compiled once per side
+    with sides.use("C"):
+        c = first_kernel.run()
+    assert first_kernel.run() is a  # outside use(): the first side, the function's own caches
+    assert (a.asm["ttgir"], b.asm["ttgir"], c.asm["ttgir"]) == (
+        "warp_group_dot",
+        "mma v2",
+        "warp_group_dot",
+    )
+    assert [(f, Path(d).name) for f, _, d in stand_in.compiled] == [
+        ("first_kernel", "A"),
+        ("first_kernel", "B"),
+        ("first_kernel", "C"),
+    ]
+    assert first_kernel.device_caches is own
+    # the switch changed B's TTGIR; the third side, compiled afresh without it, did not
+    assert (sides.differs("B"), sides.differs("C")) == (True, False)
+    sides.reset()
+    with sides.use("B"):
+        second_kernel.run()
+    assert (sides.differs("B"), sides.differs("C")) == (True, None)
+
+
+def test_a_side_sets_its_environment_and_gives_back_what_was_there(
+    tmp_path: Path, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DISABLE_MMA_V3", "from-the-shell")
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/elsewhere")
+    sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
+    with sides.use("A"):
+        assert "DISABLE_MMA_V3" not in os.environ  # a variable another side sets is unset
+        assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "A")
+        with sides.use("B"):
+            assert os.environ["DISABLE_MMA_V3"] == "1"
+            assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "B")
+            assert sides.current == "B"
+        assert "DISABLE_MMA_V3" not in os.environ
+        assert sides.current == "A"
+    assert os.environ["DISABLE_MMA_V3"] == "from-the-shell"
+    assert os.environ["TRITON_CACHE_DIR"] == "/elsewhere"
+    with pytest.raises(ValueError, match="unknown side 'D'"), sides.use("D"):
+        pass
+
+
+def test_uninstall_gives_every_function_its_own_caches_back(tmp_path: Path, stand_in: StandIn):
+    from triton.runtime.jit import JITFunction
+
+    own = second_kernel.device_caches
+    sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
+    sides.install()
+    with sides.use("B"):
+        second_kernel.run()
+    assert second_kernel.device_caches is not own
+    sides.uninstall()
+    assert second_kernel.device_caches is own
+    assert JITFunction.__dict__["run"] is stand_in
+    assert "_zl_side_caches" not in second_kernel.__dict__
+
+
+def test_flaggems_libentry_caches_are_kept_per_side(
+    tmp_path: Path, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FlagGems' wrapper caches the compiled kernel itself and launches it without Triton's
+    run on a hit: its caches are per side too."""
+
+    class LibEntry:
+        def __init__(self, fn: Any) -> None:
+            self.fn = fn
+            self.kernel_cache: tuple[dict[Any, Any], ...] = ({},)
+            self._cpu_cache: dict[Any, Any] = {}
+
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            cache = self.kernel_cache[0]
+            if "key" not in cache:
+                cache["key"] = self.fn.run(*args, **kwargs)
+            return cache["key"]
+
+    module = types.ModuleType(LIBENTRY_MODULE)
+    module.LibEntry = LibEntry  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, LIBENTRY_MODULE, module)
+    entry = LibEntry(first_kernel)
+    sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
+    sides.install()
+    try:
+        with sides.use("A"):
+            a = entry.run()
+        with sides.use("B"):
+            b = entry.run()
+        assert (a.asm["ttgir"], b.asm["ttgir"]) == ("warp_group_dot", "mma v2")
+        assert entry.run() is a
+    finally:
+        sides.uninstall()
+    assert LibEntry.__dict__["run"].__name__ == "run"
+
+
+def test_a_side_s_switch_reaches_the_real_compiler_in_the_same_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process, two sides: Hopper's MMA v3 (``warp_group_dot``) for A, not for B."""
+    from triton.backends.compiler import GPUTarget
+
+    for name in list(os.environ):
+        if name.startswith(("TRITON_", "DISABLE_", "MLIR_", "LLVM_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("TRITON_HOME", str(tmp_path / "home"))
+    spec = importlib.util.spec_from_file_location("zl_compile", DATA / "triton_compile.py")
+    assert spec is not None
+    assert spec.loader is not None
+    helper = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helper)
+    module = helper.load_module(str(DATA / "triton_kernels.py"))
+    signature, constexprs, divisible, options = helper.SPECS["matmul_kernel"]
+    attrs = {(i,): helper.DIV16 for i in divisible}
+
+    def ttgir() -> str:
+        source = triton.compiler.ASTSource(module.matmul_kernel, signature, constexprs, attrs)
+        kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+        return str(kernel.asm["ttgir"])
+
+    sides = SideKernels(tmp_path / "caches", {"A": {}, "B": SWITCH})
+    with sides.use("A"):
+        a = ttgir()
+    with sides.use("B"):
+        b = ttgir()
+    with sides.use("A"):
+        again = ttgir()
+    assert "warp_group_dot" in a
+    assert "warp_group_dot" not in b
+    assert again == a
+    assert sorted(p.name for p in (tmp_path / "caches").iterdir()) == ["A", "B"]
+    assert all(any((tmp_path / "caches" / s).iterdir()) for s in "AB")
