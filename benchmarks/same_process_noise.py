@@ -39,6 +39,7 @@ whether B's kernels' TTGIR differs from A's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
@@ -270,9 +271,10 @@ def main(argv: list[str]) -> int:
     for row, (op, make) in table.items():
         x = make()
         pads: list[Any] = []
-        for _ in range(3):
-            op(*x)  # compiles and tunes outside any capture
-        torch.cuda.synchronize()
+        with sides.use("A") if sides else contextlib.nullcontext():
+            for _ in range(3):
+                op(*x)  # compiles and tunes outside any capture (side A's, with --switch)
+            torch.cuda.synchronize()
         result[row] = {way: {"deltas": [], "same_address": 0} for way in ways}
         for _ in range(args.rounds):
             if args.move:  # the last round's blocks stay held: this round's land elsewhere

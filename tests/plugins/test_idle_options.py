@@ -51,6 +51,14 @@ IDLE = {
         "--zl-batch-size has no effect with --zl-screen-mode=process",
     ),
     "resume-without-out": (("--zl-ab=X=1", "--zl-resume"), "--zl-resume has nothing to continue"),
+    "record-timeout-in-a-run": (
+        ("--zl-record-timeout=5", "--zl-out=D"),
+        "--zl-record-timeout has no effect in a recorded run",
+    ),
+    "record-timeout-on-cpu": (
+        ("--zl-ab=X=1", "--zl-record-timeout=60", "--zl-out=D"),
+        "--zl-record-timeout has no effect with the cpu backend: the screen runs no recording",
+    ),
     "timer-in-compare": (
         ("--zl-compare=a", "--zl-compare=b", "--zl-timer=direct"),
         "--zl-timer has no effect with --zl-compare",

@@ -21,7 +21,7 @@ def test_a_long_child_run_says_it_is_still_running(
         args=[],
         pluginmanager=SimpleNamespace(hasplugin=lambda name: False),
     )
-    settings = SimpleNamespace(timeout=None, env_b={}, root=tmp_path)
+    settings = SimpleNamespace(timeout=None, limit=lambda side: None, env_b={}, root=tmp_path)
     kids = children.Children(config, settings, said.append)  # type: ignore[arg-type]
     kids.heartbeat = 0.2
     monkeypatch.setattr(

@@ -135,6 +135,23 @@ def test_a_screen_s_child_is_never_checked() -> None:
     assert parsing.idle_options(parsing.CHILD, {"zl_timeout": "5", "zl_resume": True}) == []
 
 
+@pytest.mark.parametrize(
+    ("extra", "backend", "why"),
+    [
+        ({"zl_replay_from": "seed"}, "cuda", "has no effect with --zl-replay-from"),
+        ({}, "cpu", "has no effect with the cpu backend"),
+    ],
+)
+def test_the_record_timeout_has_no_effect_without_a_recording_pass(
+    extra: dict[str, object], backend: str, why: str
+) -> None:
+    given = {"zl_ab": ["X=1"], "zl_record_timeout": "600", **extra}
+    idle = dict(parsing.idle_options(parsing.SCREEN, given, backend=backend))
+    assert idle["zl_record_timeout"].startswith(why)
+    given = {"zl_ab": ["X=1"], "zl_record_timeout": "600"}
+    assert parsing.idle_options(parsing.SCREEN, given, backend="cuda") == []
+
+
 def test_the_batch_size_has_no_effect_in_process_mode() -> None:
     given = {"zl_ab": ["X=1"], "zl_batch_size": "5"}
     idle = dict(parsing.idle_options(parsing.SCREEN, given, screen_mode="process"))

@@ -215,3 +215,21 @@ def test_a_side_s_switch_reaches_the_real_compiler_in_the_same_process(
     assert again == a
     assert sorted(p.name for p in (tmp_path / "caches").iterdir()) == ["A", "B"]
     assert all(any((tmp_path / "caches" / s).iterdir()) for s in "AB")
+
+
+def test_a_wrapper_without_a_run_of_its_own_is_refused_in_one_line(
+    tmp_path: Path, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Base:
+        def run(self) -> None: ...
+
+    class LibEntry(Base):
+        pass
+
+    module = types.ModuleType(LIBENTRY_MODULE)
+    module.LibEntry = LibEntry  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, LIBENTRY_MODULE, module)
+    sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
+    with pytest.raises(RuntimeError, match="defines no run of its own"):
+        sides.install()
+    sides.uninstall()  # what install patched before it stopped

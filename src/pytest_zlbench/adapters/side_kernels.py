@@ -7,11 +7,18 @@ Triton keeps each ``JITFunction``'s compiled kernels in memory (``device_caches`
 reach no launch. While :meth:`SideKernels.use` is active for a side, every such cache is that
 side's own, Triton's cache folder is the side's, and the side's environment is set: a kernel a
 side launches for the first time compiles under what that side's compiler reads.
+
+The side in use and the environment belong to the whole process: one thread launches at a time
+(a capture thread included, while the launching thread waits for it). A function's caches stay
+those of the side that ran it last until it runs again; what reads them directly (Triton's
+``preload``, FlagGems' cache clearing) sees that side's; :meth:`SideKernels.uninstall` gives
+every function its own caches back.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import sys
 import weakref
@@ -44,6 +51,7 @@ class SideKernels:
         #: (side, kernel name) launched since :meth:`reset`
         self.touched: set[tuple[str, str]] = set()
         self._names = sorted({name for env in self.envs.values() for name in env})
+        self._seen: set[tuple[str, int]] = set()  # (side, id of a kernel) already digested
         self._patched: list[tuple[Any, str, Any]] = []
         self._owners: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -70,6 +78,12 @@ class SideKernels:
                 self._swap_in(obj, store[first])
 
     def _patch(self, owner: Any, run: Any) -> None:
+        if "run" not in owner.__dict__:
+            raise RuntimeError(
+                f"{owner.__module__}.{owner.__qualname__} defines no run of its own "
+                f"(it inherits {inspect.getattr_static(owner, 'run', None)!r}): this version "
+                "cannot keep kernels per side"
+            )
         self._patched.append((owner, "run", owner.__dict__["run"]))
         owner.run = run
 
@@ -122,9 +136,13 @@ class SideKernels:
         return side_run
 
     def _note(self, kernel: Any) -> None:
+        seen = (self.current, id(kernel))
+        if seen in self._seen:  # a launch of a kernel this side already digested
+            return
         ttgir = (getattr(kernel, "asm", None) or {}).get("ttgir")
         name = getattr(kernel, "name", None)
         if ttgir and name:
+            self._seen.add(seen)
             text = ttgir if isinstance(ttgir, str) else str(ttgir)
             self.ttgir[self.current][name].add(hashlib.sha256(text.encode()).hexdigest()[:16])
             self.touched.add((self.current, name))
@@ -137,14 +155,14 @@ class SideKernels:
         the previous side, folder and environment come back afterwards."""
         if side not in self.envs:
             raise ValueError(f"unknown side {side!r} (sides: {', '.join(self.sides)})")
+        folder = self.root / side
+        folder.mkdir(parents=True, exist_ok=True)
         names = [*self._names, "TRITON_CACHE_DIR"]
         saved = {name: os.environ.get(name) for name in names}
         previous = self.current
         for name in self._names:
             os.environ.pop(name, None)
         os.environ.update(self.envs[side])
-        folder = self.root / side
-        folder.mkdir(parents=True, exist_ok=True)
         os.environ["TRITON_CACHE_DIR"] = str(folder)
         self.current = side
         try:

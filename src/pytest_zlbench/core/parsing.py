@@ -282,6 +282,15 @@ def idle_options(
     if "zl_inventory" in given and "zl_out" in given and mode == RECORD:
         out.append(("zl_out", "has no effect with --zl-inventory, which runs no test"))
     cpu = backend is not None and backend.strip().lower() == "cpu"
+    if mode == SCREEN and "zl_record_timeout" in given and ("zl_replay_from" in given or cpu):
+        why = "--zl-replay-from" if "zl_replay_from" in given else "the cpu backend"
+        out.append(
+            (
+                "zl_record_timeout",
+                f"has no effect with {why}: the screen runs no recording pass (its sides "
+                "replay a recording, or have no autotuning to record)",
+            )
+        )
     direct = timer is not None and timer.strip().lower() == "direct"
     if mode in _MEASURING and (cpu or direct):
         why = "--zl-timer=direct" if direct else "the cpu backend's clock"
@@ -291,11 +300,10 @@ def idle_options(
     return out
 
 
-def repeated_failure(label: str, cause: str) -> str:
+def repeated_failure(label: str, cause: str, option: str = "--zl-timeout") -> str:
     """The note of a screen's side that failed twice the same way: a timeout is not called
-    deterministic (the side may just need more time): the recording pass's limit is its own."""
+    deterministic (the side may just need more time: ``option`` names its limit)."""
     if cause.startswith("timed out"):
-        option = "--zl-record-timeout" if "recording" in label else "--zl-timeout"
         return (
             f"{label} timed out again on retry; not retried again (a larger {option} "
             "may let it finish)"

@@ -228,7 +228,8 @@ class Children:
             add_note(self.settings.root / op, f"{label} failed once ({cause}) and passed on retry")
             return None
         if same_failure(cause, again):
-            raise Deterministic(repeated_failure(label, again))
+            limit = "--zl-record-timeout" if side == RECORD_SIDE else "--zl-timeout"
+            raise Deterministic(repeated_failure(label, again, limit))
         return again
 
     def refused_dtypes(self, op: str, text: str) -> str | None:

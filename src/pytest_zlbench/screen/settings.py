@@ -60,7 +60,9 @@ class AbSettings:
     def limit(self, side: str) -> float | None:
         """The wall-clock limit of one operator's pass of ``side`` (``RECORD_SIDE``: the
         recording pass, where autotuning runs)."""
-        return self.record_timeout if side == RECORD_SIDE else self.timeout
+        if side == RECORD_SIDE and self.record_timeout is not None:
+            return self.record_timeout
+        return self.timeout
 
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""

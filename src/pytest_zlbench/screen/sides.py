@@ -228,12 +228,14 @@ class SideWorkers:
                 if side not in running:
                     send(lock.finished(side), running)
         last_beat = time.monotonic()
-        timeout = self.settings.limit(sides[0]) if sides else None  # the recording pass: its own
+        limit = {side: self.settings.limit(side) for side in sides}  # the recording pass: its own
         while running:
             now = time.monotonic()
             wait = HEARTBEAT_S - (now - last_beat)
-            if timeout is not None:
-                wait = min(wait, *(t0 + timeout - now for _, t0 in running.values()))
+            for side, (_, t0) in running.items():
+                cap = limit[side]
+                if cap is not None:
+                    wait = min(wait, t0 + cap - now)
             channels = {w.channel.fileno(): side for side, (w, _) in running.items()}
             ready, _, _ = select.select(list(channels), [], [], max(0.0, wait))
             for fd in ready:
@@ -241,18 +243,17 @@ class SideWorkers:
                 if side in running:
                     self.timed_s += read(side, running, results, lock)
             now = time.monotonic()
-            if timeout is not None:
-                for side, (worker, t0) in list(running.items()):
-                    if now - t0 >= timeout:
-                        kill_group(worker.proc)
-                        worker.gone = "timed out"
-                        results[side] = (
-                            f"timed out after {timeout:g}s (its side worker's process group "
-                            "was killed)"
-                        )
-                        del running[side]
-                        if lock is not None:
-                            send(lock.finished(side), running)
+            for side, (worker, t0) in list(running.items()):
+                timeout = limit[side]
+                if timeout is not None and now - t0 >= timeout:
+                    kill_group(worker.proc)
+                    worker.gone = "timed out"
+                    results[side] = (
+                        f"timed out after {timeout:g}s (its side worker's process group was killed)"
+                    )
+                    del running[side]
+                    if lock is not None:
+                        send(lock.finished(side), running)
             if running and now - last_beat >= HEARTBEAT_S:
                 last_beat = now
                 busy = ", ".join(f"{s} {now - t0:.0f}s" for s, (_, t0) in running.items())
