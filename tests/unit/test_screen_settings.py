@@ -1,4 +1,4 @@
-"""``screen.settings.check_resume``: which settings a resumed screen must keep."""
+"""``screen.settings``: which settings a resumed screen must keep, and the limits of its passes."""
 
 from __future__ import annotations
 
@@ -72,3 +72,13 @@ def test_a_merged_root_resumes_as_before(tmp_path: Path) -> None:
     described = settings(tmp_path).describe()
     (tmp_path / SETTINGS_FILE).write_text(json.dumps({**described, "merged_from": ["a", "b"]}))
     check_resume(tmp_path, settings(tmp_path))
+
+
+def test_the_recording_pass_has_its_own_limit_and_the_sides_keep_theirs(tmp_path: Path) -> None:
+    from pytest_zlbench.contract import RECORD_SIDE
+
+    both = settings(tmp_path, timeout=30.0, record_timeout=900.0)
+    assert (both.limit(RECORD_SIDE), both.limit("A"), both.limit("B")) == (900.0, 30.0, 30.0)
+    # without --zl-record-timeout the recording pass has --zl-timeout's limit
+    assert settings(tmp_path, timeout=30.0).limit(RECORD_SIDE) == 30.0
+    assert settings(tmp_path).limit(RECORD_SIDE) is None
