@@ -66,9 +66,9 @@ def eager_ms(torch: Any, fn: Callable[[], Any], n: int = 20) -> float:
     return float(start.elapsed_time(end)) / n
 
 
-def primed_graph(torch: Any, fn: Callable[[], Any], calls: int) -> Any:
-    """A fresh graph of ``calls`` calls of ``fn``, made after ``PRIMERS`` one-call primer graphs
-    (as the graph timer makes it), uploaded by one untimed replay."""
+def prime(torch: Any, fn: Callable[[], Any]) -> None:
+    """``PRIMERS`` one-call graphs of ``fn``, each captured, replayed and released, as the graph
+    timer makes them before its timed graph."""
     for _ in range(PRIMERS):
         primer = torch.cuda.CUDAGraph()
         with torch.cuda.graph(primer):
@@ -76,6 +76,25 @@ def primed_graph(torch: Any, fn: Callable[[], Any], calls: int) -> Any:
         primer.replay()
         torch.cuda.synchronize()
         del primer
+
+
+def replay_ms(torch: Any, graph: Any, calls: int, replays: int) -> list[float]:
+    """Per replay of ``graph``, its time per call between device events around it."""
+    per_call = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        per_call.append(float(start.elapsed_time(end)) / calls)
+    return per_call
+
+
+def primed_graph(torch: Any, fn: Callable[[], Any], calls: int) -> Any:
+    """A fresh graph of ``calls`` calls of ``fn``, made after ``PRIMERS`` one-call primer graphs
+    (as the graph timer makes it), uploaded by one untimed replay."""
+    prime(torch, fn)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(calls):
@@ -105,14 +124,7 @@ def traced_ms(torch: Any, graph: Any, calls: int, replays: int) -> tuple[float, 
 def one_capture(torch: Any, fn: Callable[[], Any], calls: int) -> tuple[float, float, int]:
     """(replay ms per call, kernel ms per call, kernels traced) of one fresh capture."""
     graph = primed_graph(torch, fn, calls)
-    per_call = []
-    for _ in range(REPLAYS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        per_call.append(float(start.elapsed_time(end)) / calls)
+    per_call = replay_ms(torch, graph, calls, REPLAYS)
     kernel, traced = traced_ms(torch, graph, calls, TRACED_REPLAYS)
     del graph
     torch.cuda.empty_cache()

@@ -45,14 +45,14 @@ import random
 import statistics
 import sys
 import tempfile
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from capture_noise import prime, replay_ms, traced_ms  # this folder's, beside this script
+
 from pytest_zlbench.adapters.side_kernels import SideKernels
 
-PRIMERS = 8
 BUDGET_MS = 20.0  # one replay of a row's graph lasts about this long, up to --calls calls
 WAYS = ("own", "inputs", "memory")
 SWITCH_WAYS = ("switch", "control")
@@ -98,16 +98,6 @@ def rows(torch: Any, switch: bool) -> dict[str, Row]:
     return out
 
 
-def prime(torch: Any, fn: Callable[[], Any]) -> None:
-    for _ in range(PRIMERS):
-        primer = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(primer):
-            fn()
-        primer.replay()
-        torch.cuda.synchronize()
-        del primer
-
-
 def capture(torch: Any, fn: Callable[[], Any], calls: int, pool: Any = None) -> tuple[Any, int]:
     """A graph of ``calls`` calls (``pool``: another graph's memory pool) and the address of its
     first call's output; no output outlives its call, so every call reuses one block."""
@@ -140,31 +130,13 @@ def sized(torch: Any, fn: Callable[[], Any], most: int) -> int:
 
 def traced(torch: Any, graph: Any, calls: int, replays: int) -> float:
     """Kernel microseconds per call over ``replays`` profiled replays."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(replays):
-                graph.replay()
-            torch.cuda.synchronize()
-    device = torch.autograd.DeviceType.CUDA
-    us = [e.time_range.elapsed_us() for e in prof.events() if e.device_type == device]
-    return sum(us) / (replays * calls) if us else float("nan")
+    return float(traced_ms(torch, graph, calls, replays)[0]) * 1000
 
 
 def timed(torch: Any, graph: Any, calls: int, replays: int) -> float:
     """Replay microseconds per call (device events around each replay), the median of
     ``replays``."""
-    per_call = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        per_call.append(start.elapsed_time(end) * 1000 / calls)
-    return float(statistics.median(per_call))
+    return float(statistics.median(replay_ms(torch, graph, calls, replays))) * 1000
 
 
 Read = Callable[[Any, Any, int, int], float]
@@ -190,39 +162,24 @@ def one_round(
     most: int,
     replays: int,
     read: Read,
+    sides: SideKernels | None = None,
 ) -> tuple[float, bool]:
-    """(delta, whether B's first output sits where A's does) of one round of a way."""
+    """(delta, whether B's first output sits where A's does) of one round of a way. With
+    ``sides`` (``--switch``), B is a compilation of its own, under the switch (``switch``) or
+    without it (``control``), and its graph is in A's pool."""
     other = [a.clone() for a in args] if way == "own" else args
-    calls = sized(torch, lambda: op(*args), most)
-    prime(torch, lambda: op(*args))
-    graph_a, at_a = capture(torch, lambda: op(*args), calls)
-    pool = graph_a.pool() if way == "memory" else None
-    graph_b, at_b = capture(torch, lambda: op(*other), calls, pool)
-    return turns(torch, graph_a, graph_b, calls, replays, read), at_a == at_b
-
-
-def switch_round(
-    torch: Any,
-    sides: SideKernels,
-    op: Callable[..., Any],
-    args: list[Any],
-    way: str,
-    most: int,
-    replays: int,
-    read: Read,
-) -> tuple[float, bool]:
-    """One round of A against B (``switch``) or against a fresh compilation without the switch
-    (``control``), B's graph in A's pool."""
-    other = "B" if way == "switch" else "C"
-    with sides.use("A"):
+    side_b = ("B" if way == "switch" else "C") if sides else ""
+    with sides.use("A") if sides else contextlib.nullcontext():
         calls = sized(torch, lambda: op(*args), most)
         prime(torch, lambda: op(*args))
         graph_a, at_a = capture(torch, lambda: op(*args), calls)
-    with sides.use(other):
-        for _ in range(3):
-            op(*args)  # compiles this side's kernels outside any capture
-        torch.cuda.synchronize()
-        graph_b, at_b = capture(torch, lambda: op(*args), calls, graph_a.pool())
+    pool = graph_a.pool() if way in ("memory", "switch", "control") else None
+    with sides.use(side_b) if sides else contextlib.nullcontext():
+        if sides:
+            for _ in range(3):
+                op(*args)  # compiles this side's kernels outside any capture
+            torch.cuda.synchronize()
+        graph_b, at_b = capture(torch, lambda: op(*other), calls, pool)
     return turns(torch, graph_a, graph_b, calls, replays, read), at_a == at_b
 
 
@@ -283,10 +240,7 @@ def main(argv: list[str]) -> int:
                 )
                 x = make()
             for way in ways:
-                if sides is None:
-                    d, same = one_round(torch, op, x, way, args.calls, args.replays, read)
-                else:
-                    d, same = switch_round(torch, sides, op, x, way, args.calls, args.replays, read)
+                d, same = one_round(torch, op, x, way, args.calls, args.replays, read, sides)
                 result[row][way]["deltas"].append(d * 100)
                 result[row][way]["same_address"] += same
         if sides is not None:
