@@ -105,6 +105,11 @@ def test_each_side_compiles_and_keeps_its_own_kernel(sides: SideKernels, stand_i
     with sides.use("B"):
         second_kernel.run()
     assert (sides.differs("B"), sides.differs("C")) == (True, None)
+    # a kernel launched again after a reset counts again (its TTGIR digested once)
+    sides.reset()
+    with sides.use("C"):
+        first_kernel.run()
+    assert sides.differs("C") is False
 
 
 def test_a_side_sets_its_environment_and_gives_back_what_was_there(
@@ -229,7 +234,9 @@ def test_a_wrapper_without_a_run_of_its_own_is_refused_in_one_line(
     module = types.ModuleType(LIBENTRY_MODULE)
     module.LibEntry = LibEntry  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, LIBENTRY_MODULE, module)
+    from triton.runtime.jit import JITFunction
+
     sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
     with pytest.raises(RuntimeError, match="defines no run of its own"):
         sides.install()
-    sides.uninstall()  # what install patched before it stopped
+    assert JITFunction.__dict__["run"] is stand_in  # nothing was patched

@@ -51,20 +51,28 @@ class SideKernels:
         #: (side, kernel name) launched since :meth:`reset`
         self.touched: set[tuple[str, str]] = set()
         self._names = sorted({name for env in self.envs.values() for name in env})
-        self._seen: set[tuple[str, int]] = set()  # (side, id of a kernel) already digested
+        #: (side, id of a kernel) -> (the kernel, its name): digested already (the kernel is
+        #: held so that its id cannot name another one)
+        self._seen: dict[tuple[str, int], tuple[Any, str]] = {}
         self._patched: list[tuple[Any, str, Any]] = []
         self._owners: weakref.WeakSet[Any] = weakref.WeakSet()
 
     # -- installing --------------------------------------------------------------------------
 
     def install(self) -> None:
-        """Patch ``JITFunction.run`` (and ``LibEntry.run`` where FlagGems is imported)."""
+        """Patch ``JITFunction.run`` (and ``LibEntry.run`` where FlagGems is imported); nothing
+        is patched when either cannot be."""
         from triton.runtime.jit import JITFunction
 
-        self._patch(JITFunction, self._jit_run(JITFunction.run))
         libentry = sys.modules.get(LIBENTRY_MODULE)
+        owners = [JITFunction]
         if libentry is not None and hasattr(libentry, "LibEntry"):
-            self._patch(libentry.LibEntry, self._entry_run(libentry.LibEntry.run))
+            owners.append(libentry.LibEntry)
+        for owner in owners:
+            self._check(owner)
+        self._patch(JITFunction, self._jit_run(JITFunction.run))
+        if len(owners) > 1:
+            self._patch(owners[1], self._entry_run(owners[1].run))
 
     def uninstall(self) -> None:
         """Restore the patched methods, and every function's own (the first side's) caches."""
@@ -77,13 +85,16 @@ class SideKernels:
             if first in store:
                 self._swap_in(obj, store[first])
 
-    def _patch(self, owner: Any, run: Any) -> None:
+    @staticmethod
+    def _check(owner: Any) -> None:
         if "run" not in owner.__dict__:
             raise RuntimeError(
                 f"{owner.__module__}.{owner.__qualname__} defines no run of its own "
                 f"(it inherits {inspect.getattr_static(owner, 'run', None)!r}): this version "
                 "cannot keep kernels per side"
             )
+
+    def _patch(self, owner: Any, run: Any) -> None:
         self._patched.append((owner, "run", owner.__dict__["run"]))
         owner.run = run
 
@@ -136,13 +147,14 @@ class SideKernels:
         return side_run
 
     def _note(self, kernel: Any) -> None:
-        seen = (self.current, id(kernel))
-        if seen in self._seen:  # a launch of a kernel this side already digested
+        seen = self._seen.get((self.current, id(kernel)))
+        if seen is not None and seen[0] is kernel:  # a kernel this side already digested
+            self.touched.add((self.current, seen[1]))
             return
         ttgir = (getattr(kernel, "asm", None) or {}).get("ttgir")
         name = getattr(kernel, "name", None)
         if ttgir and name:
-            self._seen.add(seen)
+            self._seen[(self.current, id(kernel))] = (kernel, name)
             text = ttgir if isinstance(ttgir, str) else str(ttgir)
             self.ttgir[self.current][name].add(hashlib.sha256(text.encode()).hexdigest()[:16])
             self.touched.add((self.current, name))
