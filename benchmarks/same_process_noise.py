@@ -118,12 +118,7 @@ def sized(torch: Any, fn: Callable[[], Any], most: int) -> int:
     """Calls per graph: as many as fill ``BUDGET_MS`` of replay (a 10-call graph's replay
     measures the call), at most ``most``."""
     graph, _ = capture(torch, fn, 10)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    per_call = start.elapsed_time(end) / 10
+    (per_call,) = replay_ms(torch, graph, 10, 1)
     del graph
     return max(1, min(most, int(BUDGET_MS / max(per_call, 1e-6))))
 

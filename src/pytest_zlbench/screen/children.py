@@ -228,8 +228,7 @@ class Children:
             add_note(self.settings.root / op, f"{label} failed once ({cause}) and passed on retry")
             return None
         if same_failure(cause, again):
-            limit = "--zl-record-timeout" if side == RECORD_SIDE else "--zl-timeout"
-            raise Deterministic(repeated_failure(label, again, limit))
+            raise Deterministic(repeated_failure(label, again, self.settings.limit_option(side)))
         return again
 
     def refused_dtypes(self, op: str, text: str) -> str | None:

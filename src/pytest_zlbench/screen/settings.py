@@ -64,6 +64,11 @@ class AbSettings:
             return self.record_timeout
         return self.timeout
 
+    @staticmethod
+    def limit_option(side: str) -> str:
+        """The option that sets :meth:`limit` for ``side``."""
+        return "--zl-record-timeout" if side == RECORD_SIDE else "--zl-timeout"
+
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
         return {
@@ -160,7 +165,7 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         config,
         "zl_record_timeout",
         lambda v: parse_positive_float(v, "--zl-record-timeout"),
-        timeout,
+        None,
     )
     screen_mode = _common.get(config, "zl_screen_mode", parse_screen_mode, "lockstep")
     batch_size = _common.get(config, "zl_batch_size", parse_batch_size, BATCH_SIZE)
