@@ -20,9 +20,10 @@ through torch:
   it there, which is what the timer's throwaway RNG state must undo;
 * torch's per-thread state: the device and the autograd modes, which ``thread_context`` carries
   to the capture thread; libraries with one handle per thread are :class:`Library`;
-* memory: each graph holds a private pool until released; freed memory stays reserved by the
-  caching allocator until ``empty_cache``; the cold-cache flush buffer lives as long as its
-  flush callable;
+* memory: each graph holds a private pool until released, unless it was captured into another
+  graph's pool (``capture(graph, pool=pool_of(other))``), whose memory it shares; freed memory
+  stays reserved by the caching allocator until ``empty_cache``; the cold-cache flush buffer
+  lives as long as its flush callable;
 * the two states an H200 runs graphs in (docs/PERFORMANCE.md, "Two device states"), with
   ``steady_extra``: the first three graphs a process makes replay at the kernels' cost, and from
   the fourth graph on every replay (of old graphs too) costs ``steady_extra`` more per kernel,
@@ -83,6 +84,8 @@ class FakeGraph:
     released: bool = False
     invalidated: bool = False
     pool: int = 0
+    #: the graph whose memory pool this one was captured into (``capture(graph, pool)``)
+    pool_of: FakeGraph | None = None
 
 
 class FakeEvent:
@@ -241,8 +244,13 @@ class FakeDevice:
         self.graphs.append(graph)
         return graph
 
+    def pool_of(self, graph: FakeGraph) -> FakeGraph:
+        if not graph.captured or graph.released:
+            raise RuntimeError("the pool of a graph that is not captured")
+        return graph.pool_of or graph
+
     @contextmanager
-    def capture(self, graph: FakeGraph) -> Iterator[None]:
+    def capture(self, graph: FakeGraph, pool: FakeGraph | None = None) -> Iterator[None]:
         self.check()
         if self.capturing is not None:
             raise AcceleratorError(CAPTURE_UNSUPPORTED)
@@ -253,8 +261,9 @@ class FakeDevice:
         registered = self.gen  # capture_begin registers the state object it finds
         registered.capturing = True
         self.rng_at_capture.append(registered)
-        graph.pool = GRAPH_POOL
-        self.allocated += GRAPH_POOL
+        graph.pool_of = pool
+        graph.pool = GRAPH_POOL if pool is None else 0
+        self.allocated += graph.pool
         self.reserved = max(self.reserved, self.allocated)
         self.peak_allocated = max(self.peak_allocated, self.allocated)
         try:

@@ -323,7 +323,7 @@ class _AbortingDevice:
     def event(self): return _Event()
     def elapsed_ms(self, start, end): return (end.t - start.t) * 1000
     def new_graph(self): return object()
-    def capture(self, graph): os.abort()
+    def capture(self, graph, pool=None): os.abort()
     def replay(self, graph): pass
     def release(self, graph): pass
     def isolate_rng(self): return None

@@ -146,10 +146,10 @@ class GraphTimer:
         api.synchronize()
         return api.elapsed_ms(start, end) / n
 
-    def _capture(self, body: Callable[[], Any], calls: int) -> Any:
+    def _capture(self, body: Callable[[], Any], calls: int, pool: Any = None) -> Any:
         graph = self.api.new_graph()
         try:
-            with self._throwaway_rng(), self.api.capture(graph):
+            with self._throwaway_rng(), self.api.capture(graph, pool):
                 for _ in range(calls):
                     body()
         except BaseException:

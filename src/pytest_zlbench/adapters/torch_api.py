@@ -59,8 +59,11 @@ class TorchDeviceAPI:
             return None
         return int(count.value)
 
-    def capture(self, graph: Any) -> Any:
-        return self.m.graph(graph)
+    def capture(self, graph: Any, pool: Any = None) -> Any:
+        return self.m.graph(graph, pool=pool)
+
+    def pool_of(self, graph: Any) -> Any:
+        return graph.pool()
 
     def replay(self, graph: Any) -> None:
         graph.replay()
