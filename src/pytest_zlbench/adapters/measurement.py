@@ -24,6 +24,9 @@ class Measurement:
     lockstep: str | None = None
     #: timed on its inputs' copies in the block both sides of a screen map (--zl-shared-inputs)
     shared_inputs: bool = False
+    #: side B's measurement of the same call, timed in turns with this one (side A's) in one
+    #: process (``--zl-screen-mode=one-process``, :mod:`.pair_timer`)
+    other: Measurement | None = None
 
 
 class Placement(Protocol):

@@ -1,0 +1,253 @@
+"""Both sides of a screen timed in one process (``--zl-screen-mode=one-process``): every call
+is measured on side A and on side B by the same process, in turns, so that neither the card's
+drift nor a second process's placement enters the delta (docs/PERFORMANCE.md, "One process,
+one memory").
+
+Each side's kernels are its own compilation (:class:`.side_kernels.SideKernels`: per-side kernel
+caches, Triton cache folder and environment). With the graph or kernel timer (warm) a
+measurement is:
+
+1. untimed, side by side: warm-up calls (each side compiles and tunes its kernels);
+2. on the capture thread: one plain call, a 10-call graph whose replay sizes the timed graphs
+   (``budget_ms`` of replay, at most ``max_calls`` calls: the eager call of a Python-heavy
+   operator is mostly host time, which would make the graphs small), the primers, then the
+   first side's graph and the other side's graph *in the first one's memory pool*, so that
+   both graphs' outputs and temporaries sit at the same addresses;
+3. timed: ``replays`` replays of each graph, half in the order first, other, then the other
+   half in the order other, first (A B B A; the first side alternates by round).
+
+Any other timer (direct, cold cache, the CPU clock) measures each side with the session's timer
+in the same A B B A order, each side's two halves merged. A capture that fails falls back to
+that order too, where the session's timer falls back to its own direct timer with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from ..core.records import PAIRED, Row, Spread, row_lockstep
+from ..core.stats import spread
+from .capture import FatalDeviceError, is_fatal, raise_if_fatal
+from .graph_timer import PRIMER_BELOW_MS, GraphTimer
+from .measurement import Measurement, Timer
+from .replay_samples import check_plausible
+from .turns import UNGATED, Gate, shares
+
+#: calls in the graph whose replay sizes a pair's timed graphs
+PROBE_CALLS = 10
+
+
+def merged(parts: list[Measurement]) -> Measurement:
+    """One side's measurement from its turns' measurements: the mean of their latencies and of
+    their quantiles; a turn timed directly marks the whole with its timer and reason."""
+    fell = next((m for m in parts if m.fallback), None)
+    first = fell or parts[0]
+    quantiles = Spread(
+        p20=statistics.fmean(m.spread.p20 for m in parts),
+        p50=statistics.fmean(m.spread.p50 for m in parts),
+        p80=statistics.fmean(m.spread.p80 for m in parts),
+        n=sum(m.spread.n for m in parts),
+    )
+    return Measurement(
+        statistics.fmean(m.ms for m in parts),
+        quantiles,
+        first.timer,
+        fallback=first.fallback,
+        settings=first.settings,
+        lockstep=PAIRED,
+    )
+
+
+class PairTimer:
+    """The session's timer in a one-process worker: ``measure(fn)`` returns side A's
+    measurement with side B's as its ``other``. ``first`` is the side measured (and captured)
+    first; ``sides`` switches the side in use (``SideKernels.use``)."""
+
+    takes_placement = False
+
+    def __init__(self, inner: Timer, sides: Any, first: str = "A") -> None:
+        self.inner = inner
+        self.sides = sides
+        self.first = first
+        self.name = inner.name
+        self._gate: Gate = UNGATED
+
+    @property
+    def gate(self) -> Gate:
+        return self._gate
+
+    @gate.setter
+    def gate(self, gate: Gate) -> None:
+        self._gate = gate
+        if hasattr(self.inner, "gate"):
+            self.inner.gate = gate
+
+    @property
+    def order(self) -> tuple[str, str]:
+        return (self.first, "B" if self.first == "A" else "A")
+
+    def describe(self) -> str:
+        return f"{self.inner.describe()},one-process"
+
+    def begin_test(self, test: str, direct_reason: str | None = None) -> None:
+        begin = getattr(self.inner, "begin_test", None)
+        if begin is not None:
+            begin(test, direct_reason)
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        inner = self.inner
+        if isinstance(inner, GraphTimer) and not inner.cold and inner._direct_reason is None:
+            got = self._graphs(inner, fn)
+            if got is not None:
+                return got
+        return self._turns(fn)
+
+    def _turns(self, fn: Callable[[], Any]) -> Measurement:
+        """Each side measured by the session's timer, in the order A B B A."""
+        first, other = self.order
+        parts: dict[str, list[Measurement]] = {first: [], other: []}
+        for side in (first, other, other, first):
+            with self.sides.use(side):
+                parts[side].append(self.inner.measure(fn))
+        return dataclasses.replace(merged(parts["A"]), other=merged(parts["B"]))
+
+    # -- two graphs in one memory pool -------------------------------------------------------
+
+    def _graphs(self, g: GraphTimer, fn: Callable[[], Any]) -> Measurement | None:
+        """Side A's measurement (side B's as its ``other``) from one graph per side, or
+        ``None`` when a capture failed without killing the context (then each side is
+        measured by the session's timer)."""
+        api = g.api
+        first, other = self.order
+        estimate: dict[str, float] = {}
+        try:
+            for side in (first, other):
+                with self.sides.use(side):  # compiles and tunes each side's kernels
+                    for _ in range(g.warmup_calls):
+                        fn()
+                    api.synchronize()
+                    estimate[side] = max(g._eager_ms(fn, 3), 1e-5)
+        except BaseException as exc:
+            raise_if_fatal(api, exc)
+            raise
+        primers = g.primer if min(estimate.values()) < PRIMER_BELOW_MS else 0
+        graphs: dict[str, Any] = {}
+        held: list[Any] = []
+        try:
+            try:
+                probe = self._on_thread(g, lambda: g._capture(fn, PROBE_CALLS), first, fn)
+                held.append(probe)
+                api.replay(probe)  # the upload, untimed
+                (per_call,) = g._time_replays(probe, PROBE_CALLS, 1)
+                held.remove(probe)
+                api.release(probe)
+                calls = int(min(g.max_calls, max(1, g.budget_ms // max(per_call, 1e-6))))
+
+                def capture_first() -> Any:
+                    g._prime(fn, held, primers)
+                    return g._capture(fn, calls)
+
+                graphs[first] = self._on_thread(g, capture_first, first, fn)
+                pool = api.pool_of(graphs[first])
+                graphs[other] = self._on_thread(g, lambda: g._capture(fn, calls, pool), other, fn)
+                for side in (first, other):
+                    g._check_recorded([graphs[side]])
+                samples = self._timed(g, graphs, calls)
+                if not g.kernel:
+                    for side in (first, other):
+                        check_plausible(samples[side], estimate[side])
+            except FatalDeviceError:
+                raise
+            except Exception as exc:
+                g._recover(exc)
+                return None
+        finally:
+            for graph in [*held, *graphs.values()]:
+                api.release(graph)
+            g._empty_cache()
+        settings = f"{g.describe()},one-process,calls={calls}"
+        got = {
+            side: Measurement(
+                spread(values).p50, spread(values), g.name, settings=settings, lockstep=PAIRED
+            )
+            for side, values in samples.items()
+        }
+        return dataclasses.replace(got["A"], other=got["B"])
+
+    def _on_thread(self, g: GraphTimer, make: Callable[[], Any], side: str, fn: Any) -> Any:
+        """``make()`` on the capture thread with ``side`` in use, after a plain call (the
+        thread's library handles are made outside any capture); its result."""
+        out: list[Any] = []
+
+        def job(flags: list[str]) -> None:
+            with self.sides.use(side):
+                before = g._plain_call_error(fn)
+                if before is not None:
+                    flags.append("before")
+                    raise before
+                try:
+                    out.append(make())
+                except Exception as exc:  # as GraphTimer's own captures
+                    if g.api.is_capturing():  # only this thread can see its stream capturing
+                        flags.append("after")
+                        raise FatalDeviceError(
+                            "stream is still capturing after a failed capture"
+                        ) from exc
+                    if not is_fatal(g.api, exc) and g._plain_call_error(fn) is not None:
+                        flags.append("after")
+                    raise
+
+        g._on_capture_thread(job)
+        return out[0]
+
+    def _timed(self, g: GraphTimer, graphs: dict[str, Any], calls: int) -> dict[str, list[float]]:
+        """Per side, its per-call samples: half of ``replays`` in the order first, other, the
+        other half other, first, all inside one turn of the session's gate."""
+        api = g.api
+        first, other = self.order
+        for graph in graphs.values():  # the uploads, untimed
+            api.replay(graph)
+        api.synchronize()
+        if g.kernel and not g._traced:  # untimed: the profiler's first start is slow
+            with api.device_trace():
+                api.synchronize()
+            g._traced = True
+        read = g._trace_replays if g.kernel else g._time_replays
+        halves = shares(g.replays, 2)
+        order = [(first, halves[0]), (other, halves[0])]
+        if len(halves) > 1:
+            order += [(other, halves[1]), (first, halves[1])]
+        samples: dict[str, list[float]] = {first: [], other: []}
+        with self.gate.measurement() as turns, turns.turn():
+            for side, count in order:
+                samples[side] += read(graphs[side], calls, count)
+        return samples
+
+
+def other_row(row: Row, m: Measurement | None, mb: Measurement | None) -> Row:
+    """Side B's row of a call whose measurements (``m``: the op's, ``mb``: the baseline's)
+    carry side B's as their ``other``: side A's row with B's latencies, spreads, timers and
+    throughput; a row measured on neither (a failed shape) is the same on both sides."""
+    o = m.other if m is not None else None
+    ob = mb.other if mb is not None else None
+    if o is None and ob is None:
+        return row
+    tflops = row.tflops
+    if tflops is not None and o is not None and row.latency:
+        tflops = tflops * float(row.latency) / o.ms  # the same work in B's time
+    return dataclasses.replace(
+        row,
+        latency=o.ms if o is not None else row.latency,
+        latency_base=ob.ms if ob is not None else row.latency_base,
+        tflops=tflops,
+        timer=o.timer if o is not None else row.timer,
+        fallback=o.fallback if o is not None else row.fallback,
+        spread=o.spread if o is not None else row.spread,
+        spread_base=ob.spread if ob is not None else row.spread_base,
+        timer_base=ob.timer if ob is not None else row.timer_base,
+        fallback_base=ob.fallback if ob is not None else row.fallback_base,
+        lockstep=row_lockstep(o.lockstep if o else None, ob.lockstep if ob else None),
+    )

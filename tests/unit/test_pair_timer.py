@@ -1,0 +1,171 @@
+"""Both sides of a screen measured in one process (``adapters.pair_timer``), on the fake device:
+each side's graph of its own kernels, side B's captured into the first side's memory pool, the
+timed replays in the order A B B A (B A A B when B goes first), the fallback when a capture
+fails, and side B's row."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from fake_device import GRAPH_POOL, FakeDevice, FakeGraph, Kernel, make_timer
+from pytest_zlbench.adapters.pair_timer import PairTimer, other_row
+from pytest_zlbench.adapters.timers import Measurement
+from pytest_zlbench.core.records import PAIRED, Row, Spread
+
+#: each side's kernel cost (ms): the switch makes side B's kernel 30 % slower
+COST = {"A": 0.010, "B": 0.013}
+
+
+class Sides:
+    """``SideKernels.use`` without Triton: the side in use, and every side entered."""
+
+    def __init__(self) -> None:
+        self.current = "A"
+        self.entered: list[str] = []
+
+    @contextmanager
+    def use(self, side: str) -> Iterator[None]:
+        previous, self.current = self.current, side
+        self.entered.append(side)
+        try:
+            yield
+        finally:
+            self.current = previous
+
+
+def side_op(device: FakeDevice, sides: Sides) -> Callable[[], None]:
+    """An op whose kernel is the side in use's own compilation (``kA`` or ``kB``)."""
+    return lambda: device.launch(Kernel("k" + sides.current, COST[sides.current]))
+
+
+def runs(names: list[str]) -> list[tuple[str, int]]:
+    """``names`` as (name, how many in a row)."""
+    out: list[tuple[str, int]] = []
+    for name in names:
+        if out and out[-1][0] == name:
+            out[-1] = (name, out[-1][1] + 1)
+        else:
+            out.append((name, 1))
+    return out
+
+
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "graph"])
+@pytest.mark.parametrize("first", ["A", "B"])
+def test_each_side_is_its_own_graph_in_one_pool_timed_in_mirrored_turns(
+    kernel: bool, first: str
+) -> None:
+    device, sides = FakeDevice(), Sides()
+    graph_timer, direct = make_timer(device, budget_ms=1.0, replays=10, kernel=kernel)
+    timer = PairTimer(graph_timer, sides, first)
+    m = timer.measure(side_op(device, sides))
+
+    assert m.other is not None
+    assert (m.ms, m.other.ms) == (pytest.approx(COST["A"]), pytest.approx(COST["B"]))
+    assert m.timer == m.other.timer == ("kernel" if kernel else "graph")
+    assert m.fallback is None
+    assert m.other.fallback is None
+    assert m.lockstep == m.other.lockstep == PAIRED
+    assert "one-process" in m.settings
+    assert m.settings == m.other.settings
+    assert direct.calls == 0
+    # the timed graphs: the first side's in a pool of its own, the other's in that pool
+    other = "B" if first == "A" else "A"
+    owner, guest = device.graphs[-2:]
+    assert {k.name for k in owner.kernels} == {"k" + first}
+    assert {k.name for k in guest.kernels} == {"k" + other}
+    assert owner.pool_of is None
+    assert guest.pool_of is owner
+    assert guest.pool == 0
+    # calls per graph from a 10-call graph's replay: 1 ms of replay at the first side's cost
+    calls = len(owner.kernels)
+    assert calls == len(guest.kernels) == int(1.0 // COST[first])
+    # the timed replays: half of the first side's, the other's twice, the first's again
+    tail = runs(device.executed[-20 * calls :])
+    assert tail == [("k" + first, 5 * calls), ("k" + other, 10 * calls), ("k" + first, 5 * calls)]
+    # every graph was released and the memory given back
+    assert all(g.released for g in device.graphs)
+    assert device.allocated == 0
+
+
+def test_a_capture_that_fails_measures_each_side_in_turns_with_the_session_timer() -> None:
+    device, sides = FakeDevice(), Sides()
+
+    def op() -> None:
+        device.launch(Kernel("k" + sides.current, COST[sides.current]))
+        device.synchronize()  # a host read: refused while capturing
+
+    graph_timer, direct = make_timer(device, budget_ms=1.0, replays=4)
+    m = PairTimer(graph_timer, sides, "A").measure(op)
+    assert m.other is not None
+    assert m.timer == m.other.timer == "direct"
+    assert m.fallback
+    assert "operation not permitted when stream is capturing" in m.fallback
+    assert m.other.fallback == m.fallback
+    assert (m.ms, m.other.ms) == (pytest.approx(COST["A"]), pytest.approx(COST["B"]))
+    assert direct.calls == 4  # A B B A
+    assert m.lockstep == m.other.lockstep == PAIRED
+
+
+class SideTimer:
+    """A timer that reads the side in use (the CPU clock's place): side A's cost or B's."""
+
+    name = "cpu"
+
+    def __init__(self, sides: Sides) -> None:
+        self.sides = sides
+
+    def describe(self) -> str:
+        return "cpu"
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        fn()
+        ms = COST[self.sides.current]
+        return Measurement(ms, Spread(ms * 0.9, ms, ms * 1.1, 5), "cpu")
+
+
+@pytest.mark.parametrize(("first", "order"), [("A", "ABBA"), ("B", "BAAB")])
+def test_a_timer_without_graphs_measures_the_sides_in_the_balanced_order(
+    first: str, order: str
+) -> None:
+    sides = Sides()
+    calls: list[str] = []
+    m = PairTimer(SideTimer(sides), sides, first).measure(lambda: calls.append(sides.current))
+    assert "".join(calls) == order
+    assert m.other is not None
+    assert (m.ms, m.other.ms) == (pytest.approx(COST["A"]), pytest.approx(COST["B"]))
+    assert m.spread.n == m.other.spread.n == 10  # two turns of each side
+    assert m.lockstep == m.other.lockstep == PAIRED
+
+
+def test_side_b_has_its_own_row() -> None:
+    def measured(ms: float, timer: str = "graph", fallback: str | None = None) -> Measurement:
+        return Measurement(ms, Spread(ms, ms, ms, 10), timer, fallback=fallback, lockstep=PAIRED)
+
+    m = dataclasses.replace(measured(0.010), other=measured(0.020, "direct", "NotCaptured: x"))
+    base = dataclasses.replace(measured(0.005), other=measured(0.006))
+    row = Row(op="mm", dtype="float16", shape="[4]", latency=0.010, latency_base=0.005,
+              tflops=2.0, timer="graph", spread=m.spread, lockstep=PAIRED)  # fmt: skip
+    b = other_row(row, m, base)
+    assert (b.latency, b.latency_base) == (0.020, 0.006)
+    assert b.tflops == pytest.approx(1.0)  # the same work in twice the time
+    assert (b.timer, b.fallback, b.timer_base) == ("direct", "NotCaptured: x", "graph")
+    assert (b.op, b.dtype, b.shape, b.lockstep) == ("mm", "float16", "[4]", PAIRED)
+    failed = Row(op="mm", dtype="float16", shape="[4]", latency=None, status="failed", error="x")
+    assert other_row(failed, None, None) is failed
+
+
+def test_a_graph_captured_into_another_pool_holds_no_memory_of_its_own() -> None:
+    device = FakeDevice()
+    owner, guest = device.new_graph(), device.new_graph()
+    with device.capture(owner):
+        device.launch(Kernel("k", 0.01))
+    with device.capture(guest, device.pool_of(owner)):
+        device.launch(Kernel("k", 0.01))
+    assert isinstance(guest, FakeGraph)
+    assert guest.pool_of is owner
+    assert device.allocated == GRAPH_POOL
