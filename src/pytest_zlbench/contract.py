@@ -77,12 +77,16 @@ __all__ = [
 
 #: set in every child's environment; a child that is asked to screen again refuses
 CHILD_ENV = "ZLBENCH_AB_CHILD"
-#: the side a child measures: ``A``, ``B`` or :data:`RECORD_SIDE` (the recording pass)
+#: the side a child measures: ``A``, ``B``, :data:`RECORD_SIDE` (the recording pass) or
+#: :data:`BOTH_SIDES` (a one-process worker)
 SIDE_ENV = "ZLBENCH_SIDE"
 RECORD_SIDE = "record"
+#: the side of a worker that measures both sides in one process (``--zl-screen-mode=one-process``)
+BOTH_SIDES = "AB"
 #: the round a child belongs to (0: the recording pass)
 ROUND_ENV = "ZLBENCH_ROUND"
-#: the switch's variables set on this child's side, as a JSON object (``{}`` on side A)
+#: the switch's variables set on this child's side, as a JSON object (``{}`` on side A); in a
+#: one-process worker, side B's, which the worker sets only while side B runs
 SWITCH_ENV = "ZLBENCH_SWITCH"
 
 # --------------------------------------------------------------------------------------------

@@ -399,7 +399,10 @@ def test_the_screen_mode_is_checked(suite: pytest.Pytester) -> None:
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: --zl-screen-mode: expected one of lockstep, sequential, process, not 'parallel'"]
+        [
+            "ERROR: --zl-screen-mode: expected one of lockstep, sequential, one-process, "
+            "process, not 'parallel'"
+        ]
     )
     assert os.environ.get("ZLBENCH_WORKER_FD") is None
 

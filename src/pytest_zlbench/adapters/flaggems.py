@@ -57,6 +57,8 @@ class FlagGemsAdapter:
         self.pool: Any = None
         #: (calls timed on the shared block, calls timed) since the worker last read it
         self.shared_calls = (0, 0)
+        #: a one-process worker's sink of side B's rows (``adapters.pair_timer.other_row``)
+        self.other_sink: Callable[[Row], None] | None = None
         self.layout: str | None = None
         self._patched: list[tuple[Any, str, Any]] = []
         # every measurement of the current BenchmarkResult, in call order: per input FlagGems
@@ -168,4 +170,8 @@ class FlagGemsAdapter:
             if row.fallback:
                 self.echo(fallback_line(row))
             self.sink(row)
+            if self.other_sink is not None:
+                from .pair_timer import other_row
+
+                self.other_sink(other_row(row, m, mb))
         self._calls.clear()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,10 @@ class LaunchRecorder:
     a launch the hook cannot read counts as a kernel of unknown IR named ``"?"``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, when: Callable[[], bool] | None = None) -> None:
+        #: records a launch only while ``when()`` holds (a one-process worker's recorder of one
+        #: side: while that side is in use)
+        self.when = when
         self._loaded: dict[Any, Launched] = {}  # function handle -> its kernel
         self._launched: dict[Any, Launched] | None = None  # None: not recording
         self.op: str | None = None
@@ -136,7 +139,7 @@ class LaunchRecorder:
 
     def _on_launch(self, metadata: Any) -> None:
         launched = self._launched
-        if launched is None:
+        if launched is None or (self.when is not None and not self.when()):
             return
         try:
             # the plain fields, without running the kernel's own ``launch_metadata`` callback

@@ -56,12 +56,14 @@ FLOOR_FROM_HELP = (
 SCREEN_MODE_HELP = (
     "How the sides run: lockstep (default: one worker process per side over all operators per "
     "round, timing in alternating turns), sequential (the same workers, one side after the "
-    "other), process (one process per side per operator and round)"
+    "other), one-process (one worker per round measuring both sides, each side's kernels "
+    "compiled apart, for switches read when kernels compile or run), process (one process per "
+    "side per operator and round)"
 )
 BATCH_SIZE_HELP = (
-    "Side workers (lockstep, sequential): the most operators of one batch (default 50); each "
-    "batch is measured and its operators marked complete before the next starts, so a screen "
-    "cut short loses at most one batch to --zl-resume"
+    "Side workers (lockstep, sequential, one-process): the most operators of one batch "
+    "(default 50); each batch is measured and its operators marked complete before the next "
+    "starts, so a screen cut short loses at most one batch to --zl-resume"
 )
 
 SHARED_INPUTS_HELP = (
@@ -95,7 +97,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--zl-screen-mode",
         SCREEN_MODE_HELP,
         child=DROP,
-        metavar="lockstep|sequential|process",
+        metavar="lockstep|sequential|one-process|process",
     )
     add(parser, group, "--zl-batch-size", BATCH_SIZE_HELP, child=DROP, metavar="N")
     add(parser, group, "--zl-shared-inputs", SHARED_INPUTS_HELP, child=DROP, action="store_true")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,11 @@ def ttgir_files(cache: Path) -> dict[str, int]:
 class OpIrRecorder:
     """``begin(op)`` before an operator's first test, ``write(run_dir)`` after its last."""
 
-    def __init__(self, cache: Path) -> None:
+    def __init__(self, cache: Path, when: Callable[[], bool] | None = None) -> None:
         self.cache = cache
+        #: records only the launches made while ``when()`` holds (one side of a one-process
+        #: worker); the cache is then that side's folder
+        self.when = when
         self.launches: Any = None  # a LaunchRecorder once installed; False: none can be
         self.before: dict[str, int] = {}
 
@@ -51,7 +55,7 @@ class OpIrRecorder:
         try:
             from ..adapters.triton_launches import LaunchRecorder
 
-            recorder = LaunchRecorder()
+            recorder = LaunchRecorder(self.when)
             recorder.install()
         except (ImportError, RuntimeError):
             self.launches = False

@@ -63,7 +63,7 @@ class WorkerRows:
         self.partial_dir = run_dir
         self.partial_failed = False
 
-    def _stamped(self, row: Row, nodeid: str) -> Row:
+    def stamped(self, row: Row, nodeid: str) -> Row:
         """``row`` with its test node (unless it names one) and the card of this process."""
         if self.card is None:
             self.card = card_of(self.config)
@@ -84,7 +84,7 @@ class WorkerRows:
                 worker = _common.worker_id(self.config) if _common.is_worker(self.config) else None
                 path = records.partial_file(self.partial_dir, worker)
                 self.partial = path.open("a", encoding="utf-8")
-            self.partial.write(records.rows_to_jsonl([self._stamped(row, nodeid)]))
+            self.partial.write(records.rows_to_jsonl([self.stamped(row, nodeid)]))
             self.partial.flush()
         except OSError as exc:
             self.partial_failed = True
@@ -140,5 +140,5 @@ class WorkerRows:
         if call.when == "call":
             rows = item.stash.get(item_rows_key, [])
             if rows:
-                setattr(report, ROWS_ATTR, [self._stamped(r, item.nodeid).to_json() for r in rows])
+                setattr(report, ROWS_ATTR, [self.stamped(r, item.nodeid).to_json() for r in rows])
         return report

@@ -8,7 +8,7 @@ import io
 import os
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -132,6 +132,9 @@ class RunRecorder(WorkerRows):
         #: writes the run's ir.json, returns a note: from the run's own Triton cache, or (in a
         #: side worker, whose cache serves many operators) from what one operator launched
         self.ir_writer: Callable[[Path], str] = write_ir
+        #: where the identity reads the side, round and switch a screen gave the run (a
+        #: one-process worker gives each side's its own); ``None``: this process's environment
+        self.environ: Mapping[str, str] | None = None
         self.complete = False
 
     @pytest.hookimpl
@@ -205,7 +208,9 @@ class RunRecorder(WorkerRows):
             autotune = "record"
         info: dict[str, Any] = {
             # side, round and switch: set by the screen that started this run, if one did
-            **child_identity(os.environ if self.mode.child else {}),
+            **child_identity(
+                self.environ if self.environ is not None else os.environ if self.mode.child else {}
+            ),
             "test_nodes": list(self.nodes),
             "argv": list(sys.argv),
             "versions": versions(),

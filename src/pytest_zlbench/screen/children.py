@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from .. import lifeline
-from ..contract import OWN_DTYPES_FILE, RECORD_SIDE, child_environment, first_try_file, output_file
+from ..contract import (
+    BOTH_SIDES,
+    OWN_DTYPES_FILE,
+    RECORD_SIDE,
+    child_environment,
+    first_try_file,
+    output_file,
+)
 from ..core import records
 from ..core.parsing import repeated_failure
 from .options import dtypes_args, passthrough_args, reset_inis
@@ -87,7 +94,8 @@ class Children:
         self, side: str, rnd: int, op: str | None = None, own_dtypes: bool = False
     ) -> dict[str, str]:
         """The environment of one child (or side worker): the screen's own, side B's switch on
-        side B only, the options of PYTEST_ADDOPTS a child may have (without ``--dtypes`` for
+        side B only (a one-process worker, ``BOTH_SIDES``, sets it itself, only while side B
+        runs), the options of PYTEST_ADDOPTS a child may have (without ``--dtypes`` for
         ``op`` measured on its own dtypes, or ``own_dtypes``), and the contract's variables."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
         for var in self.settings.env_b:
@@ -103,7 +111,8 @@ class Children:
                 env["PYTEST_ADDOPTS"] = shlex.join(passed)
             except ValueError:
                 pass  # pytest itself reports a malformed PYTEST_ADDOPTS
-        env.update(child_environment(side, rnd, self.settings.env_b if side == "B" else {}))
+        switch = self.settings.env_b if side in ("B", BOTH_SIDES) else {}
+        env.update(child_environment(side, rnd, switch))
         env["PYTHONUNBUFFERED"] = "1"
         return env
 

@@ -43,8 +43,9 @@ class AbSettings:
     shard: str | None = None  # --zl-shard=K/N: this screen is part K of N
     #: the limit of one operator's recording pass (--zl-record-timeout; default: ``timeout``)
     record_timeout: float | None = None
-    #: how the sides run: ``lockstep`` and ``sequential`` (side workers over the batch) or
-    #: ``process`` (one child process per side per operator and round)
+    #: how the sides run: ``lockstep`` and ``sequential`` (side workers over the batch),
+    #: ``one-process`` (one worker measuring both sides) or ``process`` (one child process per
+    #: side per operator and round)
     mode: str = "lockstep"
     #: --zl-floor-from: the A/A control screen root whose noise floor judges this screen (a
     #: judgement, not a measurement: not in :meth:`describe`, so --zl-resume may change it)
@@ -222,7 +223,7 @@ def floor_root(config: pytest.Config) -> Path | None:
     return path
 
 
-SCREEN_MODES = ("lockstep", "sequential", "process")
+SCREEN_MODES = ("lockstep", "sequential", "one-process", "process")
 
 
 def shared_inputs_error(mode: str, timer: str, cold: bool) -> str | None:

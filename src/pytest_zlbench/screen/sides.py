@@ -1,14 +1,16 @@
-"""The side workers of a screen (``--zl-screen-mode=lockstep|sequential``): per round one
-long-lived pytest process per side over a whole batch of operators (``screen.worker``), driven
-over a socket pair (``core.sidework``, ``screen.messages``); the recording pass is one worker
-over the batch before round 1. The screen runs round-major: record the batch, then round 1 over
-the batch, round 2, ...
+"""The side workers of a screen (``--zl-screen-mode=lockstep|sequential|one-process``): per
+round one long-lived pytest process per side over a whole batch of operators
+(``screen.worker``), driven over a socket pair (``core.sidework``, ``screen.messages``); the
+recording pass is one worker over the batch before round 1. The screen runs round-major: record
+the batch, then round 1 over the batch, round 2, ...
 
 * **lockstep**: both sides run each operator at once and time in the turns ``core.lockstep``
   grants (A B B A within a measurement, mirrored in even rounds); the side whose process starts
   first alternates by round;
 * **sequential**: the same workers, the sides of each operator one after the other (A then B in
-  odd rounds, B then A in even ones), untimed against each other.
+  odd rounds, B then A in even ones), untimed against each other;
+* **one-process**: per round one worker that measures both sides (``screen.both_sides``), each
+  call A B B A in one process (B A A B in even rounds).
 
 Each worker writes the run directories a child writes (``<root>/<op>/r<k>_<A|B>/``,
 ``<root>/<op>/record/``), so ``screen.results`` aggregates them unchanged. Every side keeps its
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV
-from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
+from ..contract import BOTH_SIDES, RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
 from ..core.lockstep import Lockstep, order_for
 from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
@@ -75,6 +77,7 @@ class SideWorkers:
         self.items = list(items)
         self.name = name
         self.lockstep = self.settings.mode == "lockstep"
+        self.one_process = self.settings.mode == "one-process"
         self.workdir = self.settings.root / WORKERS_DIR / name
         self.workers: dict[str, SideProcess] = {}
         self.started = time.monotonic()
@@ -192,10 +195,12 @@ class SideWorkers:
         after: dict[str, list[str]],
         nodeids: list[str],
         replay: Path | None,
+        dir_b: Path | None = None,
     ) -> dict[str, str | None]:
         """Run ``item`` on ``sides`` at once (in lockstep when this screen is), each into its
-        run directory; ``after``: the tests the same worker runs next, if any. Returns each
-        side's failure (``None``: measured)."""
+        run directory; ``after``: the tests the same worker runs next, if any; ``dir_b``: side
+        B's run directory of a one-process worker. Returns each side's failure (``None``:
+        measured)."""
         lock = Lockstep(order=order_for(rnd)) if self.lockstep and len(sides) == 2 else None
         if self.shared and len(sides) == 2:
             self._renew_pair(sides, rnd)
@@ -217,6 +222,7 @@ class SideWorkers:
                     dir=str(run_dirs[side]),
                     next=following[0] if following else None,
                     gate="lockstep" if lock is not None else "none",
+                    **({"dir_b": str(dir_b), "first": first_of(rnd)} if dir_b else {}),
                 )
             except ChannelClosed:
                 worker.gone = "closed"
@@ -318,9 +324,14 @@ class SideWorkers:
             else:
                 run_dirs = {side: round_dir(op_dir, rnd, side) for side in sides}
             later = todo[position + 1 :]
-            after = {side: later[0].members if later else [] for side in sides}
+            after = {side: later[0].members if later else [] for side in (*sides, BOTH_SIDES)}
             results: dict[str, str | None] = {}
-            if self.lockstep and rnd > 0:
+            if self.one_process and rnd > 0:
+                both = {BOTH_SIDES: run_dirs["A"]}
+                got = self.drive(item, rnd, (BOTH_SIDES,), both, after, nodeids, replay,
+                                 run_dirs["B"])  # fmt: skip
+                results = dict.fromkeys(sides, got[BOTH_SIDES])
+            elif self.lockstep and rnd > 0:
                 results = self.drive(item, rnd, sides, run_dirs, after, nodeids, replay)
             else:
                 for side in sides:
@@ -391,7 +402,8 @@ class SideWorkers:
                 if not todo:
                     break
                 first = (first_of(k), first_of(k + 1))
-                self.start(first, k, [n for item in todo for n in item.nodeids], replay)
+                workers = (BOTH_SIDES,) if self.one_process else first
+                self.start(workers, k, [n for item in todo for n in item.nodeids], replay)
                 self.pass_over(k, todo, first, replay, after_round)
                 self.stop_all()
         except BaseException:

@@ -11,6 +11,10 @@ Like pytest-xdist's worker, it takes over ``pytest_runtestloop``: after collecti
   operator; its ``ir.json`` from ``recording.op_ir``), then answers ``op``;
 * ``stop`` ends the session.
 
+A worker of side ``AB`` (``--zl-screen-mode=one-process``) measures both sides in its one
+process (``screen.both_sides``): its ``run`` also names side B's run directory (``dir_b``) and
+the side measured first (``first``), and it writes both.
+
 The worker's process, its caches (``TRITON_CACHE_DIR``, ``FLAGGEMS_CACHE_DIR``), its side, round
 and switch come from the screen (``screen.sides``). A worker that lost its device context leaves
 after answering for its operator, so that the screen starts a fresh one.
@@ -18,6 +22,7 @@ after answering for its operator, so that the screen starts a fresh one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -30,7 +35,7 @@ from .. import _common
 from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV, WORKER_FD_ENV, timing_settings_key
 from ..adapters.gates import ChannelGate
 from ..adapters.turns import CountingGate
-from ..contract import FLAGGEMS_CACHE_DIR, SIDE_ENV
+from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, SIDE_ENV
 from ..core.sidework import Channel
 
 #: exit status of a side worker that left after its process lost its device context
@@ -85,6 +90,12 @@ class SideWorker:
         from ..recording.op_ir import OpIrRecorder
 
         self.ir = OpIrRecorder(cache)
+        #: a one-process worker's second side (``screen.both_sides``)
+        self.both: Any = None
+        if self.side == BOTH_SIDES:
+            from .both_sides import BothSides
+
+            self.both = BothSides(cache)
         self.gate: ChannelGate | None = None
         #: the gate of an operator run without lockstep: it counts the timed seconds too
         self.alone = CountingGate()
@@ -135,7 +146,6 @@ class SideWorker:
     def run_op(self, session: pytest.Session, message: dict[str, Any]) -> None:
         from ..recording.run import RunRecorder
 
-        items = session.items
         indices: list[int] = [int(i) for i in message["items"]]
         after = message.get("next")
         run_dir = Path(message["dir"])
@@ -145,6 +155,12 @@ class SideWorker:
 
         # the directory is a run, as one a child run claims (the screen's lock covers its root)
         records.write_atomic(run_dir / rundir.KIND_FILE, rundir.kind_marker(rundir.RUN, now()))
+        both = self.both
+        if both is not None:
+            dir_b = Path(message["dir_b"])
+            dir_b.mkdir(parents=True, exist_ok=True)
+            records.write_atomic(dir_b / rundir.KIND_FILE, rundir.kind_marker(rundir.RUN, now()))
+            both.first = str(message.get("first") or "A")
         self.gate = ChannelGate(self.channel) if message.get("gate") == "lockstep" else None
         if self.gate is not None and self.pool is not None:
             self._open_pool()
@@ -153,9 +169,43 @@ class SideWorker:
         if rows is not None:
             rows.retarget(run_dir)
         recorder = RunRecorder(self.config, run_dir, self.replay, self.seeded, self.seed)
-        recorder.ir_writer = self.ir.write
         self._begin(recorder)
-        self.ir.begin(str(message["op"]))
+        if both is not None:
+            other = RunRecorder(self.config, dir_b, self.replay, self.seeded, self.seed)
+            both.begin(str(message["op"]), recorder, other, dir_b)
+            self.failure = both.install()
+            if self.failure is not None:
+                indices = []  # this process cannot keep the sides' kernels apart
+        else:
+            recorder.ir_writer = self.ir.write
+            self.ir.begin(str(message["op"]))
+        with both.kernels.use("A") if both is not None else contextlib.nullcontext():
+            self._run_items(session, indices, after)
+        session.shouldstop = session.shouldfail = False  # -x and --maxfail act per operator
+        if rows is not None:
+            rows.close_partial()
+        complete = recorder.write(1 if self.failure else 0)
+        self.recorder = None
+        failure = self.failure
+        if both is not None:
+            errors_b = both.write(1 if self.failure else 0)
+            if failure is None and errors_b is not None:
+                failure = "side B's run directory is incomplete: " + "; ".join(errors_b)
+        if failure is None and not complete:
+            failure = "the run directory is incomplete: " + "; ".join(recorder.errors)
+        self._tell_shared(str(message["op"]))
+        timed = self.gate.timed_s if self.gate is not None else self.alone.timed_s
+        self.channel.send(
+            "op",
+            op=message["op"],
+            dir=str(run_dir),
+            rows=len(recorder.rows),
+            failed=failure,
+            timed_s=round(timed, 6),
+        )
+
+    def _run_items(self, session: pytest.Session, indices: list[int], after: Any) -> None:
+        items = session.items
         for pos, index in enumerate(indices):
             item = items[index]
             nextitem: pytest.Item | None
@@ -174,24 +224,6 @@ class SideWorker:
             )
             if self._lost() is not None:
                 break
-        session.shouldstop = session.shouldfail = False  # -x and --maxfail act per operator
-        if rows is not None:
-            rows.close_partial()
-        complete = recorder.write(1 if self.failure else 0)
-        self.recorder = None
-        failure = self.failure
-        if failure is None and not complete:
-            failure = "the run directory is incomplete: " + "; ".join(recorder.errors)
-        self._tell_shared(str(message["op"]))
-        timed = self.gate.timed_s if self.gate is not None else self.alone.timed_s
-        self.channel.send(
-            "op",
-            op=message["op"],
-            dir=str(run_dir),
-            rows=len(recorder.rows),
-            failed=failure,
-            timed_s=round(timed, 6),
-        )
 
     def _begin(self, recorder: Any) -> None:
         self.recorder, self.failure = recorder, None
@@ -230,10 +262,16 @@ class SideWorker:
         yet) times through this operator's gate."""
         from ..timing.timer import active_timer
 
-        if self.config.stash.get(timing_settings_key, None) is not None:
+        settings = self.config.stash.get(timing_settings_key, None)
+        if settings is not None:
             active_timer(self.config)
+            if self.both is not None:  # every call measured on both sides
+                settings.timer = self.both.timer(settings.timer)
         self._set_gate(self.gate)
         adapter = self._adapter()
+        if adapter is not None and self.both is not None and settings is not None:
+            timing: Any = self.config.pluginmanager.get_plugin("zlbench-timing-session")
+            adapter.timer, adapter.other_sink = settings.timer, timing.sink_other
         if adapter is not None and self.pool is not None:
             adapter.pool = self.pool if self.gate is not None else None
 
@@ -242,6 +280,8 @@ class SideWorker:
         if self.recorder is None:
             return
         self.recorder.pytest_runtest_logreport(report)
+        if self.both is not None:
+            self.both.report(report)
         if report.failed:
             self.fails += 1
         if report.failed and self.failure is None:
@@ -250,6 +290,8 @@ class SideWorker:
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.ir.uninstall()
+        if self.both is not None:
+            self.both.uninstall()
         try:
             self.channel.close()
         except OSError:

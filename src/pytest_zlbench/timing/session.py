@@ -38,6 +38,13 @@ def keep_row(config: pytest.Config, rows: list[Row], row: Row, nodeid: str) -> N
         keeper.keep_partial(row, nodeid)
 
 
+def keep_other(config: pytest.Config, row: Row, nodeid: str) -> None:
+    """Side B's ``row`` of a test measured by a one-process worker, to that worker."""
+    worker = config.pluginmanager.get_plugin("zlbench-side-worker")
+    if worker is not None and getattr(worker, "both", None) is not None:
+        worker.both.keep(row, nodeid)
+
+
 def _gateway_of(report: pytest.TestReport) -> str:
     """The xdist worker (gateway id) a report on the controller came from, or ``""``."""
     return str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id", ""))
@@ -63,6 +70,11 @@ class TimingSession:
     def sink(self, row: Row) -> None:
         if self.current is not None:
             keep_row(self.config, self.current, row, self.current_node)
+
+    def sink_other(self, row: Row) -> None:
+        """Side B's rows (the FlagGems adapter's ``other_sink`` in a one-process worker)."""
+        if self.current is not None:
+            keep_other(self.config, row, self.current_node)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -204,4 +216,8 @@ class Bench:
         self.rows.append(row)
         item = self._item
         keep_row(item.config, item.stash.setdefault(item_rows_key, []), row, item.nodeid)
+        if m.other is not None:  # a one-process worker measured side B too
+            from ..adapters.pair_timer import other_row
+
+            keep_other(item.config, other_row(row, m, base), item.nodeid)
         return row

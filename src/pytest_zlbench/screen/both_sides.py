@@ -1,0 +1,112 @@
+"""What a side worker does differently when it measures both sides in one process
+(``--zl-screen-mode=one-process``, side :data:`~pytest_zlbench.contract.BOTH_SIDES`).
+
+The worker runs each test once, with side A in use. Its timer (``adapters.pair_timer``)
+measures every call on both sides, switching the kernels, the Triton cache folder and the
+switch's variables (``adapters.side_kernels``), and hands back side A's measurement with side
+B's beside it. Side A's rows reach side A's run directory as in any worker; side B's come here
+(:meth:`BothSides.keep`) and reach side B's run directory with a copy of each test's reports.
+Each side's ``ir.json`` holds the kernels launched while that side was in use, from that side's
+cache folder (``<TRITON_CACHE_DIR>/<side>``, reused by the worker's later rounds).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..contract import ROUND_ENV, SWITCH_ENV, child_environment
+from ..recording.rows import ROWS_ATTR
+
+if TYPE_CHECKING:
+    import pytest
+
+    from ..core.records import Row
+
+
+class BothSides:
+    def __init__(self, cache: Path) -> None:
+        from ..adapters.side_kernels import SideKernels
+        from ..recording.op_ir import OpIrRecorder
+
+        text = os.environ.get(SWITCH_ENV) or "{}"
+        self.switch: dict[str, str] = {str(k): str(v) for k, v in json.loads(text).items()}
+        self.round = int(os.environ.get(ROUND_ENV, "0") or 0)
+        self.kernels = SideKernels(cache, {"A": {}, "B": self.switch})
+        self.ir = {side: OpIrRecorder(cache / side, self._in_use(side)) for side in ("A", "B")}
+        #: why this process cannot keep kernels per side (then no operator is measured)
+        self.broken: str | None = None
+        self.installed = False
+        #: the side measured and captured first in this worker's round
+        self.first = "A"
+        self.recorder: Any = None  # side B's RunRecorder of the current operator
+        self.rows: dict[str, list[Row]] = {}
+
+    def _in_use(self, side: str) -> Any:
+        return lambda: self.kernels.current == side
+
+    def install(self) -> str | None:
+        """Give each side its own kernels (once, after the suite imported what it uses); why
+        it cannot, or ``None``. Without Triton the sides differ by their variables only."""
+        if not self.installed and self.broken is None:
+            try:
+                self.kernels.install()
+            except ImportError:
+                pass
+            except RuntimeError as exc:
+                self.broken = f"--zl-screen-mode=one-process: {exc}"
+            self.installed = True
+        return self.broken
+
+    def begin(self, op: str, recorder_a: Any, recorder_b: Any, run_dir_b: Path) -> None:
+        """The run directories' recorders of operator ``op``: each side's identity and IR."""
+        for side, recorder in (("A", recorder_a), ("B", recorder_b)):
+            recorder.environ = child_environment(
+                side, self.round, self.switch if side == "B" else {}
+            )
+            recorder.ir_writer = self.ir[side].write
+            self.ir[side].begin(op)
+        recorder_b.retarget(run_dir_b)
+        self.recorder = recorder_b
+        self.rows.clear()
+
+    def timer(self, inner: Any) -> Any:
+        """The session's timer for this round: ``inner`` measuring both sides."""
+        from ..adapters.pair_timer import PairTimer
+
+        if isinstance(inner, PairTimer):
+            inner.first = self.first
+            return inner
+        return PairTimer(inner, self.kernels, self.first)
+
+    def keep(self, row: Row, nodeid: str) -> None:
+        """Side B's ``row`` of test ``nodeid``, as it is measured."""
+        if self.recorder is None:
+            return
+        self.rows.setdefault(nodeid, []).append(self.recorder.stamped(row, nodeid))
+        self.recorder.keep_partial(row, nodeid)
+
+    def report(self, report: pytest.TestReport) -> None:
+        """Side B's copy of ``report``: its rows are side B's."""
+        if self.recorder is None:
+            return
+        twin = copy.copy(report)
+        rows = self.rows.pop(report.nodeid, []) if report.when == "call" else []
+        setattr(twin, ROWS_ATTR, [row.to_json() for row in rows])
+        self.recorder.pytest_runtest_logreport(twin)
+
+    def write(self, exitstatus: int) -> list[str] | None:
+        """Write side B's run directory; ``None`` when it is complete, else its errors."""
+        recorder, self.recorder = self.recorder, None
+        complete = recorder.write(exitstatus)
+        recorder.close_partial()
+        return None if complete else list(recorder.errors)
+
+    def uninstall(self) -> None:
+        for ir in self.ir.values():
+            ir.uninstall()
+        if self.installed and self.broken is None:
+            self.kernels.uninstall()

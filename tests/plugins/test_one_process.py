@@ -1,0 +1,187 @@
+"""``--zl-screen-mode=one-process`` on the cpu backend: per round one worker that measures both
+sides, each call A B B A (B A A B in even rounds), each side's kernels compiled apart.
+
+The stand-in kernel of these tests compiles as Triton does: once per cache folder
+(``TRITON_CACHE_DIR``, read when it is first called there), into a TTGIR that depends on the
+switch read at that moment; the switch also makes its call slower."""
+
+from __future__ import annotations
+
+import pytest
+from test_sides import CONFTEST, SWITCH, ab, batch_cost, lines, screen
+
+from pytest_zlbench.core import screening
+from pytest_zlbench.core.records import read_identity, read_rows
+from zl_testing import BUSY, GEMS_LAYOUTS, write_gems_suite
+
+TESTS = (
+    """
+import os
+
+import pytest
+"""
+    + BUSY
+    + '''
+
+def kernel(name, switched_body):
+    """A stand-in for a Triton kernel: compiled (its TTGIR written) at its first call in this
+    cache folder, under the switch read then; the switch makes it 10 times slower."""
+    switched = os.environ.get("OMP_NUM_THREADS") == "1"
+    folder = os.path.join(os.environ["TRITON_CACHE_DIR"], name)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        body = switched_body if switched else "tt.dot\\n"
+        with open(os.path.join(folder, name + ".ttgir"), "w") as handle:
+            handle.write("tt.func @" + name + "() {\\n" + body + "}\\n")
+    return busy(3000 if switched and switched_body != "tt.dot\\n" else 300)
+
+
+@pytest.mark.gemm
+def test_gemm(zl_bench):
+    zl_bench(lambda: kernel("gemm_kernel", "ttg.convert_layout\\n"),
+             baseline=lambda: busy(300), op="gemm", dtype="float16", shape="[64, 64]")
+
+
+@pytest.mark.steady
+def test_steady(zl_bench):
+    zl_bench(lambda: kernel("steady_kernel", "tt.dot\\n"), op="steady", dtype="int",
+             shape="[8]")
+'''
+)
+
+
+@pytest.fixture
+def suite(zl_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.setenv("PID_LOG", str(zl_pytester.path / "pids.log"))
+    zl_pytester.makeconftest(CONFTEST)
+    zl_pytester.makepyfile(test_ops=TESTS)
+    return zl_pytester
+
+
+def test_one_worker_per_round_measures_both_sides_each_with_its_own_kernels(
+    suite: pytest.Pytester,
+) -> None:
+    result, root, pids = screen(suite, "one-process", SWITCH, "--zl-rounds=3")
+    assert result.ret == 0, result.outlines + result.errlines
+    # the controller, one recording worker, then one worker per round (8 in lockstep)
+    sides = sorted(side for _, side in pids)
+    assert sides == ["-", "AB", "AB", "AB", "record"], pids
+    result.stdout.fnmatch_lines(
+        [
+            "*2 operators, one-process side workers, at most 3 rounds",
+            "*gemm r1: A ok, B ok (*s) [[]operator 1 of 2, round 1 of 3; *",
+            "*gemm r2: B ok, A ok (*s) [[]operator 1 of 1, round 2 of 3; *",
+        ]
+    )
+
+    # the switch reached side B's compilation and calls, never side A's
+    screened = lines(root)
+    assert screened["gemm"].verdict == screening.IR_CHANGED
+    assert screened["gemm"].kernels_changed == '["gemm_kernel"]'
+    assert screened["steady"].verdict == screening.NO_IR_DIFF
+    assert ab(root, "gemm")["rounds"] == 3
+    for k in (1, 2, 3):
+        rows = {}
+        for side, switch in (("A", {}), ("B", {"OMP_NUM_THREADS": "1"})):
+            run = root / "gemm" / f"r{k}_{side}"
+            identity = read_identity(run)
+            assert (identity.info["side"], identity.info["round"]) == (side, k)
+            assert identity.info["switch"] == switch
+            assert identity.autotune_mode == "replay"
+            assert str(identity.info["timer_settings"]).endswith(",one-process")
+            (rows[side],) = read_rows(run)
+            assert rows[side].lockstep == "paired"
+        # B's call runs ten times the loop of A's; the baseline is the same code on both
+        assert rows["B"].latency > 3 * rows["A"].latency, (k, rows)
+        assert rows["B"].latency_base < 3 * rows["A"].latency_base, (k, rows)
+    # each side compiled once, into its own folder, reused by the later rounds
+    (worker,) = (root / ".workers").iterdir()
+    cache = worker / "AB" / "triton_cache"
+    texts = {s: (cache / s / "gemm_kernel" / "gemm_kernel.ttgir").read_text() for s in "AB"}
+    assert "tt.dot" in texts["A"]
+    assert "ttg.convert_layout" in texts["B"]
+    assert batch_cost(root)["timed_s"] > 0
+
+
+def test_one_process_refuses_shared_inputs(suite: pytest.Pytester) -> None:
+    result, _, _ = screen(suite, "one-process", SWITCH, "--zl-shared-inputs")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --zl-shared-inputs: needs --zl-screen-mode=lockstep*"])
+
+
+#: an operator whose side-B call of its second shape kills the process, in every round
+DIES = """
+
+@pytest.mark.dies
+@pytest.mark.parametrize("n", [1, 2])
+def test_dies(zl_bench, n):
+    def call():
+        if n == 2 and os.environ.get("OMP_NUM_THREADS") == "1":
+            os._exit(3)
+        return busy(100)
+
+    zl_bench(call, op="dies", dtype="int", shape=str(n))
+"""
+
+
+def test_a_worker_that_dies_is_replaced_and_its_operator_retried_one_process_per_side(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_ops=TESTS.replace("@pytest.mark.gemm", DIES + "\n\n@pytest.mark.gemm"))
+    result, root, pids = screen(suite, "one-process", SWITCH, "--zl-rounds=2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines
+    got = lines(root)
+    # the operators after it were measured in every round by a fresh worker
+    assert ab(root, "gemm")["rounds"] == 2
+    assert ab(root, "gemm")["rounds_failed"] == 0
+    assert got["gemm"].verdict == screening.IR_CHANGED
+    note = got["dies"].note
+    assert "round 1 failed in a side worker (" in note, note
+    assert "exit status 3" in note
+    assert "measured again alone, one process per side" in note
+    # both sides' directories of the round it died in are kept, each with the rows measured
+    for side in "AB":
+        kept = root / "dies" / f"r1_{side}.worker"
+        assert (kept / "child.failed").is_file()
+        (partial,) = kept.glob("rows.partial*.jsonl")
+        assert '"shape_text": "1"' in partial.read_text(), side
+    assert [side for _, side in pids].count("AB") >= 3, pids  # round 1 twice, round 2
+
+
+GEMS_SWITCHED = """
+import os
+
+from .{base} import Benchmark
+
+
+def busy(n):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def gems_abs(n):
+    return busy(n * (10 if os.environ.get("OMP_NUM_THREADS") == "1" else 1))
+
+
+def test_abs():
+    Benchmark("abs", busy, gems_abs, [200, 400]).run()
+"""
+
+
+@pytest.mark.parametrize("layout", sorted(GEMS_LAYOUTS))
+def test_a_flaggems_test_gives_each_side_its_rows(suite: pytest.Pytester, layout: str) -> None:
+    base, _ = write_gems_suite(suite, layout)
+    (suite.path / "benchmark" / "test_ops.py").write_text(GEMS_SWITCHED.format(base=base))
+    result, root, _ = screen(suite, "one-process", SWITCH, "--zl-rounds=2", "benchmark")
+    assert result.ret == 0, result.outlines + result.errlines
+    result.assert_outcomes(passed=1)
+    for k in (1, 2):
+        rows = {side: read_rows(root / "ops" / f"r{k}_{side}") for side in "AB"}
+        for side in "AB":
+            assert [r.shape for r in rows[side]] == ["[200]", "[400]"]
+            assert [r.lockstep for r in rows[side]] == ["paired", "paired"], (k, side)
+        for a, b in zip(rows["A"], rows["B"], strict=True):
+            assert b.latency > 3 * a.latency, (k, a, b)  # side B's own call, ten times the loop
+            assert b.latency_base < 3 * a.latency_base, (k, a, b)
