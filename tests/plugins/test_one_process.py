@@ -89,6 +89,8 @@ def test_one_worker_per_round_measures_both_sides_each_with_its_own_kernels(
             assert identity.info["switch"] == switch
             assert identity.autotune_mode == "replay"
             assert str(identity.info["timer_settings"]).endswith(",one-process")
+            # the caliber's direct timer settings are the session timer's, as in every mode
+            assert identity.direct_repeat == "cpu:warmup=1ms,rep=2ms", identity.direct_repeat
             (rows[side],) = read_rows(run)
             assert rows[side].lockstep == "paired"
         # B's call runs ten times the loop of A's; the baseline is the same code on both

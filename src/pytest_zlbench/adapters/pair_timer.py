@@ -86,6 +86,11 @@ class PairTimer:
             self.inner.gate = gate
 
     @property
+    def direct(self) -> Any:
+        """The session timer's direct timer (the identity's ``direct_repeat``)."""
+        return getattr(self.inner, "direct", self.inner)
+
+    @property
     def order(self) -> tuple[str, str]:
         return (self.first, "B" if self.first == "A" else "A")
 
