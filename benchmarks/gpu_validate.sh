@@ -11,7 +11,7 @@
 # but for the tests of OWN_DTYPES (default fft, which takes complex64 only): the screens measure
 # those apart on their own dtypes (a screen would measure them after its batch, in side workers
 # of their own);
-# SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep sequential process";
+# SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep one-process process";
 # ZL_TIMER (e.g. kernel) the --zl-timer of every screen (aa3, mma, rlc, crash, cost, scale).
 # SHARED_INPUTS=1 adds --zl-shared-inputs to those screens (lockstep only).
 # SCREEN_ARGS: more options for those screens, split on spaces (e.g. "--zl-graph-budget-ms=200":

@@ -187,3 +187,43 @@ def test_a_flaggems_test_gives_each_side_its_rows(suite: pytest.Pytester, layout
         for a, b in zip(rows["A"], rows["B"], strict=True):
             assert b.latency > 3 * a.latency, (k, a, b)  # side B's own call, ten times the loop
             assert b.latency_base < 3 * a.latency_base, (k, a, b)
+
+
+#: makes every one-process worker unable to keep kernels per side, as a Triton whose
+#: JITFunction has no run of its own would
+UNKEPT = """
+
+import pytest_zlbench.adapters.side_kernels as _side_kernels
+
+
+def _refuse(self):
+    raise RuntimeError("triton.runtime.jit.JITFunction defines no run of its own: this version "
+                       "cannot keep kernels per side")
+
+
+_side_kernels.SideKernels.install = _refuse
+"""
+
+
+def test_a_process_that_cannot_keep_kernels_per_side_sends_its_operators_to_process_mode(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_ops=TESTS + UNKEPT)
+    result, root, _ = screen(suite, "one-process", SWITCH, "--zl-rounds=1", "-k", "gemm")
+    assert result.ret == 0, result.outlines + result.errlines
+    got = lines(root)
+    assert got["gemm"].verdict == screening.IR_CHANGED  # measured alone, one process per side
+    note = got["gemm"].note
+    assert "--zl-screen-mode=one-process: triton.runtime.jit.JITFunction defines no run" in note
+    assert "measured again alone, one process per side" in note
+    assert ab(root, "gemm")["rounds"] == 1
+
+
+def test_each_xdist_worker_runs_its_own_one_process_workers(suite: pytest.Pytester) -> None:
+    result, root, pids = screen(suite, "one-process", SWITCH, "--zl-rounds=2", "-n", "2")
+    assert result.ret == 0, result.outlines + result.errlines
+    assert sorted(p.name for p in (root / ".workers").iterdir()) == ["batch0", "batch1"]
+    assert lines(root)["gemm"].verdict == screening.IR_CHANGED
+    assert lines(root)["steady"].verdict == screening.NO_IR_DIFF
+    # per batch a recording worker and one worker per round that ran
+    assert sorted(side for _, side in pids).count("AB") == 3, pids

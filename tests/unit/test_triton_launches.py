@@ -271,3 +271,31 @@ def test_the_hooks_join_and_leave_tritons_chains_and_never_fail_a_launch(
         runtime.launch_enter_hook.remove(other)
     assert recorder._on_launch not in runtime.launch_enter_hook.calls
     assert recorder._on_load not in runtime.kernel_load_end_hook.calls
+
+
+def test_a_recorder_of_one_side_records_only_the_launches_made_while_that_side_is_in_use(
+    compiled: tuple[Path, dict[str, Any]],
+) -> None:
+    """A one-process worker has one recorder per side: each keeps the kernels launched while
+    its side was in use, whichever side loaded them first."""
+    _, kernels = compiled
+    in_use = ["A"]
+    recorders = {side: LaunchRecorder(lambda side=side: in_use[0] == side) for side in "AB"}
+    for recorder in recorders.values():
+        recorder.install()
+    try:
+        process = Runtime(kernels)
+        for recorder in recorders.values():
+            recorder.begin("op")
+        process.launch("k_shared")  # side A loads and launches it
+        process.launch("k_op1")
+        in_use[0] = "B"
+        process.launch("k_shared")  # loaded already: side B launches it too
+        process.launch("k_op2")
+        launched = {side: recorder.end() for side, recorder in recorders.items()}
+    finally:
+        for recorder in recorders.values():
+            recorder.uninstall()
+    assert names(launched["A"]) == ["k_op1", "k_shared"]
+    assert names(launched["B"]) == ["k_op2", "k_shared"]
+    assert all(k.hash is not None for side in "AB" for k in launched[side])
