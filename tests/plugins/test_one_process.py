@@ -227,3 +227,23 @@ def test_each_xdist_worker_runs_its_own_one_process_workers(suite: pytest.Pytest
     assert lines(root)["steady"].verdict == screening.NO_IR_DIFF
     # per batch a recording worker and one worker per round that ran
     assert sorted(side for _, side in pids).count("AB") == 3, pids
+
+
+#: a test that compiles and launches a kernel outside its timed calls (as a backward
+#: benchmark's forward pass, or a test's own reference computation)
+UNTIMED = """
+
+@pytest.mark.zl_op("prep")
+def test_prep(zl_bench):
+    kernel("prep_kernel", "ttg.convert_layout\\n")  # untimed: side A's kernels only
+    zl_bench(lambda: kernel("steady_kernel", "tt.dot\\n"), op="prep", dtype="int", shape="[8]")
+"""
+
+
+def test_a_kernel_launched_outside_the_timed_calls_is_no_difference_between_the_sides(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_ops=TESTS + UNTIMED)
+    result, root, _ = screen(suite, "one-process", SWITCH, "--zl-rounds=1", "-k", "prep")
+    assert result.ret == 0, result.outlines + result.errlines
+    assert lines(root)["prep"].verdict == screening.NO_IR_DIFF, lines(root)["prep"]

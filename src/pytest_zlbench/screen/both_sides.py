@@ -6,8 +6,12 @@ measures every call on both sides, switching the kernels, the Triton cache folde
 switch's variables (``adapters.side_kernels``), and hands back side A's measurement with side
 B's beside it. Side A's rows reach side A's run directory as in any worker; side B's come here
 (:meth:`BothSides.keep`) and reach side B's run directory with a copy of each test's reports.
-Each side's ``ir.json`` holds the kernels launched while that side was in use, from that side's
-cache folder (``<TRITON_CACHE_DIR>/<side>``, reused by the worker's later rounds).
+Each side's ``ir.json`` holds the kernels its timed calls launched (warm-up, capture and the
+session timer's own calls, each under :meth:`BothSides.use`), from that side's cache folder
+(``<TRITON_CACHE_DIR>/<side>``, reused by the worker's later rounds). What the test runs
+outside them runs with side A's kernels, without the switch, into the worker's own cache folder,
+and is recorded on neither side, so that a kernel launched only there cannot read as a
+difference between the sides.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,11 +48,23 @@ class BothSides:
         self.installed = False
         #: the side measured and captured first in this worker's round
         self.first = "A"
+        #: the side a timed call is running on (:meth:`use`), else ``None``
+        self.measuring: str | None = None
         self.recorder: Any = None  # side B's RunRecorder of the current operator
         self.rows: dict[str, list[Row]] = {}
 
     def _in_use(self, side: str) -> Any:
-        return lambda: self.kernels.current == side
+        return lambda: self.measuring == side
+
+    @contextmanager
+    def use(self, side: str) -> Iterator[None]:
+        """Run a timed call's work on ``side``: its kernels, folder and variables, its IR."""
+        previous, self.measuring = self.measuring, side
+        try:
+            with self.kernels.use(side):
+                yield
+        finally:
+            self.measuring = previous
 
     def install(self) -> str | None:
         """Give each side its own kernels (once, after the suite imported what it uses); why
@@ -80,7 +98,7 @@ class BothSides:
         if isinstance(inner, PairTimer):
             inner.first = self.first
             return inner
-        return PairTimer(inner, self.kernels, self.first)
+        return PairTimer(inner, self, self.first)
 
     def keep(self, row: Row, nodeid: str) -> None:
         """Side B's ``row`` of test ``nodeid``, as it is measured."""

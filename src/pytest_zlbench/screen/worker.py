@@ -22,7 +22,6 @@ after answering for its operator, so that the screen starts a fresh one.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import time
@@ -179,8 +178,7 @@ class SideWorker:
         else:
             recorder.ir_writer = self.ir.write
             self.ir.begin(str(message["op"]))
-        with both.kernels.use("A") if both is not None else contextlib.nullcontext():
-            self._run_items(session, indices, after)
+        self._run_items(session, indices, after)  # one-process: side A's kernels outside timing
         session.shouldstop = session.shouldfail = False  # -x and --maxfail act per operator
         if rows is not None:
             rows.close_partial()
