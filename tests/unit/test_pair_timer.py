@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from fake_device import GRAPH_POOL, FakeDevice, FakeGraph, Kernel, make_timer
-from pytest_zlbench.adapters.pair_timer import PairTimer, other_row
+from pytest_zlbench.adapters.pair_timer import PairTimer, other_row, paired
 from pytest_zlbench.adapters.timers import Measurement
 from pytest_zlbench.core.records import PAIRED, Row, Spread
 
@@ -92,7 +92,7 @@ def test_each_side_is_its_own_graph_in_one_pool_timed_in_mirrored_turns(
     assert device.allocated == 0
 
 
-def test_a_capture_that_fails_measures_each_side_in_turns_with_the_session_timer() -> None:
+def test_a_capture_that_fails_times_both_sides_directly_in_turns_with_the_reason() -> None:
     device, sides = FakeDevice(), Sides()
 
     def op() -> None:
@@ -100,6 +100,14 @@ def test_a_capture_that_fails_measures_each_side_in_turns_with_the_session_timer
         device.synchronize()  # a host read: refused while capturing
 
     graph_timer, direct = make_timer(device, budget_ms=1.0, replays=4)
+    turns: list[str] = []
+    measure = direct.measure
+
+    def logged(fn: Callable[[], Any]) -> Measurement:
+        turns.append(sides.current)
+        return measure(fn)
+
+    direct.measure = logged
     m = PairTimer(graph_timer, sides, "A").measure(op)
     assert m.other is not None
     assert m.timer == m.other.timer == "direct"
@@ -107,8 +115,57 @@ def test_a_capture_that_fails_measures_each_side_in_turns_with_the_session_timer
     assert "operation not permitted when stream is capturing" in m.fallback
     assert m.other.fallback == m.fallback
     assert (m.ms, m.other.ms) == (pytest.approx(COST["A"]), pytest.approx(COST["B"]))
-    assert direct.calls == 4  # A B B A
+    assert "".join(turns) == "ABBA"
     assert m.lockstep == m.other.lockstep == PAIRED
+    # one capture was tried (the sizing graph's), and released
+    assert len(device.graphs) == 1
+    assert all(g.released for g in device.graphs)
+
+
+def test_a_call_that_fails_on_side_b_only_leaves_side_a_measured_and_side_b_failed() -> None:
+    device, sides = FakeDevice(), Sides()
+
+    def op() -> None:
+        if sides.current == "B":
+            raise ValueError("the switch broke this kernel's compilation")
+        device.launch(Kernel("kA", COST["A"]))
+
+    graph_timer, _ = make_timer(device, budget_ms=1.0, replays=4)
+    m = PairTimer(graph_timer, sides, "B").measure(op)
+    assert m.other is None
+    assert m.ms == pytest.approx(COST["A"])
+    assert m.timer == "graph"
+    assert m.other_error == "ValueError: the switch broke this kernel's compilation"
+    row = Row(op="mm", dtype="float16", shape="[4]", latency=m.ms, timer="graph")
+    b = other_row(row, m, None)
+    assert (b.status, b.latency, b.error) == ("failed", None, f"side B: {m.other_error}")
+    assert paired(m)
+
+
+def test_a_call_that_fails_on_side_a_fails_the_measurement() -> None:
+    device, sides = FakeDevice(), Sides()
+
+    def op() -> None:
+        if sides.current == "A":
+            raise ValueError("broken on A")
+        device.launch(Kernel("kB", COST["B"]))
+
+    graph_timer, _ = make_timer(device, budget_ms=1.0, replays=4)
+    with pytest.raises(ValueError, match="broken on A"):
+        PairTimer(graph_timer, sides, "A").measure(op)
+
+
+def test_a_call_that_is_mostly_device_work_is_sized_by_its_eager_time() -> None:
+    device, sides = FakeDevice(), Sides()
+    heavy = {"A": 0.5, "B": 0.65}
+    graph_timer, _ = make_timer(device, budget_ms=1.0, replays=4)
+    op = lambda: device.launch(Kernel("k" + sides.current, heavy[sides.current]))  # noqa: E731
+    m = PairTimer(graph_timer, sides, "A").measure(op)
+    assert m.other is not None
+    assert (m.ms, m.other.ms) == (pytest.approx(0.5), pytest.approx(0.65))
+    owner, guest = device.graphs[-2:]
+    assert len(owner.kernels) == len(guest.kernels) == 1  # 1 ms // 0.65 ms, no sizing graph
+    assert all(len(g.kernels) <= 1 for g in device.graphs)
 
 
 class SideTimer:
@@ -135,11 +192,43 @@ def test_a_timer_without_graphs_measures_the_sides_in_the_balanced_order(
     sides = Sides()
     calls: list[str] = []
     m = PairTimer(SideTimer(sides), sides, first).measure(lambda: calls.append(sides.current))
-    assert "".join(calls) == order
+    assert "".join(calls) == order[:2] + order  # one plain call on each side, then the turns
     assert m.other is not None
     assert (m.ms, m.other.ms) == (pytest.approx(COST["A"]), pytest.approx(COST["B"]))
     assert m.spread.n == m.other.spread.n == 10  # two turns of each side
     assert m.lockstep == m.other.lockstep == PAIRED
+
+
+class FlakyTimer(SideTimer):
+    """Falls back to its direct timer on its second turn only (a flaky cold-cache capture)."""
+
+    def __init__(self, sides: Sides) -> None:
+        super().__init__(sides)
+        self.turns = 0
+        self.direct = DirectSide(sides)
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        self.turns += 1
+        m = super().measure(fn)
+        if self.turns == 2:
+            return dataclasses.replace(m, timer="direct", fallback="NotCaptured: flaky")
+        return m
+
+
+class DirectSide(SideTimer):
+    name = "direct"
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        return dataclasses.replace(super().measure(fn), timer="direct")
+
+
+def test_turns_timed_on_two_timers_are_timed_again_directly() -> None:
+    sides = Sides()
+    m = PairTimer(FlakyTimer(sides), sides, "A").measure(lambda: None)
+    assert m.other is not None
+    assert m.timer == m.other.timer == "direct"
+    assert m.fallback == m.other.fallback == "NotCaptured: flaky"
+    assert (m.ms, m.other.ms) == (pytest.approx(COST["A"]), pytest.approx(COST["B"]))
 
 
 def test_side_b_has_its_own_row() -> None:

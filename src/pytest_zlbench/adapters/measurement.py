@@ -27,6 +27,8 @@ class Measurement:
     #: side B's measurement of the same call, timed in turns with this one (side A's) in one
     #: process (``--zl-screen-mode=one-process``, :mod:`.pair_timer`)
     other: Measurement | None = None
+    #: why side B's call failed where side A's ran (then ``other`` is ``None``)
+    other_error: str | None = None
 
 
 class Placement(Protocol):

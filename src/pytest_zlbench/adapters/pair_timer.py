@@ -17,8 +17,10 @@ measurement is:
    half in the order other, first (A B B A; the first side alternates by round).
 
 Any other timer (direct, cold cache, the CPU clock) measures each side with the session's timer
-in the same A B B A order, each side's two halves merged. A capture that fails falls back to
-that order too, where the session's timer falls back to its own direct timer with the reason.
+in the same A B B A order, each side's two halves merged. Where a capture fails, or the session's
+timer fell back on some turns only, both sides are timed by the direct timer in that order, with
+the reason. A call that fails on side B only (a switch that breaks its compilation) leaves side
+A's measurement alone, with side B's error beside it (``Measurement.other_error``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 from ..core.records import PAIRED, Row, Spread, row_lockstep
 from ..core.stats import spread
-from .capture import FatalDeviceError, is_fatal, raise_if_fatal
+from .capture import FatalDeviceError, error_line, error_reason, is_fatal, raise_if_fatal
 from .graph_timer import PRIMER_BELOW_MS, GraphTimer
 from .measurement import Measurement, Timer
 from .replay_samples import check_plausible
@@ -103,28 +105,73 @@ class PairTimer:
             begin(test, direct_reason)
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
+        failed = self._first_calls(fn)
+        if "A" in failed:
+            raise failed["A"]
+        if "B" in failed:  # side A's measurement alone; side B's row says why it has none
+            with self.sides.use("A"):
+                m = self.inner.measure(fn)
+            return dataclasses.replace(m, other_error=error_line(failed["B"]))
         inner = self.inner
         if isinstance(inner, GraphTimer) and not inner.cold and inner._direct_reason is None:
             got = self._graphs(inner, fn)
-            if got is not None:
+            if isinstance(got, Measurement):
                 return got
-        return self._turns(fn)
+            try:  # as GraphTimer falls back: both sides timed directly, with the reason
+                return self._turns(fn, inner.direct, got)
+            except Exception as after:
+                raise_if_fatal(inner.api, after)
+                inner._raise_if_broken(fn, got)
+                raise
+        m = self._turns(fn, inner)
+        parts = (m, m.other) if m.other is not None else (m,)
+        direct = getattr(inner, "direct", None)
+        fell = next((p.fallback for p in parts if p.fallback), None)
+        if fell is not None and direct is not None and any(not p.fallback for p in parts):
+            return self._turns(fn, direct, fell)  # never one side's turns on two timers
+        return m
 
-    def _turns(self, fn: Callable[[], Any]) -> Measurement:
-        """Each side measured by the session's timer, in the order A B B A."""
+    def _first_calls(self, fn: Callable[[], Any]) -> dict[str, Exception]:
+        """One plain call on each side: the error of a side whose call fails (a switch that
+        breaks side B's compilation fails side B's row only)."""
+        api = getattr(self.inner, "api", None)
+        failed: dict[str, Exception] = {}
+        for side in self.order:
+            with self.sides.use(side):
+                try:
+                    fn()
+                    if api is not None:
+                        api.synchronize()
+                except Exception as exc:
+                    if api is not None:
+                        raise_if_fatal(api, exc)
+                    failed[side] = exc
+        return failed
+
+    def _turns(
+        self, fn: Callable[[], Any], timer: Timer, fallback: str | None = None
+    ) -> Measurement:
+        """Each side measured by ``timer``, in the order A B B A; ``fallback``: why (then both
+        sides read as timed directly)."""
         first, other = self.order
         parts: dict[str, list[Measurement]] = {first: [], other: []}
         for side in (first, other, other, first):
             with self.sides.use(side):
-                parts[side].append(self.inner.measure(fn))
-        return dataclasses.replace(merged(parts["A"]), other=merged(parts["B"]))
+                parts[side].append(timer.measure(fn))
+        got = {side: merged(ms) for side, ms in parts.items()}
+        if fallback is not None:
+            got = {
+                side: dataclasses.replace(m, timer="direct", fallback=fallback)
+                for side, m in got.items()
+            }
+        return dataclasses.replace(got["A"], other=got["B"])
 
     # -- two graphs in one memory pool -------------------------------------------------------
 
-    def _graphs(self, g: GraphTimer, fn: Callable[[], Any]) -> Measurement | None:
-        """Side A's measurement (side B's as its ``other``) from one graph per side, or
-        ``None`` when a capture failed without killing the context (then each side is
-        measured by the session's timer)."""
+    def _graphs(self, g: GraphTimer, fn: Callable[[], Any]) -> Measurement | str:
+        """Side A's measurement (side B's as its ``other``) from one graph per side, or why
+        not when a capture failed without killing the context (then each side is timed
+        directly)."""
         api = g.api
         first, other = self.order
         estimate: dict[str, float] = {}
@@ -143,13 +190,16 @@ class PairTimer:
         held: list[Any] = []
         try:
             try:
-                probe = self._on_thread(g, lambda: g._capture(fn, PROBE_CALLS), first, fn)
-                held.append(probe)
-                api.replay(probe)  # the upload, untimed
-                (per_call,) = g._time_replays(probe, PROBE_CALLS, 1)
-                held.remove(probe)
-                api.release(probe)
-                calls = int(min(g.max_calls, max(1, g.budget_ms // max(per_call, 1e-6))))
+                slowest = max(estimate.values())
+                if min(estimate.values()) * PROBE_CALLS < g.budget_ms:
+                    probe = self._on_thread(g, lambda: g._capture(fn, PROBE_CALLS), first, fn)
+                    held.append(probe)
+                    api.replay(probe)  # the upload, untimed
+                    (slowest,) = g._time_replays(probe, PROBE_CALLS, 1)
+                    held.remove(probe)
+                    api.release(probe)
+                # else its call is mostly device work: the eager estimate sizes the graphs
+                calls = int(min(g.max_calls, max(1, g.budget_ms // max(slowest, 1e-6))))
 
                 def capture_first() -> Any:
                     g._prime(fn, held, primers)
@@ -168,7 +218,7 @@ class PairTimer:
                 raise
             except Exception as exc:
                 g._recover(exc)
-                return None
+                return error_reason(exc)
         finally:
             for graph in [*held, *graphs.values()]:
                 api.release(graph)
@@ -235,13 +285,20 @@ class PairTimer:
 def other_row(row: Row, m: Measurement | None, mb: Measurement | None) -> Row:
     """Side B's row of a call whose measurements (``m``: the op's, ``mb``: the baseline's)
     carry side B's as their ``other``: side A's row with B's latencies, spreads, timers and
-    throughput; a row measured on neither (a failed shape) is the same on both sides."""
+    throughput; failed where side B's call failed; a row measured on neither side (a failed
+    shape) is the same on both sides."""
     o = m.other if m is not None else None
     ob = mb.other if mb is not None else None
+    error = next((x.other_error for x in (m, mb) if x is not None and x.other_error), None)
+    if error is not None:  # side B's call failed where side A's ran
+        return dataclasses.replace(
+            row, latency=None, tflops=None, status="failed", error=f"side B: {error}",
+            latency_base=ob.ms if ob is not None else None,
+        )  # fmt: skip
     if o is None and ob is None:
         return row
     tflops = row.tflops
-    if tflops is not None and o is not None and row.latency:
+    if tflops is not None and o is not None and row.latency and o.ms > 0:
         tflops = tflops * float(row.latency) / o.ms  # the same work in B's time
     return dataclasses.replace(
         row,
@@ -256,3 +313,8 @@ def other_row(row: Row, m: Measurement | None, mb: Measurement | None) -> Row:
         fallback_base=ob.fallback if ob is not None else row.fallback_base,
         lockstep=row_lockstep(o.lockstep if o else None, ob.lockstep if ob else None),
     )
+
+
+def paired(*measurements: Measurement | None) -> bool:
+    """Whether a one-process pair measured these: side B has a row of its own then."""
+    return any(m is not None and (m.other is not None or m.other_error) for m in measurements)

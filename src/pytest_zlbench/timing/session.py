@@ -216,8 +216,8 @@ class Bench:
         self.rows.append(row)
         item = self._item
         keep_row(item.config, item.stash.setdefault(item_rows_key, []), row, item.nodeid)
-        if m.other is not None:  # a one-process worker measured side B too
-            from ..adapters.pair_timer import other_row
+        from ..adapters.pair_timer import other_row, paired
 
+        if paired(m, base):  # a one-process worker measured side B too
             keep_other(item.config, other_row(row, m, base), item.nodeid)
         return row
