@@ -82,3 +82,25 @@ def test_the_recording_pass_has_its_own_limit_and_the_sides_keep_theirs(tmp_path
     # without --zl-record-timeout the recording pass has --zl-timeout's limit
     assert settings(tmp_path, timeout=30.0).limit(RECORD_SIDE) == 30.0
     assert settings(tmp_path).limit(RECORD_SIDE) is None
+
+
+def test_a_one_process_worker_has_the_limit_of_both_sides_of_an_operator(tmp_path: Path) -> None:
+    from pytest_zlbench.contract import BOTH_SIDES
+
+    assert settings(tmp_path, timeout=30.0).limit(BOTH_SIDES) == 60.0
+    assert settings(tmp_path).limit(BOTH_SIDES) is None
+    assert settings(tmp_path).limit_option(BOTH_SIDES) == "--zl-timeout"
+
+
+@pytest.mark.parametrize(
+    ("before", "now"), [("one-process", "lockstep"), ("lockstep", "one-process")]
+)
+def test_a_screen_resumes_in_one_process_only_if_it_began_so(
+    tmp_path: Path, before: str, now: str
+) -> None:
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps(settings(tmp_path, mode=before).describe()))
+    with pytest.raises(pytest.UsageError, match="mode"):
+        check_resume(tmp_path, settings(tmp_path, mode=now))
+    # the two-process modes resume one another, as before the one-process mode existed
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps(settings(tmp_path, mode="process").describe()))
+    check_resume(tmp_path, settings(tmp_path, mode="lockstep"))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .. import _common
-from ..contract import FLAGGEMS_CACHE_DIR, RECORD_SIDE, SETTINGS_FILE
+from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, RECORD_SIDE, SETTINGS_FILE
 from ..core import records
 from ..core.parsing import (
     Switch,
@@ -60,9 +60,12 @@ class AbSettings:
 
     def limit(self, side: str) -> float | None:
         """The wall-clock limit of one operator's pass of ``side`` (``RECORD_SIDE``: the
-        recording pass, where autotuning runs)."""
+        recording pass, where autotuning runs; ``BOTH_SIDES``: a one-process worker, which
+        runs the two sides' passes in one)."""
         if side == RECORD_SIDE and self.record_timeout is not None:
             return self.record_timeout
+        if side == BOTH_SIDES and self.timeout is not None:
+            return 2 * self.timeout
         return self.timeout
 
     @staticmethod
@@ -81,6 +84,8 @@ class AbSettings:
             "shard": self.shard,
             # only when set: a screen root written before the option existed resumes as it was
             **({"shared_inputs": True} if self.shared_inputs else {}),
+            # one process reads another noise floor: its rounds never mix with the others'
+            **({"mode": self.mode} if self.mode == "one-process" else {}),
         }
 
 
@@ -118,7 +123,7 @@ def check_addopts(config: pytest.Config) -> None:
 
 
 #: the settings ``AbSettings.describe`` writes only when set
-WRITTEN_WHEN_SET = ("shared_inputs",)
+WRITTEN_WHEN_SET = ("shared_inputs", "mode")
 
 
 def check_resume(root: Path, settings: AbSettings) -> None:
@@ -203,15 +208,17 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         allow_caliber_mismatch=_common.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
         shard=shard,
         mode=screen_mode,
-        floor_from=floor_root(config),
+        floor_from=floor_root(config, screen_mode),
         batch_size=batch_size,
         shared_inputs=shared_inputs,
     )
 
 
-def floor_root(config: pytest.Config) -> Path | None:
+def floor_root(config: pytest.Config, mode: str = "lockstep") -> Path | None:
     """``--zl-floor-from``, refused before anything is measured when it names no A/A control
-    screen root (its caliber is compared with the screen's once the screen has measured)."""
+    screen root, or one measured with the sides in one process where this screen's are not (or
+    the other way round); its caliber is compared with the screen's once the screen has
+    measured."""
     value = _common.raw(config, "zl_floor_from")
     if not value:
         return None
@@ -220,6 +227,17 @@ def floor_root(config: pytest.Config) -> Path | None:
         from .control_floor import control_floor
 
         control_floor(path, "--zl-floor-from")
+        try:
+            theirs = json.loads((path / SETTINGS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            theirs = {}
+        other = theirs.get("mode", "lockstep") if isinstance(theirs, dict) else "lockstep"
+        if (other == "one-process") != (mode == "one-process"):
+            raise pytest.UsageError(
+                f"--zl-floor-from {path}: an A/A control screened with --zl-screen-mode={other} "
+                f"cannot judge a screen in --zl-screen-mode={mode} (one process has a noise "
+                "floor of its own); give a control screened the same way"
+            )
     return path
 
 
@@ -228,6 +246,11 @@ SCREEN_MODES = ("lockstep", "sequential", "one-process", "process")
 
 def shared_inputs_error(mode: str, timer: str, cold: bool) -> str | None:
     """Why ``--zl-shared-inputs`` would do nothing with these options, or ``None``."""
+    if mode == "one-process":
+        return (
+            "needs --zl-screen-mode=lockstep, not one-process (its two sides share all their "
+            "memory in one process already)"
+        )
     if mode != "lockstep":
         return (
             f"needs --zl-screen-mode=lockstep, not {mode} (the sides share their inputs' memory "
