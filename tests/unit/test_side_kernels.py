@@ -240,3 +240,28 @@ def test_a_wrapper_without_a_run_of_its_own_is_refused_in_one_line(
     with pytest.raises(RuntimeError, match="defines no run of its own"):
         sides.install()
     assert JITFunction.__dict__["run"] is stand_in  # nothing was patched
+
+
+def test_flaggems_imported_after_the_first_install_is_patched_by_the_next(
+    tmp_path: Path, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from triton.runtime.jit import JITFunction
+
+    class LibEntry:
+        def run(self) -> None: ...
+
+    sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
+    sides.install()  # before FlagGems is imported
+    patched = JITFunction.__dict__["run"]
+    module = types.ModuleType(LIBENTRY_MODULE)
+    module.LibEntry = LibEntry  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, LIBENTRY_MODULE, module)
+    original = LibEntry.__dict__["run"]
+    sides.install()
+    try:
+        assert JITFunction.__dict__["run"] is patched  # not wrapped twice
+        assert LibEntry.__dict__["run"] is not original
+    finally:
+        sides.uninstall()
+    assert JITFunction.__dict__["run"] is stand_in
+    assert LibEntry.__dict__["run"] is original

@@ -61,18 +61,21 @@ class SideKernels:
 
     def install(self) -> None:
         """Patch ``JITFunction.run`` (and ``LibEntry.run`` where FlagGems is imported); nothing
-        is patched when either cannot be."""
+        is patched when either cannot be. Called again, it patches what it has not yet (FlagGems
+        imported since)."""
         from triton.runtime.jit import JITFunction
 
         libentry = sys.modules.get(LIBENTRY_MODULE)
         owners = [JITFunction]
         if libentry is not None and hasattr(libentry, "LibEntry"):
             owners.append(libentry.LibEntry)
+        done = [owner for owner, _, _ in self._patched]
+        owners = [owner for owner in owners if owner not in done]
         for owner in owners:
             self._check(owner)
-        self._patch(JITFunction, self._jit_run(JITFunction.run))
-        if len(owners) > 1:
-            self._patch(owners[1], self._entry_run(owners[1].run))
+        for owner in owners:
+            wrap = self._jit_run if owner is JITFunction else self._entry_run
+            self._patch(owner, wrap(owner.run))
 
     def uninstall(self) -> None:
         """Restore the patched methods, and every function's own (the first side's) caches."""

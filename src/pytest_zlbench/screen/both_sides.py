@@ -67,14 +67,15 @@ class BothSides:
             self.measuring = previous
 
     def install(self) -> str | None:
-        """Give each side its own kernels (once, after the suite imported what it uses); why
-        it cannot, or ``None``. Without Triton the sides differ by their variables only."""
-        if not self.installed and self.broken is None:
+        """Give each side its own kernels (before each operator: the suite may import FlagGems
+        late); why it cannot, or ``None``. Without Triton the sides differ by their variables
+        only."""
+        if self.broken is None:
             try:
                 self.kernels.install()
             except ImportError:
                 pass
-            except RuntimeError as exc:
+            except Exception as exc:  # a Triton or FlagGems this cannot patch
                 self.broken = f"--zl-screen-mode=one-process: {exc}"
             self.installed = True
         return self.broken
@@ -126,5 +127,5 @@ class BothSides:
     def uninstall(self) -> None:
         for ir in self.ir.values():
             ir.uninstall()
-        if self.installed and self.broken is None:
+        if self.installed:
             self.kernels.uninstall()
