@@ -27,6 +27,9 @@ def kernel(name, switched_body):
     """A stand-in for a Triton kernel: compiled (its TTGIR written) at its first call in this
     cache folder, under the switch read then; the switch makes it 10 times slower."""
     switched = os.environ.get("OMP_NUM_THREADS") == "1"
+    if os.environ.get("SIDE_LOG"):  # the side of every call, by round
+        with open(os.environ["SIDE_LOG"], "a") as log:
+            log.write(os.environ["ZLBENCH_ROUND"] + " " + ("B" if switched else "A") + "\\n")
     folder = os.path.join(os.environ["TRITON_CACHE_DIR"], name)
     if not os.path.isdir(folder):
         os.makedirs(folder)
@@ -247,3 +250,34 @@ def test_a_kernel_launched_outside_the_timed_calls_is_no_difference_between_the_
     result, root, _ = screen(suite, "one-process", SWITCH, "--zl-rounds=1", "-k", "prep")
     assert result.ret == 0, result.outlines + result.errlines
     assert lines(root)["prep"].verdict == screening.NO_IR_DIFF, lines(root)["prep"]
+
+
+def test_a_control_screened_in_two_processes_cannot_judge_a_one_process_screen(
+    suite: pytest.Pytester,
+) -> None:
+    control, aa_root, _ = screen(suite, "lockstep", "--zl-rounds=2", "-k", "steady", root="aa")
+    assert control.ret == 0, control.outlines + control.errlines
+    result, _, _ = screen(suite, "one-process", SWITCH, f"--zl-floor-from={aa_root}", "-k", "gemm")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --zl-floor-from {aa_root}: an A/A control screened with "
+            "--zl-screen-mode=lockstep cannot judge a screen in --zl-screen-mode=one-process *"
+        ]
+    )
+
+
+def test_the_side_timed_first_alternates_by_round(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = suite.path / "sides.log"
+    monkeypatch.setenv("SIDE_LOG", str(log))
+    result, _, _ = screen(suite, "one-process", SWITCH, "--zl-rounds=2", "-k", "gemm")
+    assert result.ret == 0, result.outlines + result.errlines
+    runs: dict[str, str] = {}
+    for line in log.read_text().splitlines():
+        rnd, side = line.split()
+        if not runs.get(rnd, "").endswith(side):
+            runs[rnd] = runs.get(rnd, "") + side
+    # a plain call on each side, then the turns: A B B A in round 1, B A A B in round 2
+    assert runs == {"0": "A", "1": "ABABA", "2": "BABAB"}, runs  # 0: the recording pass

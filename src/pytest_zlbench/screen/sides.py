@@ -1,8 +1,8 @@
 """The side workers of a screen (``--zl-screen-mode=lockstep|sequential|one-process``): per
-round one long-lived pytest process per side over a whole batch of operators
-(``screen.worker``), driven over a socket pair (``core.sidework``, ``screen.messages``); the
-recording pass is one worker over the batch before round 1. The screen runs round-major: record
-the batch, then round 1 over the batch, round 2, ...
+round one long-lived pytest process per side (one for both in one-process mode) over a whole
+batch of operators (``screen.worker``), driven over a socket pair (``core.sidework``,
+``screen.messages``); the recording pass is one worker over the batch before round 1. The
+screen runs round-major: record the batch, then round 1 over the batch, round 2, ...
 
 * **lockstep**: both sides run each operator at once and time in the turns ``core.lockstep``
   grants (A B B A within a measurement, mirrored in even rounds); the side whose process starts
@@ -57,7 +57,7 @@ HEARTBEAT_S = 10.0
 
 
 class SideWorkers:
-    """Runs one batch of operators through side workers (``mode``: lockstep or sequential)."""
+    """Runs one batch of operators through side workers (lockstep, sequential, one-process)."""
 
     def __init__(
         self,
@@ -292,7 +292,10 @@ class SideWorkers:
         self, item: OpItem, rnd: int, run_dirs: dict[str, Path], causes: dict[str, str]
     ) -> None:
         """``item`` leaves the batch; its failed run directories are kept beside the retry."""
-        what = "; ".join(f"{side}: {cause}" for side, cause in causes.items())
+        if len(causes) > 1 and len(set(causes.values())) == 1:  # one worker ran both sides
+            what = f"{' and '.join(causes)}: {next(iter(causes.values()))}"
+        else:
+            what = "; ".join(f"{side}: {cause}" for side, cause in causes.items())
         self.alone[item.op] = (rnd, what)
         for side in causes:
             run_dir = run_dirs[side]
@@ -326,7 +329,7 @@ class SideWorkers:
             later = todo[position + 1 :]
             after = {side: later[0].members if later else [] for side in (*sides, BOTH_SIDES)}
             results: dict[str, str | None] = {}
-            if self.one_process and rnd > 0:
+            if self.one_process and rnd > 0:  # one worker, both sides' directories
                 both = {BOTH_SIDES: run_dirs["A"]}
                 got = self.drive(item, rnd, (BOTH_SIDES,), both, after, nodeids, replay,
                                  run_dirs["B"])  # fmt: skip
