@@ -90,6 +90,8 @@ def test_each_side_is_its_own_graph_in_one_pool_timed_in_mirrored_turns(
     # every graph was released and the memory given back
     assert all(g.released for g in device.graphs)
     assert device.allocated == 0
+    if kernel:  # the profiler's first start, then three readings: the other side's in one
+        assert device.traced_blocks == 1 + 3
 
 
 def test_a_capture_that_fails_times_both_sides_directly_in_turns_with_the_reason() -> None:

@@ -260,7 +260,8 @@ class PairTimer:
 
     def _timed(self, g: GraphTimer, graphs: dict[str, Any], calls: int) -> dict[str, list[float]]:
         """Per side, its per-call samples: half of ``replays`` in the order first, other, the
-        other half other, first, all inside one turn of the session's gate."""
+        other half other, first (the other side's two halves in one reading: one device trace
+        fewer), all inside one turn of the session's gate."""
         api = g.api
         first, other = self.order
         for graph in graphs.values():  # the uploads, untimed
@@ -272,9 +273,9 @@ class PairTimer:
             g._traced = True
         read = g._trace_replays if g.kernel else g._time_replays
         halves = shares(g.replays, 2)
-        order = [(first, halves[0]), (other, halves[0])]
+        order = [(first, halves[0]), (other, sum(halves))]
         if len(halves) > 1:
-            order += [(other, halves[1]), (first, halves[1])]
+            order.append((first, halves[1]))
         samples: dict[str, list[float]] = {first: [], other: []}
         with self.gate.measurement() as turns, turns.turn():
             for side, count in order:
