@@ -257,3 +257,20 @@ def test_a_screen_takes_its_floor_from_an_a_a_control_screen(
     )  # fmt: skip
     floor = json.loads((other / "screen_result.json").read_text())["noise_floor"]
     assert floor is None or floor["source"] != SEPARATE
+
+
+@pytest.mark.parametrize("one_process", ["control", "screen"])
+def test_a_control_of_the_other_kind_of_mode_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], one_process: str
+) -> None:
+    """A control screened in one process has a floor of its own: it judges only a screen
+    measured in one process, and only such a control judges one."""
+    root = synthetic_screen(tmp_path / "screen")
+    aa = control_screen(tmp_path / "aa")
+    marked = aa if one_process == "control" else root
+    settings = marked / "screen.json"
+    data = json.loads(settings.read_text()) if settings.exists() else {}
+    settings.write_text(json.dumps({**data, "mode": "one-process"}))
+    _, error = refused(capsys, "report", root, "--floor-from", aa)
+    theirs = "in one process" if one_process == "control" else "in two processes"
+    assert error.startswith(f"--floor-from {aa}: an A/A control screened {theirs}"), error

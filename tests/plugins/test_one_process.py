@@ -111,7 +111,9 @@ def test_one_worker_per_round_measures_both_sides_each_with_its_own_kernels(
 def test_one_process_refuses_shared_inputs(suite: pytest.Pytester) -> None:
     result, _, _ = screen(suite, "one-process", SWITCH, "--zl-shared-inputs")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --zl-shared-inputs: needs --zl-screen-mode=lockstep*"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: --zl-shared-inputs: needs --zl-screen-mode=lockstep, not one-process (*already)"]
+    )
 
 
 #: an operator whose side-B call of its second shape kills the process, in every round
@@ -261,8 +263,8 @@ def test_a_control_screened_in_two_processes_cannot_judge_a_one_process_screen(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            f"ERROR: --zl-floor-from {aa_root}: an A/A control screened with "
-            "--zl-screen-mode=lockstep cannot judge a screen in --zl-screen-mode=one-process *"
+            f"ERROR: --zl-floor-from {aa_root}: an A/A control screened in two processes "
+            "cannot judge a screen in one process: *"
         ]
     )
 
@@ -281,3 +283,34 @@ def test_the_side_timed_first_alternates_by_round(
             runs[rnd] = runs.get(rnd, "") + side
     # a plain call on each side, then the turns: A B B A in round 1, B A A B in round 2
     assert runs == {"0": "A", "1": "ABABA", "2": "BABAB"}, runs  # 0: the recording pass
+
+
+#: an operator whose call fails under the switch (side B) only
+BREAKS = """
+
+@pytest.mark.zl_op("breaks")
+def test_breaks(zl_bench):
+    def call():
+        if os.environ.get("OMP_NUM_THREADS") == "1":
+            raise ValueError("the switch broke it")
+        return busy(100)
+
+    zl_bench(call, op="breaks", dtype="int", shape="[1]")
+"""
+
+
+@pytest.mark.parametrize("mode", ["one-process", "lockstep"])
+def test_a_call_failing_on_side_b_only_fails_the_operator_as_in_two_processes(
+    suite: pytest.Pytester, mode: str
+) -> None:
+    suite.makepyfile(test_ops=TESTS + BREAKS)
+    result, root, _ = screen(suite, mode, SWITCH, "--zl-rounds=1", "-k", "breaks or steady")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines + result.errlines
+    got = lines(root)
+    assert got["steady"].verdict == screening.NO_IR_DIFF
+    note = got["breaks"].note
+    assert "the switch broke it" in note, note
+    assert "measured again alone, one process per side" in note, note
+    if mode == "one-process":  # the worker ran both sides: the cause is named once
+        cause = "test_ops.py::test_breaks (call): side B: ValueError: the switch broke it"
+        assert f"in a side worker (A and B: {cause})" in note, note

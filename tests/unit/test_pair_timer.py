@@ -157,17 +157,16 @@ def test_a_call_that_fails_on_side_a_fails_the_measurement() -> None:
         PairTimer(graph_timer, sides, "A").measure(op)
 
 
-def test_a_call_that_is_mostly_device_work_is_sized_by_its_eager_time() -> None:
+def test_a_call_that_fills_the_budget_alone_needs_no_sizing_graph() -> None:
     device, sides = FakeDevice(), Sides()
-    heavy = {"A": 0.5, "B": 0.65}
+    heavy = {"A": 1.5, "B": 1.95}
     graph_timer, _ = make_timer(device, budget_ms=1.0, replays=4)
     op = lambda: device.launch(Kernel("k" + sides.current, heavy[sides.current]))  # noqa: E731
     m = PairTimer(graph_timer, sides, "A").measure(op)
     assert m.other is not None
-    assert (m.ms, m.other.ms) == (pytest.approx(0.5), pytest.approx(0.65))
-    owner, guest = device.graphs[-2:]
-    assert len(owner.kernels) == len(guest.kernels) == 1  # 1 ms // 0.65 ms, no sizing graph
-    assert all(len(g.kernels) <= 1 for g in device.graphs)
+    assert (m.ms, m.other.ms) == (pytest.approx(1.5), pytest.approx(1.95))
+    assert len(device.graphs) == 2  # the two timed graphs, one call each
+    assert [len(g.kernels) for g in device.graphs] == [1, 1]
 
 
 class SideTimer:
@@ -202,17 +201,18 @@ def test_a_timer_without_graphs_measures_the_sides_in_the_balanced_order(
 
 
 class FlakyTimer(SideTimer):
-    """Falls back to its direct timer on its second turn only (a flaky cold-cache capture)."""
+    """Falls back to its direct timer on some turns (a flaky cold-cache capture)."""
 
-    def __init__(self, sides: Sides) -> None:
+    def __init__(self, sides: Sides, falls: tuple[int, ...]) -> None:
         super().__init__(sides)
         self.turns = 0
+        self.falls = falls  # the turns that fall back
         self.direct = DirectSide(sides)
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         self.turns += 1
         m = super().measure(fn)
-        if self.turns == 2:
+        if self.turns in self.falls:
             return dataclasses.replace(m, timer="direct", fallback="NotCaptured: flaky")
         return m
 
@@ -221,16 +221,20 @@ class DirectSide(SideTimer):
     name = "direct"
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
-        return dataclasses.replace(super().measure(fn), timer="direct")
+        m = super().measure(fn)
+        return dataclasses.replace(m, timer="direct", spread=dataclasses.replace(m.spread, n=7))
 
 
-def test_turns_timed_on_two_timers_are_timed_again_directly() -> None:
+@pytest.mark.parametrize("falls", [(2,), (2, 3, 4)], ids=["one turn", "three turns"])
+def test_turns_timed_on_two_timers_are_timed_again_directly(falls: tuple[int, ...]) -> None:
+    """Side A's first turn timed by the graph, a later one directly: neither side mixes."""
     sides = Sides()
-    m = PairTimer(FlakyTimer(sides), sides, "A").measure(lambda: None)
+    m = PairTimer(FlakyTimer(sides, falls), sides, "A").measure(lambda: None)
     assert m.other is not None
     assert m.timer == m.other.timer == "direct"
     assert m.fallback == m.other.fallback == "NotCaptured: flaky"
     assert (m.ms, m.other.ms) == (pytest.approx(COST["A"]), pytest.approx(COST["B"]))
+    assert m.spread.n == m.other.spread.n == 2 * 7  # two direct turns each, none of the others
 
 
 def test_side_b_has_its_own_row() -> None:
@@ -260,3 +264,21 @@ def test_a_graph_captured_into_another_pool_holds_no_memory_of_its_own() -> None
     assert isinstance(guest, FakeGraph)
     assert guest.pool_of is owner
     assert device.allocated == GRAPH_POOL
+
+
+def test_side_b_failed_row_carries_side_b_timings_only() -> None:
+    b_op = Measurement(0.02, Spread(0.02, 0.02, 0.02, 4), "kernel", lockstep=PAIRED)
+    a_op = dataclasses.replace(b_op, ms=0.01, spread=Spread(0.01, 0.01, 0.01, 34), other=b_op)
+    a_base = Measurement(
+        0.005, Spread(0.005, 0.005, 0.005, 34), "kernel", other_error="RuntimeError: base broke"
+    )
+    row = Row(op="mm", dtype="float16", shape="[4]", latency=0.01, latency_base=0.005,
+              tflops=2.0, timer="kernel", spread=a_op.spread, spread_base=a_base.spread,
+              timer_base="kernel", lockstep=PAIRED)  # fmt: skip
+    b = other_row(row, a_op, a_base)  # the baseline failed on side B only
+    assert (b.status, b.error) == ("failed", "side B: RuntimeError: base broke")
+    assert (b.latency, b.spread, b.timer, b.tflops) == (0.02, b_op.spread, "kernel", 1.0)
+    assert (b.latency_base, b.spread_base, b.timer_base) == (None, None, None)
+    a_failed = dataclasses.replace(a_op, other=None, other_error="ValueError: op broke")
+    b = other_row(row, a_failed, None)  # the op failed on side B only
+    assert (b.latency, b.spread, b.tflops, b.timer) == (None, None, None, "direct")

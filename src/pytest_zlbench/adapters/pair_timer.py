@@ -7,12 +7,14 @@ Each side's kernels are its own compilation (:class:`.side_kernels.SideKernels`:
 caches, Triton cache folder and environment). With the graph or kernel timer (warm) a
 measurement is:
 
-1. untimed, side by side: warm-up calls (each side compiles and tunes its kernels);
-2. on the capture thread: one plain call, a 10-call graph whose replay sizes the timed graphs
-   (``budget_ms`` of replay, at most ``max_calls`` calls: the eager call of a Python-heavy
-   operator is mostly host time, which would make the graphs small), the primers, then the
-   first side's graph and the other side's graph *in the first one's memory pool*, so that
-   both graphs' outputs and temporaries sit at the same addresses;
+1. untimed, side by side: one plain call on each side (a side whose call fails is told apart),
+   then warm-up calls (each side compiles and tunes its kernels);
+2. on the capture thread: one plain call, a 10-call graph of the first side whose replay sizes
+   the timed graphs (``budget_ms`` of replay, at most ``max_calls`` calls: the eager call of a
+   Python-heavy operator is mostly host time, which would make the graphs small; skipped when
+   one eager call fills the budget), the primers, then the first side's graph and the other
+   side's graph *in the first one's memory pool*, so that both graphs' outputs and temporaries
+   sit at the same addresses;
 3. timed: ``replays`` replays of each graph, half in the order first, other, then the other
    half in the order other, first (A B B A; the first side alternates by round).
 
@@ -123,12 +125,12 @@ class PairTimer:
                 raise_if_fatal(inner.api, after)
                 inner._raise_if_broken(fn, got)
                 raise
-        m = self._turns(fn, inner)
-        parts = (m, m.other) if m.other is not None else (m,)
+        turns: list[Measurement] = []
+        m = self._turns(fn, inner, turns=turns)
         direct = getattr(inner, "direct", None)
-        fell = next((p.fallback for p in parts if p.fallback), None)
-        if fell is not None and direct is not None and any(not p.fallback for p in parts):
-            return self._turns(fn, direct, fell)  # never one side's turns on two timers
+        fell = next((t.fallback for t in turns if t.fallback), None)
+        if fell is not None and direct is not None and any(not t.fallback for t in turns):
+            return self._turns(fn, direct, fell)  # never a side's turns on two timers
         return m
 
     def _first_calls(self, fn: Callable[[], Any]) -> dict[str, Exception]:
@@ -146,18 +148,26 @@ class PairTimer:
                     if api is not None:
                         raise_if_fatal(api, exc)
                     failed[side] = exc
+            if "A" in failed:
+                break  # the measurement fails: side B's call is not needed
         return failed
 
     def _turns(
-        self, fn: Callable[[], Any], timer: Timer, fallback: str | None = None
+        self,
+        fn: Callable[[], Any],
+        timer: Timer,
+        fallback: str | None = None,
+        turns: list[Measurement] | None = None,
     ) -> Measurement:
-        """Each side measured by ``timer``, in the order A B B A; ``fallback``: why (then both
-        sides read as timed directly)."""
+        """Each side measured by ``timer``, in the order A B B A (each turn's measurement also
+        appended to ``turns``); ``fallback``: why (then both sides read as timed directly)."""
         first, other = self.order
         parts: dict[str, list[Measurement]] = {first: [], other: []}
         for side in (first, other, other, first):
             with self.sides.use(side):
                 parts[side].append(timer.measure(fn))
+            if turns is not None:
+                turns.append(parts[side][-1])
         got = {side: merged(ms) for side, ms in parts.items()}
         if fallback is not None:
             got = {
@@ -190,16 +200,15 @@ class PairTimer:
         held: list[Any] = []
         try:
             try:
-                slowest = max(estimate.values())
-                if min(estimate.values()) * PROBE_CALLS < g.budget_ms:
+                per_call = estimate[first]
+                if per_call < g.budget_ms:  # else one call fills the budget: no sizing graph
                     probe = self._on_thread(g, lambda: g._capture(fn, PROBE_CALLS), first, fn)
                     held.append(probe)
                     api.replay(probe)  # the upload, untimed
-                    (slowest,) = g._time_replays(probe, PROBE_CALLS, 1)
+                    (per_call,) = g._time_replays(probe, PROBE_CALLS, 1)
                     held.remove(probe)
                     api.release(probe)
-                # else its call is mostly device work: the eager estimate sizes the graphs
-                calls = int(min(g.max_calls, max(1, g.budget_ms // max(slowest, 1e-6))))
+                calls = int(min(g.max_calls, max(1, g.budget_ms // max(per_call, 1e-6))))
 
                 def capture_first() -> Any:
                     g._prime(fn, held, primers)
@@ -291,11 +300,15 @@ def other_row(row: Row, m: Measurement | None, mb: Measurement | None) -> Row:
     o = m.other if m is not None else None
     ob = mb.other if mb is not None else None
     error = next((x.other_error for x in (m, mb) if x is not None and x.other_error), None)
-    if error is not None:  # side B's call failed where side A's ran
+    if error is not None:  # side B's call (the op's, the baseline's or both) failed
         return dataclasses.replace(
-            row, latency=None, tflops=None, status="failed", error=f"side B: {error}",
-            latency_base=ob.ms if ob is not None else None,
-        )  # fmt: skip
+            row,
+            status="failed",
+            error=f"side B: {error}",
+            lockstep=row_lockstep(o.lockstep if o else None, ob.lockstep if ob else None),
+            **_latency(o, "", row.tflops, row.latency),
+            **_latency(ob, "_base"),
+        )
     if o is None and ob is None:
         return row
     tflops = row.tflops
@@ -314,6 +327,23 @@ def other_row(row: Row, m: Measurement | None, mb: Measurement | None) -> Row:
         fallback_base=ob.fallback if ob is not None else row.fallback_base,
         lockstep=row_lockstep(o.lockstep if o else None, ob.lockstep if ob else None),
     )
+
+
+def _latency(
+    m: Measurement | None, suffix: str, tflops: float | None = None, before: Any = None
+) -> dict[str, Any]:
+    """A row's latency fields (``suffix``: ``""`` or ``"_base"``) from side B's measurement
+    ``m``; all empty when side B has none."""
+    out: dict[str, Any] = {
+        f"latency{suffix}": m.ms if m is not None else None,
+        f"spread{suffix}": m.spread if m is not None else None,
+        f"timer{suffix}": m.timer if m is not None else None,
+        f"fallback{suffix}": m.fallback if m is not None else None,
+    }
+    if not suffix:
+        out["timer"] = m.timer if m is not None else "direct"
+        out["tflops"] = tflops * float(before) / m.ms if tflops and m and m.ms > 0 else None
+    return out
 
 
 def paired(*measurements: Measurement | None) -> bool:

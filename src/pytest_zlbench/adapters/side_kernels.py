@@ -60,9 +60,9 @@ class SideKernels:
     # -- installing --------------------------------------------------------------------------
 
     def install(self) -> None:
-        """Patch ``JITFunction.run`` (and ``LibEntry.run`` where FlagGems is imported); nothing
-        is patched when either cannot be. Called again, it patches what it has not yet (FlagGems
-        imported since)."""
+        """Patch ``JITFunction.run`` (and ``LibEntry.run`` where FlagGems is imported). Called
+        again, it patches what it has not yet (FlagGems imported since); a call that cannot
+        patch one of them patches neither."""
         from triton.runtime.jit import JITFunction
 
         libentry = sys.modules.get(LIBENTRY_MODULE)

@@ -9,9 +9,10 @@ B's beside it. Side A's rows reach side A's run directory as in any worker; side
 Each side's ``ir.json`` holds the kernels its timed calls launched (warm-up, capture and the
 session timer's own calls, each under :meth:`BothSides.use`), from that side's cache folder
 (``<TRITON_CACHE_DIR>/<side>``, reused by the worker's later rounds). What the test runs
-outside them runs with side A's kernels, without the switch, into the worker's own cache folder,
-and is recorded on neither side, so that a kernel launched only there cannot read as a
-difference between the sides.
+outside them runs on kernels of its own (:data:`UNTIMED`: compiled without the switch, into
+the worker's own cache folder) and is recorded on neither side, so that a kernel launched only
+there cannot read as a difference between the sides, nor a kernel it compiled first go missing
+from side A's folder.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 
     from ..core.records import Row
 
+#: the kernels of what a test runs outside its timed calls
+UNTIMED = "untimed"
+
 
 class BothSides:
     def __init__(self, cache: Path) -> None:
@@ -41,7 +45,7 @@ class BothSides:
         text = os.environ.get(SWITCH_ENV) or "{}"
         self.switch: dict[str, str] = {str(k): str(v) for k, v in json.loads(text).items()}
         self.round = int(os.environ.get(ROUND_ENV, "0") or 0)
-        self.kernels = SideKernels(cache, {"A": {}, "B": self.switch})
+        self.kernels = SideKernels(cache, {UNTIMED: {}, "A": {}, "B": self.switch})
         self.ir = {side: OpIrRecorder(cache / side, self._in_use(side)) for side in ("A", "B")}
         #: why this process cannot keep kernels per side (then no operator is measured)
         self.broken: str | None = None
@@ -58,7 +62,10 @@ class BothSides:
 
     @contextmanager
     def use(self, side: str) -> Iterator[None]:
-        """Run a timed call's work on ``side``: its kernels, folder and variables, its IR."""
+        """Run a timed call's work on ``side``: its kernels, folder and variables, its IR
+        (FlagGems imported by the test itself is patched first)."""
+        if self.install() is not None:
+            raise RuntimeError(self.broken)
         previous, self.measuring = self.measuring, side
         try:
             with self.kernels.use(side):
@@ -108,14 +115,20 @@ class BothSides:
         self.rows.setdefault(nodeid, []).append(self.recorder.stamped(row, nodeid))
         self.recorder.keep_partial(row, nodeid)
 
-    def report(self, report: pytest.TestReport) -> None:
-        """Side B's copy of ``report``: its rows are side B's."""
+    def report(self, report: pytest.TestReport) -> str | None:
+        """Side B's copy of ``report``: its rows are side B's, and it fails where a call failed
+        on side B only (as side B's own process would have); returns that failure."""
         if self.recorder is None:
-            return
+            return None
         twin = copy.copy(report)
         rows = self.rows.pop(report.nodeid, []) if report.when == "call" else []
         setattr(twin, ROWS_ATTR, [row.to_json() for row in rows])
+        failed = next((r.error for r in rows if r.error and r.error.startswith("side B: ")), None)
+        if failed is not None and report.passed:
+            twin.outcome = "failed"
+            twin.longrepr = failed
         self.recorder.pytest_runtest_logreport(twin)
+        return f"{report.nodeid} (call): {failed}" if failed is not None else None
 
     def write(self, exitstatus: int) -> list[str] | None:
         """Write side B's run directory; ``None`` when it is complete, else its errors."""

@@ -10,16 +10,19 @@ says which control it came from (``floor.source`` ``separate A/A control``, ``fl
 Refused, in one line naming the option: a control root that is not an A/B screen root, whose
 operators ran a switch, or that measured nothing; a control of another caliber than the screen's
 (the seven caliber fields of the first side-A run of each root, compared by
-``core.caliber.check``), unless caliber mismatches are allowed."""
+``core.caliber.check``), unless caliber mismatches are allowed; a control screened in one
+process (``--zl-screen-mode=one-process``) for a screen in two processes per round, or the other
+way round (one process has a noise floor of its own)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from ..contract import ROUND_GLOB, round_dirs
+from ..contract import ROUND_GLOB, SETTINGS_FILE, round_dirs
 from ..core import records, screening
 from ..core.caliber import check as caliber_check
 from ..core.noise import NoiseFloor
@@ -55,6 +58,32 @@ def control_floor(aa_root: Path, where: str) -> NoiseFloor:
         raise pytest.UsageError(f"{head}: {exc}") from None
 
 
+def one_process(root: Path) -> bool:
+    """Whether the screen at ``root`` measured both sides in one process (its ``screen.json``
+    says ``mode: one-process``)."""
+    try:
+        data = json.loads((root / SETTINGS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("mode") == "one-process"
+
+
+def check_mode(mine: bool, aa_root: Path, where: str) -> None:
+    """A usage error when the control at ``aa_root`` was screened in one process and the screen
+    (``mine``: in one process) was not, or the other way round."""
+    theirs = one_process(aa_root)
+    if theirs != mine:
+
+        def name(one: bool) -> str:
+            return "in one process" if one else "in two processes"
+
+        raise pytest.UsageError(
+            f"{where} {aa_root}: an A/A control screened {name(theirs)} cannot judge a screen "
+            f"{name(mine)}: one process has a noise floor of its own; give a control screened "
+            "the same way"
+        )
+
+
 def first_identity(root: Path) -> RunIdentity | None:
     """The identity of the first complete side-A run of a screen root (``None``: none)."""
     for op_dir in _op_dirs(root):
@@ -73,6 +102,7 @@ def check_caliber(
     """The caliber lines of judging ``root`` against the control at ``aa_root`` (warnings, and
     the mismatches ``allow`` lets through); a usage error naming every differing field when
     they differ and ``allow`` is false."""
+    check_mode(one_process(root), aa_root, where)
     mine, theirs = first_identity(root), first_identity(aa_root)
     if mine is None or theirs is None:  # nothing measured on one side: nothing to judge
         return []

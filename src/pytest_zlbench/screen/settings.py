@@ -224,20 +224,10 @@ def floor_root(config: pytest.Config, mode: str = "lockstep") -> Path | None:
         return None
     path = Path(str(value)).resolve()
     if not _common.is_worker(config):
-        from .control_floor import control_floor
+        from .control_floor import check_mode, control_floor
 
         control_floor(path, "--zl-floor-from")
-        try:
-            theirs = json.loads((path / SETTINGS_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            theirs = {}
-        other = theirs.get("mode", "lockstep") if isinstance(theirs, dict) else "lockstep"
-        if (other == "one-process") != (mode == "one-process"):
-            raise pytest.UsageError(
-                f"--zl-floor-from {path}: an A/A control screened with --zl-screen-mode={other} "
-                f"cannot judge a screen in --zl-screen-mode={mode} (one process has a noise "
-                "floor of its own); give a control screened the same way"
-            )
+        check_mode(mode == "one-process", path, "--zl-floor-from")
     return path
 
 

@@ -279,7 +279,9 @@ class SideWorker:
             return
         self.recorder.pytest_runtest_logreport(report)
         if self.both is not None:
-            self.both.report(report)
+            failed = self.both.report(report)
+            if failed is not None and self.failure is None:
+                self.failure = failed  # side B's own process would have failed the test
         if report.failed:
             self.fails += 1
         if report.failed and self.failure is None:
