@@ -38,6 +38,11 @@ def second_kernel(x_ptr):
     pass
 
 
+@triton.jit
+def untimed_kernel(x_ptr):  # compiled first by a test's own call (one test only)
+    pass
+
+
 class Kernel:
     def __init__(self, name: str, ttgir: str) -> None:
         self.name = name
@@ -265,3 +270,30 @@ def test_flaggems_imported_after_the_first_install_is_patched_by_the_next(
         sides.uninstall()
     assert JITFunction.__dict__["run"] is stand_in
     assert LibEntry.__dict__["run"] is original
+
+
+def test_a_one_process_worker_compiles_side_a_afresh_after_the_test_s_own_call(
+    tmp_path: Path, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a test runs outside its timed calls has kernels of its own: side A's timed call
+    compiles its kernel into side A's folder even when the test compiled it first."""
+    import json
+
+    from pytest_zlbench.screen.both_sides import BothSides
+
+    monkeypatch.setenv("ZLBENCH_SWITCH", json.dumps(SWITCH))
+    both = BothSides(tmp_path)
+    try:
+        assert both.install() is None
+        untimed_kernel.run()  # the test's own call
+        with both.use("A"):
+            untimed_kernel.run()
+        with both.use("B"):
+            untimed_kernel.run()
+    finally:
+        both.uninstall()
+    assert [(f, ttgir, Path(d).name if d else "") for f, ttgir, d in stand_in.compiled] == [
+        ("untimed_kernel", "warp_group_dot", ""),
+        ("untimed_kernel", "warp_group_dot", "A"),
+        ("untimed_kernel", "mma v2", "B"),
+    ]
