@@ -155,18 +155,14 @@ def test_a_worker_that_dies_is_replaced_and_its_operator_retried_one_process_per
     assert [side for _, side in pids].count("AB") >= 3, pids  # round 1 twice, round 2
 
 
-GEMS_SWITCHED = """
+GEMS_SWITCHED = (
+    """
 import os
 
 from .{base} import Benchmark
-
-
-def busy(n):
-    total = 0
-    for i in range(n):
-        total += i
-    return total
-
+"""
+    + BUSY
+    + """
 
 def gems_abs(n):
     return busy(n * (10 if os.environ.get("OMP_NUM_THREADS") == "1" else 1))
@@ -175,6 +171,7 @@ def gems_abs(n):
 def test_abs():
     Benchmark("abs", busy, gems_abs, [200, 400]).run()
 """
+)
 
 
 @pytest.mark.parametrize("layout", sorted(GEMS_LAYOUTS))
