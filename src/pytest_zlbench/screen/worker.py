@@ -178,7 +178,7 @@ class SideWorker:
         else:
             recorder.ir_writer = self.ir.write
             self.ir.begin(str(message["op"]))
-        self._run_items(session, indices, after)  # one-process: side A's kernels outside timing
+        self._run_items(session, indices, after)  # one-process: untimed kernels of their own
         session.shouldstop = session.shouldfail = False  # -x and --maxfail act per operator
         if rows is not None:
             rows.close_partial()
