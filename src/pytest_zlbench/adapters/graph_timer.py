@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.stats import spread
 from .capture import (
@@ -23,6 +23,8 @@ from .capture import (
 from .measurement import Measurement, Placement, Timer
 from .replay_samples import busy_ms, check_plausible, cold_samples
 from .turns import UNGATED, Gate, Turns, shares
+
+T = TypeVar("T")
 
 PRIMER_GRAPHS = 8  # one-call graphs made and replayed before each timed graph (GraphTimer)
 # ... of an op whose eager estimate (in cold mode: flush + op) is below this: on an H200 the
@@ -324,18 +326,27 @@ class GraphTimer:
         outside the capture), then ``primers`` primer graphs (each released before the next),
         then the timed graphs (warm: of ``placed.fn`` when given), appended to ``graphs`` as
         they are made."""
-        api = self.api
-        before = self._plain_call_error(fn)
-        if before is not None:
-            flags.append("before")
-            raise before
-        try:
+
+        def make() -> None:
             self._prime(fn, graphs, primers)
             if flush is None:
                 graphs.append(self._capture(placed.fn if placed else fn, calls))
             else:
                 graphs.append(self._capture(flush, calls))
                 graphs.append(self._capture(both, calls))
+
+        self._guarded(fn, make, flags)
+
+    def _guarded(self, fn: Callable[[], Any], make: Callable[[], T], flags: list[str]) -> T:
+        """On the capture thread: a plain call of ``fn``, then ``make()`` (captures), with the
+        ``flags`` :meth:`_on_capture_thread` reads; ``make()``'s result."""
+        api = self.api
+        before = self._plain_call_error(fn)
+        if before is not None:
+            flags.append("before")
+            raise before
+        try:
+            return make()
         except Exception as exc:
             if api.is_capturing():  # only this thread can see its stream still capturing
                 flags.append("after")

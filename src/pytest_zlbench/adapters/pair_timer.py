@@ -34,7 +34,7 @@ from typing import Any
 
 from ..core.records import PAIRED, Row, Spread, row_lockstep
 from ..core.stats import spread
-from .capture import FatalDeviceError, error_line, error_reason, is_fatal, raise_if_fatal
+from .capture import FatalDeviceError, error_line, error_reason, raise_if_fatal
 from .graph_timer import PRIMER_BELOW_MS, GraphTimer
 from .measurement import Measurement, Timer
 from .replay_samples import check_plausible
@@ -248,21 +248,7 @@ class PairTimer:
 
         def job(flags: list[str]) -> None:
             with self.sides.use(side):
-                before = g._plain_call_error(fn)
-                if before is not None:
-                    flags.append("before")
-                    raise before
-                try:
-                    out.append(make())
-                except Exception as exc:  # as GraphTimer's own captures
-                    if g.api.is_capturing():  # only this thread can see its stream capturing
-                        flags.append("after")
-                        raise FatalDeviceError(
-                            "stream is still capturing after a failed capture"
-                        ) from exc
-                    if not is_fatal(g.api, exc) and g._plain_call_error(fn) is not None:
-                        flags.append("after")
-                    raise
+                out.append(g._guarded(fn, make, flags))
 
         g._on_capture_thread(job)
         return out[0]
