@@ -43,6 +43,11 @@ def untimed_kernel(x_ptr):  # compiled first by a test's own call (one test only
     pass
 
 
+@triton.jit
+def guarded_kernel(x_ptr):  # its run replaced on the function itself (one test only)
+    pass
+
+
 class Kernel:
     def __init__(self, name: str, ttgir: str) -> None:
         self.name = name
@@ -144,12 +149,16 @@ def test_uninstall_gives_every_function_its_own_caches_back(tmp_path: Path, stan
     own = second_kernel.device_caches
     sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
     sides.install()
-    with sides.use("B"):
-        second_kernel.run()
-    assert second_kernel.device_caches is not own
-    sides.uninstall()
+    try:
+        with sides.use("B"):
+            second_kernel.run()
+            assert second_kernel.device_caches is not own
+        assert second_kernel.device_caches is own  # outside use(): the first side's
+    finally:
+        sides.uninstall()
     assert second_kernel.device_caches is own
     assert JITFunction.__dict__["run"] is stand_in
+    assert "device_caches" not in JITFunction.__dict__
     assert "_zl_side_caches" not in second_kernel.__dict__
 
 
@@ -297,3 +306,32 @@ def test_a_one_process_worker_compiles_side_a_afresh_after_the_test_s_own_call(
         ("untimed_kernel", "warp_group_dot", "A"),
         ("untimed_kernel", "mma v2", "B"),
     ]
+
+
+def test_a_function_whose_run_was_replaced_on_it_before_install_keeps_kernels_per_side(
+    tmp_path: Path, stand_in: StandIn
+) -> None:
+    """FlagGems' Hopper mm guard replaces ``run`` on its JITFunction at import, calling the
+    class's run it bound then: the patched class method never sees those launches, and side B
+    launched side A's compiled kernel (a real DISABLE_MMA_V3 screen read mm as NO_IR_DIFF)."""
+    from triton.runtime.jit import JITFunction
+
+    bound = types.MethodType(JITFunction.__dict__["run"], guarded_kernel)
+    guarded_kernel.run = lambda *args, **kwargs: bound(*args, **kwargs)
+    own = guarded_kernel.device_caches
+    sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
+    sides.install()
+    try:
+        with sides.use("A"):
+            a = guarded_kernel.run()
+        with sides.use("B"):
+            b = guarded_kernel.run()
+            assert guarded_kernel.run() is b
+        assert guarded_kernel.run() is a
+    finally:
+        sides.uninstall()
+        del guarded_kernel.run
+    assert (a.asm["ttgir"], b.asm["ttgir"]) == ("warp_group_dot", "mma v2")
+    assert [Path(d).name for _, _, d in stand_in.compiled] == ["A", "B"]
+    assert guarded_kernel.device_caches is own
+    assert "device_caches" not in JITFunction.__dict__

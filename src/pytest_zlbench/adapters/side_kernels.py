@@ -8,11 +8,15 @@ reach no launch. While :meth:`SideKernels.use` is active for a side, every such 
 side's own, Triton's cache folder is the side's, and the side's environment is set: a kernel a
 side launches for the first time compiles under what that side's compiler reads.
 
+A ``JITFunction``'s ``device_caches`` is read through a property of the class while installed,
+so that every path to a launch sees the side in use's caches, including a ``run`` that a
+library replaced on the function itself (FlagGems' Hopper mm guard binds the class's ``run``
+at import). A ``LibEntry``'s caches are swapped in by its patched ``run``: they stay those of
+the side that ran it last until it runs again.
+
 The side in use and the environment belong to the whole process: one thread launches at a time
-(a capture thread included, while the launching thread waits for it). A function's caches stay
-those of the side that ran it last until it runs again; what reads them directly (Triton's
-``preload``, FlagGems' cache clearing) sees that side's; :meth:`SideKernels.uninstall` gives
-every function its own caches back.
+(a capture thread included, while the launching thread waits for it).
+:meth:`SideKernels.uninstall` gives every function its own caches back.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from typing import Any
 
 #: FlagGems' kernel wrapper, patched where FlagGems is already imported
 LIBENTRY_MODULE = "flag_gems.utils.libentry"
+
+_ABSENT = object()  # a class attribute that was not there before install
 
 
 class SideKernels:
@@ -74,13 +80,19 @@ class SideKernels:
         for owner in owners:
             self._check(owner)
         for owner in owners:
-            wrap = self._jit_run if owner is JITFunction else self._entry_run
-            self._patch(owner, wrap(owner.run))
+            if owner is JITFunction:
+                self._patch(owner, "run", self._jit_run(owner.run))
+                self._patch(owner, "device_caches", self._jit_caches())
+            else:
+                self._patch(owner, "run", self._entry_run(owner.run))
 
     def uninstall(self) -> None:
         """Restore the patched methods, and every function's own (the first side's) caches."""
         for owner, name, old in reversed(self._patched):
-            setattr(owner, name, old)
+            if old is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, old)
         self._patched.clear()
         first = self.sides[0]
         for obj in list(self._owners):
@@ -97,40 +109,60 @@ class SideKernels:
                 "cannot keep kernels per side"
             )
 
-    def _patch(self, owner: Any, run: Any) -> None:
-        self._patched.append((owner, "run", owner.__dict__["run"]))
-        owner.run = run
+    def _patch(self, owner: Any, name: str, value: Any) -> None:
+        self._patched.append((owner, name, owner.__dict__.get(name, _ABSENT)))
+        setattr(owner, name, value)
 
     # -- one cache per side --------------------------------------------------------------------
 
     def _caches(self, obj: Any, fresh: Any) -> Any:
-        """``obj``'s caches for the side in use, made by ``fresh()`` the first time."""
-        store = obj.__dict__.get("_zl_side_caches")
-        if store is None:
-            store = obj.__dict__["_zl_side_caches"] = {self.sides[0]: self._own(obj)}
-            self._owners.add(obj)
+        """A ``LibEntry``'s caches for the side in use, made by ``fresh()`` the first time."""
+        store = self._side_store(obj)
+        store.setdefault(self.sides[0], (obj.kernel_cache, obj._cpu_cache))
         if self.current not in store:
             store[self.current] = fresh()
         return store[self.current]
 
     @staticmethod
-    def _own(obj: Any) -> Any:
-        if "device_caches" in obj.__dict__:
-            return obj.device_caches
-        return obj.kernel_cache, obj._cpu_cache
+    def _swap_in(obj: Any, caches: tuple[Any, Any]) -> None:
+        obj.kernel_cache, obj._cpu_cache = caches
 
-    @staticmethod
-    def _swap_in(obj: Any, caches: Any) -> None:
-        if isinstance(caches, tuple):
-            obj.kernel_cache, obj._cpu_cache = caches
-        else:
-            obj.device_caches = caches
+    def _jit_caches(self) -> property:
+        """``JITFunction.device_caches`` while installed: the function's own (kept where
+        Triton put them) for the first side and whenever it sets them first, else the side in
+        use's, made empty the first time."""
+        sides = self
+        first = self.sides[0]
+
+        def get(fn: Any) -> Any:
+            own = fn.__dict__
+            if sides.current == first or "device_caches" not in own:
+                try:
+                    return own["device_caches"]
+                except KeyError:
+                    raise AttributeError("device_caches") from None
+            return sides._side_store(fn).setdefault(sides.current, defaultdict(fn.create_binder))
+
+        def put(fn: Any, caches: Any) -> None:
+            own = fn.__dict__
+            if sides.current == first or "device_caches" not in own:
+                own["device_caches"] = caches
+            else:
+                sides._side_store(fn)[sides.current] = caches
+
+        return property(get, put)
+
+    def _side_store(self, obj: Any) -> dict[str, Any]:
+        store = obj.__dict__.get("_zl_side_caches")
+        if store is None:
+            store = obj.__dict__["_zl_side_caches"] = {}
+            self._owners.add(obj)
+        return store  # type: ignore[no-any-return]
 
     def _jit_run(self, run: Any) -> Any:
         sides = self
 
         def side_run(fn: Any, *args: Any, **kwargs: Any) -> Any:
-            fn.device_caches = sides._caches(fn, lambda: defaultdict(fn.create_binder))
             kernel = run(fn, *args, **kwargs)
             sides._note(kernel)
             return kernel
