@@ -417,6 +417,35 @@ def test_a_worker_counts_the_timed_seconds_of_its_first_test_too(suite: pytest.P
     assert batch_cost(root)["timed_s"] > 0
 
 
+FROZEN = """
+
+@pytest.mark.zl_op("frozen")
+def test_frozen(zl_bench):
+    import gc
+
+    with open(os.environ["FROZEN_LOG"], "a") as log:
+        log.write(os.environ.get("ZLBENCH_SIDE", "-") + " " + str(gc.get_freeze_count()) + "\\n")
+    zl_bench(lambda: busy(50), op="frozen", dtype="int", shape="[1]")
+"""
+
+
+@pytest.mark.parametrize("mode", ["lockstep", "one-process"])
+def test_a_worker_leaves_what_its_session_start_made_to_no_collection(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A worker's session imported torch and the suite (FlagGems: about 0.3 s a full
+    collection, which its benchmark runs after every shape): those objects are frozen before the
+    first test, so that each collection walks only what the tests made."""
+    monkeypatch.setenv("FROZEN_LOG", str(suite.path / "frozen.log"))
+    suite.makepyfile(test_ops=TESTS + FROZEN)
+    result, _, _ = screen(suite, mode, "--zl-rounds=1", "-k", "frozen")
+    assert result.ret == 0, result.outlines
+    seen = [line.split() for line in (suite.path / "frozen.log").read_text().splitlines()]
+    sides = sorted(side for side, _ in seen)
+    assert sides == (["A", "B", "record"] if mode == "lockstep" else ["AB", "record"])
+    assert all(int(count) > 1000 for _, count in seen), seen
+
+
 # --------------------------------------------------------------------------------------------
 # --zl-batch-size: a long screen measured batch by batch
 
