@@ -152,7 +152,6 @@ class FakeDevice:
         self.traces: list[list[tuple[float, float]]] = []
         self.traced_blocks = 0  # device_trace blocks entered
         self.traceable = True  # False: a device whose activity records hold nothing
-        self.visible_pauses = True  # False: a pause leaves no gap between activity records
 
     # -- what the "ops" of the tests call ---------------------------------------------------
 
@@ -229,11 +228,6 @@ class FakeDevice:
         if self.capturing is not None:
             self.capturing.invalidated = True
             raise AcceleratorError(CAPTURE_UNSUPPORTED)
-
-    def pause(self, ms: float) -> None:
-        self.synchronize()
-        if self.visible_pauses:
-            self.clock += ms
 
     def event(self) -> FakeEvent:
         return FakeEvent(self)

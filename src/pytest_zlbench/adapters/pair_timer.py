@@ -16,8 +16,7 @@ measurement is:
    side's graph *in the first one's memory pool*, so that both graphs' outputs and temporaries
    sit at the same addresses;
 3. timed: ``replays`` replays of each graph, half in the order first, other, then the other
-   half in the order other, first (A B B A; the first side alternates by round). The kernel
-   timer reads the three sections in one device trace, the device paused between them.
+   half in the order other, first (A B B A; the first side alternates by round).
 
 Any other timer (direct, cold cache, the CPU clock) measures each side with the session's timer
 in the same A B B A order, each side's two halves merged. Where a capture fails, or the session's
@@ -38,7 +37,7 @@ from ..core.stats import spread
 from .capture import FatalDeviceError, error_line, error_reason, raise_if_fatal
 from .graph_timer import PRIMER_BELOW_MS, GraphTimer
 from .measurement import Measurement, Timer
-from .replay_samples import SECTION_GAP_MS, busy_ms, check_plausible, split_sections
+from .replay_samples import check_plausible
 from .turns import UNGATED, Gate, shares
 
 #: calls in the graph whose replay sizes a pair's timed graphs
@@ -256,8 +255,8 @@ class PairTimer:
 
     def _timed(self, g: GraphTimer, graphs: dict[str, Any], calls: int) -> dict[str, list[float]]:
         """Per side, its per-call samples: half of ``replays`` in the order first, other, the
-        other half other, first (the other side's two halves in one reading), all inside one
-        turn of the session's gate."""
+        other half other, first (the other side's two halves in one reading: one device trace
+        fewer), all inside one turn of the session's gate."""
         api = g.api
         first, other = self.order
         for graph in graphs.values():  # the uploads, untimed
@@ -272,40 +271,10 @@ class PairTimer:
         order = [(first, halves[0]), (other, sum(halves))]
         if len(halves) > 1:
             order.append((first, halves[1]))
+        samples: dict[str, list[float]] = {first: [], other: []}
         with self.gate.measurement() as turns, turns.turn():
-            got = self._one_trace(g, graphs, calls, order) if g.kernel else None
-            if got is not None:
-                return got
-            samples: dict[str, list[float]] = {first: [], other: []}
             for side, count in order:
                 samples[side] += read(graphs[side], calls, count)
-        return samples
-
-    def _one_trace(
-        self, g: GraphTimer, graphs: dict[str, Any], calls: int, order: list[tuple[str, int]]
-    ) -> dict[str, list[float]] | None:
-        """The kernel timer's samples of every section of ``order`` from one device trace (each
-        trace costs the profiler's stop, about 0.1 s on an H200), the device paused between
-        sections so that the trace can be cut there; ``None`` when the cut is not clean or a
-        side's replays hold different numbers of activities (then one trace per section)."""
-        api = g.api
-        with api.device_trace() as spans:
-            for k, (side, count) in enumerate(order):
-                if k:
-                    api.pause(SECTION_GAP_MS)
-                for _ in range(count):
-                    api.replay(graphs[side])
-            api.synchronize()
-        sections = split_sections(spans, [count for _, count in order])
-        if sections is None:
-            return None
-        per: dict[str, int] = {}
-        samples: dict[str, list[float]] = {side: [] for side in graphs}
-        for (side, count), part in zip(order, sections, strict=True):
-            n = len(part) // count
-            if per.setdefault(side, n) != n:
-                return None
-            samples[side] += [busy_ms(part[i * n : (i + 1) * n]) / calls for i in range(count)]
         return samples
 
 

@@ -1,10 +1,8 @@
 """What the graph timer makes of its replays: per-call samples of a cold measurement, the busy
-time of a device trace, the sections of one trace, and the check that a graph captured the op's
-work."""
+time of a device trace, and the check that a graph captured the op's work."""
 
 from __future__ import annotations
 
-import itertools
 import math
 
 from ..core.stats import spread
@@ -16,13 +14,6 @@ from .capture import NotCapturedError
 #: a call eagerly against 1-2 us replayed (up to 1/165); an empty graph's replay spread over its
 #: calls is far below 1/1000 (docs/PERFORMANCE.md, "What the timers refuse")
 IMPLAUSIBLE_BELOW = 1 / 1000
-
-#: the device's idle time between the sections of one device trace (the kernel timer of a
-#: one-process pair reads A | B B | A in one trace): replays launched back to back leave gaps of
-#: microseconds, so the widest gaps are the pauses
-SECTION_GAP_MS = 2.0
-
-Span = tuple[float, float]
 
 
 def cold_samples(both: list[float], flush: list[float]) -> list[float]:
@@ -47,33 +38,6 @@ def busy_ms(spans: list[tuple[float, float]]) -> float:
         total += end - max(start, reached)
         reached = end
     return total
-
-
-def split_sections(spans: list[Span], replays: list[int]) -> list[list[Span]] | None:
-    """The spans (in start order) of ``len(replays)`` sections traced in one block, section
-    ``k`` being ``replays[k]`` replays of one graph and the device idle ``SECTION_GAP_MS``
-    between sections: cut at the widest gaps. ``None`` when the cut is not clean: a cut gap
-    under half a pause, a gap elsewhere over a quarter of the narrowest cut (the host late
-    inside a section), or a section whose activities do not divide by its replays."""
-    cuts = len(replays) - 1
-    if len(spans) < len(replays):
-        return None
-    gaps: list[tuple[float, int]] = []  # (idle time before span i, i)
-    reached = spans[0][1]
-    for i in range(1, len(spans)):
-        gaps.append((spans[i][0] - reached, i))
-        reached = max(reached, spans[i][1])
-    gaps.sort(reverse=True)
-    cut, rest = gaps[:cuts], gaps[cuts:]
-    if cut:
-        narrowest = cut[-1][0]
-        if narrowest < SECTION_GAP_MS / 2 or (rest and rest[0][0] * 4 > narrowest):
-            return None
-    bounds = [0, *sorted(i for _, i in cut), len(spans)]
-    sections = [spans[a:b] for a, b in itertools.pairwise(bounds)]
-    if any(len(s) % r for s, r in zip(sections, replays, strict=True)):
-        return None
-    return sections
 
 
 def check_plausible(samples: list[float], estimate_ms: float) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
@@ -29,10 +28,6 @@ class TorchDeviceAPI:
 
     def synchronize(self) -> None:
         self.m.synchronize()
-
-    def pause(self, ms: float) -> None:
-        self.synchronize()
-        time.sleep(ms / 1000)
 
     def event(self) -> Any:
         return self.m.Event(enable_timing=True)
