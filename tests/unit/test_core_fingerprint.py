@@ -410,6 +410,28 @@ def test_compare_refuses_incomparable_reports():
     assert not compare(stripped, report(entry("k", "h1"), version=None)).changed
 
 
+def test_a_report_that_names_a_kernel_of_unknown_ir_is_not_compared():
+    """ir.json's ``unknown``: kernels a run launched whose IR it could not take (loaded before
+    its recorder, or compiled for another side of a one-process worker): identical entries
+    then prove nothing."""
+    clean = report(entry("k", "h1"))
+    leaky = IrReport(
+        clean.entries, clean.method, clean.triton_version, (("mm", "compiled elsewhere"),)
+    )
+    data = json.loads(json.dumps(leaky.to_json()))
+    assert data["unknown"] == [{"kernel": "mm", "reason": "compiled elsewhere"}]
+    assert IrReport.from_json(data) == leaky
+    assert "unknown" not in clean.to_json()
+    with pytest.raises(
+        ValueError, match=r"B launched a kernel of unknown IR: mm \(compiled elsewhere\)"
+    ):
+        compare(clean, leaky)
+    with pytest.raises(ValueError, match=r"A launched a kernel of unknown IR: mm"):
+        compare(leaky, clean)
+    with pytest.raises(ValueError, match="unknown"):
+        IrReport.from_json({**data, "unknown": [{"kernel": "mm"}]})
+
+
 def test_core_module_imports_nothing_heavy():
     code = (
         "import sys, pytest_zlbench.core.fingerprint\n"

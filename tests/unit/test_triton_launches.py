@@ -299,3 +299,40 @@ def test_a_recorder_of_one_side_records_only_the_launches_made_while_that_side_i
     assert names(launched["A"]) == ["k_op1", "k_shared"]
     assert names(launched["B"]) == ["k_op2", "k_shared"]
     assert all(k.hash is not None for side in "AB" for k in launched[side])
+
+
+def test_a_kernel_compiled_outside_the_recorders_cache_has_unknown_ir(
+    compiled: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """A one-process worker keeps a cache folder per side: a kernel one side launched from
+    another side's folder was not compiled under that side's switch, so its IR cannot stand
+    for the side (such a leak once read a changed mm as NO_IR_DIFF)."""
+    from pytest_zlbench.recording.op_ir import OpIrRecorder
+
+    cache, kernels = compiled
+    in_use = ["B"]
+    own = OpIrRecorder(cache, when=lambda: in_use[0] == "B")
+    other = OpIrRecorder(tmp_path / "cache_B", when=lambda: in_use[0] == "B")
+    try:
+        for side in (own, other):
+            side.begin("op")
+        Runtime(kernels).launch("k_op1")
+        for side, out in ((own, tmp_path / "own"), (other, tmp_path / "other")):
+            out.mkdir()
+            side.write(out)
+    finally:
+        own.uninstall()
+        other.uninstall()
+    import json
+
+    mine = json.loads((tmp_path / "own" / "ir.json").read_text())
+    theirs = json.loads((tmp_path / "other" / "ir.json").read_text())
+    assert [e["kernel"] for e in mine["entries"]] == ["k_op1"]
+    assert mine["unknown"] == []
+    assert theirs["entries"] == []
+    assert theirs["unknown"] == [
+        {
+            "kernel": "k_op1",
+            "reason": f"compiled outside this side's cache folder ({tmp_path / 'cache_B'})",
+        }
+    ]

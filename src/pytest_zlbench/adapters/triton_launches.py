@@ -45,6 +45,8 @@ from .triton_ir import nodebug_text
 
 #: why a launched kernel's IR is unknown: it was loaded before the recorder was installed
 LOADED_BEFORE_INSTALL = "loaded before the launch recorder was installed"
+#: ... or (one side of a one-process worker) its cache entry is not in that side's folder
+COMPILED_ELSEWHERE = "compiled outside this side's cache folder ({home})"
 
 
 @dataclass(frozen=True)
@@ -162,11 +164,15 @@ class LaunchRecorder:
 @dataclass(frozen=True)
 class OpIr:
     """One operator's IR: the ``ir.json`` report of the kernels it launched whose IR is known,
-    and the kernels it launched whose IR is not, with why. A comparison that sees any unknown
-    kernel on either side cannot say the IR is the same."""
+    and (``report.unknown``) the kernels it launched whose IR is not, with why: a comparison
+    that sees any on either side cannot say the IR is the same (``core.fingerprint``)."""
 
     report: IrReport
-    unknown: tuple[tuple[str, str], ...] = ()  # (kernel name, why its IR is unknown)
+
+    @property
+    def unknown(self) -> tuple[tuple[str, str], ...]:
+        """(kernel name, why its IR is unknown)"""
+        return self.report.unknown
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -216,14 +222,26 @@ def op_ir(
     kernels: Iterable[Launched],
     nodebug: NodebugFn | None = nodebug_text,
     triton_version: str | None = None,
+    home: Path | None = None,
 ) -> OpIr:
     """One operator's IR from the kernels it launched (:meth:`LaunchRecorder.end`): entries
     sorted by path, as in ``ir.json``; ``triton_version`` defaults to the one the kernels'
-    metadata names."""
+    metadata names. ``home``: the cache folder of one side of a one-process worker, where each
+    of the side's kernels was compiled; a kernel whose entry lies elsewhere was compiled for
+    another side, and its IR is unknown for this one."""
     entries: list[IrEntry] = []
     unknown: list[tuple[str, str]] = []
     versions: set[str] = set()
+    root = home.resolve() if home is not None else None
     for kernel in kernels:
+        ttgir = kernel.stage(TTGIR_SUFFIX)
+        if (
+            root is not None
+            and ttgir is not None
+            and not Path(ttgir).resolve().is_relative_to(root)
+        ):
+            unknown.append((kernel.name, COMPILED_ELSEWHERE.format(home=home)))
+            continue
         try:
             entries.append(ir_entry(kernel, nodebug))
         except ValueError as exc:
@@ -236,5 +254,7 @@ def op_ir(
         triton_version = ",".join(sorted(versions))
     frozen = tuple(sorted(entries, key=lambda e: e.path))
     default = "nodebug" if nodebug is not None else "stripped"
-    report = IrReport(frozen, report_method(frozen, default), triton_version)
-    return OpIr(report, tuple(sorted(unknown)))
+    report = IrReport(
+        frozen, report_method(frozen, default), triton_version, tuple(sorted(unknown))
+    )
+    return OpIr(report)

@@ -187,11 +187,14 @@ class IrReport:
 
     ``method`` is ``"nodebug"`` or ``"stripped"`` when every entry used it, ``"mixed"`` otherwise.
     ``triton_version`` is the version that wrote the cache (from the metadata ``.json`` files).
+    ``unknown``: (kernel, why) of kernels the run launched whose IR it could not take; a report
+    that names one is compared with nothing.
     """
 
     entries: tuple[IrEntry, ...]
     method: str
     triton_version: str | None = None
+    unknown: tuple[tuple[str, str], ...] = ()
 
     def fingerprint(self) -> dict[str, list[str]]:
         """Per kernel name, the sorted list (a multiset) of its variants' hashes."""
@@ -210,6 +213,7 @@ class IrReport:
             "triton_version": self.triton_version,
             "entries": [e.to_json() for e in self.entries],
             "fingerprint": self.fingerprint(),
+            **({"unknown": _unknown_json(self.unknown)} if self.unknown else {}),
         }
 
     @classmethod
@@ -234,7 +238,8 @@ class IrReport:
                 f"{source}: method {method!r} does not match the entries' "
                 f"{report_method(entries)!r}"
             )
-        report = cls(entries=entries, method=method, triton_version=version)
+        unknown = _unknown_from_json(data.get("unknown", []), source)
+        report = cls(entries=entries, method=method, triton_version=version, unknown=unknown)
         if "fingerprint" in data and data["fingerprint"] != report.fingerprint():
             raise ValueError(f"{source}: fingerprint does not match the entries")
         return report
@@ -253,6 +258,21 @@ class IrReport:
             detail = str(exc).splitlines()[0] if str(exc) else ""
             raise ValueError(f"{path}: unreadable ({type(exc).__name__}: {detail})") from None
         return cls.from_json(data, source=str(path))
+
+
+def _unknown_json(unknown: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
+    return [{"kernel": kernel, "reason": why} for kernel, why in unknown]
+
+
+def _unknown_from_json(raw: Any, source: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, list) or not all(
+        isinstance(u, Mapping)
+        and isinstance(u.get("kernel"), str)
+        and isinstance(u.get("reason"), str)
+        for u in raw
+    ):
+        raise ValueError(f"{source}: unknown must be a list of {{kernel, reason}} strings")
+    return tuple((u["kernel"], u["reason"]) for u in raw)
 
 
 def _read_metadata(path: Path) -> dict[str, Any]:
@@ -382,8 +402,14 @@ def specialisation_only(a: IrReport, b: IrReport, kernel: str) -> bool:
 
 
 def check_comparable(a: IrReport, b: IrReport) -> None:
-    """Raise ``ValueError`` (one line) unless the two reports' hashes may be compared: same
-    method, neither mixed, and no two different known Triton versions."""
+    """Raise ``ValueError`` (one line) unless the two reports' hashes may be compared: no
+    kernel of unknown IR on either side, same method, neither mixed, and no two different known
+    Triton versions."""
+    for side, r in (("A", a), ("B", b)):
+        if r.unknown:
+            kernel, why = r.unknown[0]
+            more = f" and {len(r.unknown) - 1} more" if len(r.unknown) > 1 else ""
+            raise ValueError(f"{side} launched a kernel of unknown IR: {kernel} ({why}){more}")
     if a.method == MIXED or b.method == MIXED:
         raise ValueError(
             "cannot compare IR fingerprints: a report mixes nodebug and stripped hashes"

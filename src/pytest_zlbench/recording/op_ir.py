@@ -74,7 +74,7 @@ class OpIrRecorder:
         if kernels:
             from ..adapters.triton_launches import op_ir
 
-            ir = op_ir(kernels)
+            ir = op_ir(kernels, home=self.cache if self.when is not None else None)
             ir.write(run_dir / IR_FILE)
             return f"{len(kernels)} kernels launched"
         after = ttgir_files(self.cache)
