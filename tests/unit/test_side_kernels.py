@@ -60,6 +60,9 @@ class StandIn:
     def __init__(self) -> None:
         self.compiled: list[tuple[str, str, str]] = []  # (function, ttgir, TRITON_CACHE_DIR)
 
+    def __get__(self, fn: Any, owner: Any = None) -> Any:  # bound like a method
+        return self if fn is None else types.MethodType(self, fn)
+
     def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         caches = fn.device_caches
         if "kernel" not in caches:  # a plain dict lookup: no binder (it needs a driver)
@@ -254,6 +257,7 @@ def test_a_wrapper_without_a_run_of_its_own_is_refused_in_one_line(
     with pytest.raises(RuntimeError, match="defines no run of its own"):
         sides.install()
     assert JITFunction.__dict__["run"] is stand_in  # nothing was patched
+    assert "device_caches" not in JITFunction.__dict__
 
 
 def test_flaggems_imported_after_the_first_install_is_patched_by_the_next(
@@ -266,14 +270,14 @@ def test_flaggems_imported_after_the_first_install_is_patched_by_the_next(
 
     sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
     sides.install()  # before FlagGems is imported
-    patched = JITFunction.__dict__["run"]
+    patched = JITFunction.__dict__["device_caches"]
     module = types.ModuleType(LIBENTRY_MODULE)
     module.LibEntry = LibEntry  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, LIBENTRY_MODULE, module)
     original = LibEntry.__dict__["run"]
     sides.install()
     try:
-        assert JITFunction.__dict__["run"] is patched  # not wrapped twice
+        assert JITFunction.__dict__["device_caches"] is patched  # not patched twice
         assert LibEntry.__dict__["run"] is not original
     finally:
         sides.uninstall()
@@ -328,6 +332,7 @@ def test_a_function_whose_run_was_replaced_on_it_before_install_keeps_kernels_pe
             b = guarded_kernel.run()
             assert guarded_kernel.run() is b
         assert guarded_kernel.run() is a
+        assert sides.differs("B") is True  # seen although the class's run never ran
     finally:
         sides.uninstall()
         del guarded_kernel.run
@@ -335,3 +340,38 @@ def test_a_function_whose_run_was_replaced_on_it_before_install_keeps_kernels_pe
     assert [Path(d).name for _, _, d in stand_in.compiled] == ["A", "B"]
     assert guarded_kernel.device_caches is own
     assert "device_caches" not in JITFunction.__dict__
+
+
+def test_a_function_made_or_given_caches_while_a_side_is_in_use(
+    tmp_path: Path, stand_in: StandIn
+) -> None:
+    """A kernel module imported while side B is in use (FlagGems' late imports): the caches
+    Triton gives the new function are its own (the first side's), side B's are apart; caches
+    set while side B is in use are side B's only."""
+    from triton.runtime.jit import JITFunction
+
+    sides = SideKernels(tmp_path, {"A": {}, "B": SWITCH})
+    sides.install()
+    try:
+        with sides.use("B"):
+
+            @triton.jit
+            def late_kernel(x_ptr):
+                pass
+
+            own = late_kernel.__dict__["device_caches"]  # what Triton's __init__ set
+            assert late_kernel.device_caches is not own
+            b = late_kernel.run()
+        with sides.use("A"):
+            assert late_kernel.device_caches is own
+            a = late_kernel.run()
+        assert (a.asm["ttgir"], b.asm["ttgir"]) == ("warp_group_dot", "mma v2")
+        assert late_kernel.device_caches is own
+        with sides.use("B"):
+            late_kernel.device_caches = {"kernel": b}
+            assert late_kernel.device_caches == {"kernel": b}
+        assert late_kernel.device_caches is own
+    finally:
+        sides.uninstall()
+    assert "device_caches" not in JITFunction.__dict__
+    assert "_zl_side_caches" not in late_kernel.__dict__

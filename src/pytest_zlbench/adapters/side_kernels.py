@@ -43,8 +43,7 @@ class SideKernels:
 
     ``envs`` maps each side to the variables it sets (its switch); a variable named by any side
     is unset in the others. The first side owns the caches the functions had before
-    :meth:`install`, and is the side in use outside :meth:`use`. ``ttgir[side][kernel]`` holds
-    the digests of the TTGIR of the kernels each side launched through ``JITFunction.run``."""
+    :meth:`install`, and is the side in use outside :meth:`use`."""
 
     def __init__(self, root: Path, envs: Mapping[str, Mapping[str, str]]) -> None:
         if not envs:
@@ -53,22 +52,19 @@ class SideKernels:
         self.envs = {side: dict(env) for side, env in envs.items()}
         self.sides = list(self.envs)
         self.current = self.sides[0]
-        self.ttgir: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-        #: (side, kernel name) launched since :meth:`reset`
-        self.touched: set[tuple[str, str]] = set()
+        #: (side, JITFunction) whose kernel caches the side read since :meth:`reset` (every
+        #: launch through Triton reads them)
+        self.touched: set[tuple[str, Any]] = set()
         self._names = sorted({name for env in self.envs.values() for name in env})
-        #: (side, id of a kernel) -> (the kernel, its name): digested already (the kernel is
-        #: held so that its id cannot name another one)
-        self._seen: dict[tuple[str, int], tuple[Any, str]] = {}
         self._patched: list[tuple[Any, str, Any]] = []
         self._owners: weakref.WeakSet[Any] = weakref.WeakSet()
 
     # -- installing --------------------------------------------------------------------------
 
     def install(self) -> None:
-        """Patch ``JITFunction.run`` (and ``LibEntry.run`` where FlagGems is imported). Called
-        again, it patches what it has not yet (FlagGems imported since); a call that cannot
-        patch one of them patches neither."""
+        """Give ``JITFunction`` its per-side ``device_caches`` property (and patch
+        ``LibEntry.run`` where FlagGems is imported). Called again, it patches what it has not
+        yet (FlagGems imported since); a call that cannot patch one of them patches neither."""
         from triton.runtime.jit import JITFunction
 
         libentry = sys.modules.get(LIBENTRY_MODULE)
@@ -81,7 +77,6 @@ class SideKernels:
             self._check(owner)
         for owner in owners:
             if owner is JITFunction:
-                self._patch(owner, "run", self._jit_run(owner.run))
                 self._patch(owner, "device_caches", self._jit_caches())
             else:
                 self._patch(owner, "run", self._entry_run(owner.run))
@@ -102,6 +97,13 @@ class SideKernels:
 
     @staticmethod
     def _check(owner: Any) -> None:
+        if owner.__name__ == "JITFunction":
+            if "create_binder" not in owner.__dict__ or "device_caches" in owner.__dict__:
+                raise RuntimeError(
+                    f"{owner.__module__}.JITFunction keeps no device_caches of its own: this "
+                    "version cannot keep kernels per side"
+                )
+            return
         if "run" not in owner.__dict__:
             raise RuntimeError(
                 f"{owner.__module__}.{owner.__qualname__} defines no run of its own "
@@ -136,12 +138,17 @@ class SideKernels:
 
         def get(fn: Any) -> Any:
             own = fn.__dict__
+            sides.touched.add((sides.current, fn))
             if sides.current == first or "device_caches" not in own:
                 try:
                     return own["device_caches"]
                 except KeyError:
                     raise AttributeError("device_caches") from None
-            return sides._side_store(fn).setdefault(sides.current, defaultdict(fn.create_binder))
+            store = sides._side_store(fn)
+            caches = store.get(sides.current)
+            if caches is None:
+                caches = store[sides.current] = defaultdict(fn.create_binder)
+            return caches
 
         def put(fn: Any, caches: Any) -> None:
             own = fn.__dict__
@@ -159,16 +166,6 @@ class SideKernels:
             self._owners.add(obj)
         return store  # type: ignore[no-any-return]
 
-    def _jit_run(self, run: Any) -> Any:
-        sides = self
-
-        def side_run(fn: Any, *args: Any, **kwargs: Any) -> Any:
-            kernel = run(fn, *args, **kwargs)
-            sides._note(kernel)
-            return kernel
-
-        return side_run
-
     def _entry_run(self, run: Any) -> Any:
         sides = self
 
@@ -180,19 +177,6 @@ class SideKernels:
             return run(entry, *args, **kwargs)
 
         return side_run
-
-    def _note(self, kernel: Any) -> None:
-        seen = self._seen.get((self.current, id(kernel)))
-        if seen is not None and seen[0] is kernel:  # a kernel this side already digested
-            self.touched.add((self.current, seen[1]))
-            return
-        ttgir = (getattr(kernel, "asm", None) or {}).get("ttgir")
-        name = getattr(kernel, "name", None)
-        if ttgir and name:
-            self._seen[(self.current, id(kernel))] = (kernel, name)
-            text = ttgir if isinstance(ttgir, str) else str(ttgir)
-            self.ttgir[self.current][name].add(hashlib.sha256(text.encode()).hexdigest()[:16])
-            self.touched.add((self.current, name))
 
     # -- the side in use ---------------------------------------------------------------------
 
@@ -225,14 +209,39 @@ class SideKernels:
     # -- what each side compiled ---------------------------------------------------------------
 
     def differs(self, side: str) -> bool | None:
-        """Whether a kernel ``side`` launched since :meth:`reset` has a TTGIR that the first
-        side's kernel of that name never had; ``None`` when it launched none through
-        ``JITFunction.run`` (a wrapper's cache served it)."""
-        first = self.ttgir[self.sides[0]]
-        names = [name for s, name in self.touched if s == side]
-        if not names:
+        """Whether a function ``side`` launched since :meth:`reset` holds a kernel for it whose
+        TTGIR the first side's kernels of that function never had; ``None`` when it launched
+        none through Triton (a wrapper's cache served it)."""
+        first = self.sides[0]
+        pairs = [
+            (_ttgir(self._caches_of(fn, side)), _ttgir(self._caches_of(fn, first)))
+            for s, fn in self.touched
+            if s == side
+        ]
+        pairs = [(mine, theirs) for mine, theirs in pairs if mine]
+        if not pairs:
             return None
-        return any(not self.ttgir[side][name] <= first.get(name, set()) for name in names)
+        return any(not mine <= theirs for mine, theirs in pairs)
+
+    def _caches_of(self, fn: Any, side: str) -> Any:
+        if side == self.sides[0]:
+            return fn.__dict__.get("device_caches")
+        return fn.__dict__.get("_zl_side_caches", {}).get(side)
 
     def reset(self) -> None:
         self.touched.clear()
+
+
+def _ttgir(caches: Any) -> set[str]:
+    """Digests of the TTGIR of the compiled kernels in a ``JITFunction``'s caches: Triton's (per
+    device, a tuple whose dicts hold them) or a plain mapping of them."""
+    out: set[str] = set()
+    for value in (caches or {}).values():
+        for part in value if isinstance(value, tuple) else (value,):
+            for kernel in part.values() if isinstance(part, dict) else (part,):
+                asm = getattr(kernel, "asm", None)
+                ttgir = asm.get("ttgir") if hasattr(asm, "get") else None
+                if ttgir:
+                    text = ttgir if isinstance(ttgir, str) else str(ttgir)
+                    out.add(hashlib.sha256(text.encode()).hexdigest()[:16])
+    return out

@@ -178,8 +178,8 @@ class SideWorker:
         self._begin(recorder)
         if both is not None:
             other = RunRecorder(self.config, dir_b, self.replay, self.seeded, self.seed)
-            both.begin(str(message["op"]), recorder, other, dir_b)
-            self.failure = both.install()
+            self.failure = both.install()  # imports Triton: each side's launch recorder joins
+            both.begin(str(message["op"]), recorder, other, dir_b)  # its hooks from the start
             if self.failure is not None:
                 indices = []  # this process cannot keep the sides' kernels apart
         else:
