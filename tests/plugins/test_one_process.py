@@ -192,15 +192,15 @@ def test_a_flaggems_test_gives_each_side_its_rows(suite: pytest.Pytester, layout
 
 
 #: makes every one-process worker unable to keep kernels per side, as a Triton whose
-#: JITFunction has no run of its own would
+#: JITFunction keeps no device_caches would
 UNKEPT = """
 
 import pytest_zlbench.adapters.side_kernels as _side_kernels
 
 
 def _refuse(self):
-    raise RuntimeError("triton.runtime.jit.JITFunction defines no run of its own: this version "
-                       "cannot keep kernels per side")
+    raise RuntimeError("triton.runtime.jit.JITFunction keeps no device_caches of its own: this "
+                       "version cannot keep kernels per side")
 
 
 _side_kernels.SideKernels.install = _refuse
@@ -216,7 +216,7 @@ def test_a_process_that_cannot_keep_kernels_per_side_sends_its_operators_to_proc
     got = lines(root)
     assert got["gemm"].verdict == screening.IR_CHANGED  # measured alone, one process per side
     note = got["gemm"].note
-    assert "--zl-screen-mode=one-process: triton.runtime.jit.JITFunction defines no run" in note
+    assert "--zl-screen-mode=one-process: triton.runtime.jit.JITFunction keeps no" in note
     assert "measured again alone, one process per side" in note
     assert ab(root, "gemm")["rounds"] == 1
 

@@ -103,7 +103,6 @@ def test_a_replay_that_had_to_tune_is_not_an_ir_change() -> None:
     assert aggregate("mm", one_round(a, b)).verdict == IR_CHANGED
 
 
-
 def test_a_side_that_launched_a_kernel_of_unknown_ir_is_not_an_ir_verdict() -> None:
     """Side B launched mm from side A's cache folder (a one-process worker whose per-side
     caches a library bypassed): the kernels it could read are identical, which proves
@@ -122,6 +121,7 @@ def test_a_side_that_launched_a_kernel_of_unknown_ir_is_not_an_ir_verdict() -> N
         for n in result.notes
     ), result.notes
     assert result.range_text().startswith("IR not compared ")
+
 
 def test_the_stage_enters_in_one_place() -> None:
     a = signed(("mm", "s", "h1"))

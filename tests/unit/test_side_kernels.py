@@ -375,3 +375,14 @@ def test_a_function_made_or_given_caches_while_a_side_is_in_use(
         sides.uninstall()
     assert "device_caches" not in JITFunction.__dict__
     assert "_zl_side_caches" not in late_kernel.__dict__
+
+
+def test_a_triton_whose_jitfunction_keeps_no_device_caches_is_refused_in_one_line(
+    tmp_path: Path, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from triton.runtime.jit import JITFunction
+
+    monkeypatch.delattr(JITFunction, "create_binder")  # a Triton before device_caches
+    with pytest.raises(RuntimeError, match="JITFunction keeps no device_caches of its own"):
+        SideKernels(tmp_path, {"A": {}, "B": SWITCH}).install()
+    assert "device_caches" not in JITFunction.__dict__
