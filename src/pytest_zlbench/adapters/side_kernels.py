@@ -239,8 +239,8 @@ def _ttgir(caches: Any) -> set[str]:
     for value in (caches or {}).values():
         for part in value if isinstance(value, tuple) else (value,):
             for kernel in part.values() if isinstance(part, dict) else (part,):
-                asm = getattr(kernel, "asm", None)
-                ttgir = asm.get("ttgir") if hasattr(asm, "get") else None
+                asm = getattr(kernel, "asm", None)  # Triton's AsmDict is a dict
+                ttgir = asm.get("ttgir") if isinstance(asm, Mapping) else None
                 if ttgir:
                     text = ttgir if isinstance(ttgir, str) else str(ttgir)
                     out.add(hashlib.sha256(text.encode()).hexdigest()[:16])
