@@ -9,6 +9,7 @@ real matmul for sm_90 on the CPU under two sides of one process.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import sys
@@ -118,7 +119,7 @@ def test_each_side_compiles_and_keeps_its_own_kernel(sides: SideKernels, stand_i
     with sides.use("B"):
         second_kernel.run()
     assert (sides.differs("B"), sides.differs("C")) == (True, None)
-    # a kernel launched again after a reset counts again (its TTGIR digested once)
+    # a kernel launched again after a reset counts again
     sides.reset()
     with sides.use("C"):
         first_kernel.run()
@@ -382,7 +383,51 @@ def test_a_triton_whose_jitfunction_keeps_no_device_caches_is_refused_in_one_lin
 ) -> None:
     from triton.runtime.jit import JITFunction
 
-    monkeypatch.delattr(JITFunction, "create_binder")  # a Triton before device_caches
+    def create_binder(self: Any, backend: Any) -> None: ...  # Triton 3.0 and 3.1
+
+    monkeypatch.setattr(JITFunction, "create_binder", create_binder)
     with pytest.raises(RuntimeError, match="JITFunction keeps no device_caches of its own"):
         SideKernels(tmp_path, {"A": {}, "B": SWITCH}).install()
     assert "device_caches" not in JITFunction.__dict__
+    monkeypatch.delattr(JITFunction, "create_binder")
+    with pytest.raises(RuntimeError, match="JITFunction keeps no device_caches of its own"):
+        SideKernels(tmp_path, {"A": {}, "B": SWITCH}).install()
+
+
+def test_a_second_installation_is_refused_in_one_line(tmp_path: Path, stand_in: StandIn) -> None:
+    sides = SideKernels(tmp_path / "one", {"A": {}, "B": SWITCH})
+    sides.install()
+    try:
+        with pytest.raises(RuntimeError, match="device_caches is patched already"):
+            SideKernels(tmp_path / "two", {"A": {}, "B": SWITCH}).install()
+    finally:
+        sides.uninstall()
+
+
+def test_the_ttgir_of_a_side_is_read_from_caches_laid_out_as_tritons(tmp_path: Path) -> None:
+    """Triton 3.6 keeps, per device, (kernel cache, key cache, target, backend, binder): the
+    compiled kernels are in the first; nothing else there has a TTGIR."""
+    from triton.backends.compiler import GPUTarget
+
+    from pytest_zlbench.adapters.side_kernels import _ttgir
+
+    spec = importlib.util.spec_from_file_location("zl_compile_b", DATA / "triton_compile.py")
+    assert spec is not None
+    assert spec.loader is not None
+    helper = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helper)
+    module = helper.load_module(str(DATA / "triton_kernels.py"))
+    signature, constexprs, divisible, options = helper.SPECS["matmul_kernel"]
+    attrs = {(i,): helper.DIV16 for i in divisible}
+    with pytest.MonkeyPatch.context() as mp:
+        for name in list(os.environ):
+            if name.startswith(("TRITON_", "DISABLE_", "MLIR_", "LLVM_")):
+                mp.delenv(name)
+        mp.setenv("TRITON_HOME", str(tmp_path))
+        source = triton.compiler.ASTSource(module.matmul_kernel, signature, constexprs, attrs)
+        kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    target = GPUTarget("cuda", 90, 32)
+    caches = {0: ({"key": kernel}, {"specialisation": "key"}, target, object(), print)}
+    (digest,) = _ttgir(caches)
+    assert digest == hashlib.sha256(str(kernel.asm["ttgir"]).encode()).hexdigest()[:16]
+    assert _ttgir({0: ({}, {}, target, object(), print)}) == set()

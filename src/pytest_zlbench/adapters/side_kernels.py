@@ -52,9 +52,9 @@ class SideKernels:
         self.envs = {side: dict(env) for side, env in envs.items()}
         self.sides = list(self.envs)
         self.current = self.sides[0]
-        #: (side, JITFunction) whose kernel caches the side read since :meth:`reset` (every
-        #: launch through Triton reads them)
-        self.touched: set[tuple[str, Any]] = set()
+        #: (side, id of a JITFunction) -> a weak reference to it: the functions whose kernel
+        #: caches the side read since :meth:`reset` (every launch through Triton reads them)
+        self._touched: dict[tuple[str, int], Any] = {}
         self._names = sorted({name for env in self.envs.values() for name in env})
         self._patched: list[tuple[Any, str, Any]] = []
         self._owners: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -89,6 +89,7 @@ class SideKernels:
             else:
                 setattr(owner, name, old)
         self._patched.clear()
+        self._touched.clear()
         first = self.sides[0]
         for obj in list(self._owners):
             store = obj.__dict__.pop("_zl_side_caches", {})
@@ -98,10 +99,18 @@ class SideKernels:
     @staticmethod
     def _check(owner: Any) -> None:
         if owner.__name__ == "JITFunction":
-            if "create_binder" not in owner.__dict__ or "device_caches" in owner.__dict__:
+            # Triton 3.2+: device_caches, whose binders ``create_binder(self)`` makes (3.0 and
+            # 3.1 kept kernels in ``cache`` and took a backend)
+            binder = owner.__dict__.get("create_binder")
+            if binder is None or list(inspect.signature(binder).parameters) != ["self"]:
                 raise RuntimeError(
                     f"{owner.__module__}.JITFunction keeps no device_caches of its own: this "
                     "version cannot keep kernels per side"
+                )
+            if "device_caches" in owner.__dict__:
+                raise RuntimeError(
+                    f"{owner.__module__}.JITFunction.device_caches is patched already (by "
+                    "another SideKernels?): one installs at a time"
                 )
             return
         if "run" not in owner.__dict__:
@@ -138,7 +147,9 @@ class SideKernels:
 
         def get(fn: Any) -> Any:
             own = fn.__dict__
-            sides.touched.add((sides.current, fn))
+            key = (sides.current, id(fn))
+            if key not in sides._touched:
+                sides._touched[key] = weakref.ref(fn)
             if sides.current == first or "device_caches" not in own:
                 try:
                     return own["device_caches"]
@@ -213,10 +224,11 @@ class SideKernels:
         TTGIR the first side's kernels of that function never had; ``None`` when it launched
         none through Triton (a wrapper's cache served it)."""
         first = self.sides[0]
+        fns = [ref() for (s, _), ref in list(self._touched.items()) if s == side]
         pairs = [
             (_ttgir(self._caches_of(fn, side)), _ttgir(self._caches_of(fn, first)))
-            for s, fn in self.touched
-            if s == side
+            for fn in fns
+            if fn is not None
         ]
         pairs = [(mine, theirs) for mine, theirs in pairs if mine]
         if not pairs:
@@ -229,7 +241,7 @@ class SideKernels:
         return fn.__dict__.get("_zl_side_caches", {}).get(side)
 
     def reset(self) -> None:
-        self.touched.clear()
+        self._touched.clear()
 
 
 def _ttgir(caches: Any) -> set[str]:
