@@ -202,16 +202,9 @@ def test_flaggems_libentry_caches_are_kept_per_side(
     assert LibEntry.__dict__["run"].__name__ == "run"
 
 
-def test_a_side_s_switch_reaches_the_real_compiler_in_the_same_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One process, two sides: Hopper's MMA v3 (``warp_group_dot``) for A, not for B."""
-    from triton.backends.compiler import GPUTarget
-
-    for name in list(os.environ):
-        if name.startswith(("TRITON_", "DISABLE_", "MLIR_", "LLVM_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("TRITON_HOME", str(tmp_path / "home"))
+def matmul_source() -> Any:
+    """Triton's source of the matmul of ``tests/data/triton_kernels.py`` for sm_90, and its
+    options (``tests/data/triton_compile.py`` says how it is specialised)."""
     spec = importlib.util.spec_from_file_location("zl_compile", DATA / "triton_compile.py")
     assert spec is not None
     assert spec.loader is not None
@@ -220,9 +213,27 @@ def test_a_side_s_switch_reaches_the_real_compiler_in_the_same_process(
     module = helper.load_module(str(DATA / "triton_kernels.py"))
     signature, constexprs, divisible, options = helper.SPECS["matmul_kernel"]
     attrs = {(i,): helper.DIV16 for i in divisible}
+    return triton.compiler.ASTSource(module.matmul_kernel, signature, constexprs, attrs), options
+
+
+def clean_compiler_env(mp: pytest.MonkeyPatch, home: Path) -> None:
+    """No variable that steers Triton's compiler from the caller; its home in ``home``."""
+    for name in list(os.environ):
+        if name.startswith(("TRITON_", "DISABLE_", "MLIR_", "LLVM_")):
+            mp.delenv(name)
+    mp.setenv("TRITON_HOME", str(home))
+
+
+def test_a_side_s_switch_reaches_the_real_compiler_in_the_same_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process, two sides: Hopper's MMA v3 (``warp_group_dot``) for A, not for B."""
+    from triton.backends.compiler import GPUTarget
+
+    clean_compiler_env(monkeypatch, tmp_path / "home")
+    source, options = matmul_source()
 
     def ttgir() -> str:
-        source = triton.compiler.ASTSource(module.matmul_kernel, signature, constexprs, attrs)
         kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
         return str(kernel.asm["ttgir"])
 
@@ -411,20 +422,9 @@ def test_the_ttgir_of_a_side_is_read_from_caches_laid_out_as_tritons(tmp_path: P
 
     from pytest_zlbench.adapters.side_kernels import _ttgir
 
-    spec = importlib.util.spec_from_file_location("zl_compile_b", DATA / "triton_compile.py")
-    assert spec is not None
-    assert spec.loader is not None
-    helper = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(helper)
-    module = helper.load_module(str(DATA / "triton_kernels.py"))
-    signature, constexprs, divisible, options = helper.SPECS["matmul_kernel"]
-    attrs = {(i,): helper.DIV16 for i in divisible}
+    source, options = matmul_source()
     with pytest.MonkeyPatch.context() as mp:
-        for name in list(os.environ):
-            if name.startswith(("TRITON_", "DISABLE_", "MLIR_", "LLVM_")):
-                mp.delenv(name)
-        mp.setenv("TRITON_HOME", str(tmp_path))
-        source = triton.compiler.ASTSource(module.matmul_kernel, signature, constexprs, attrs)
+        clean_compiler_env(mp, tmp_path)
         kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
     target = GPUTarget("cuda", 90, 32)
     caches = {0: ({"key": kernel}, {"specialisation": "key"}, target, object(), print)}
