@@ -22,7 +22,7 @@ from .capture import (
 )
 from .measurement import Measurement, Placement, Timer
 from .replay_samples import busy_ms, check_plausible, cold_samples
-from .turns import UNGATED, Gate, Turns, shares
+from .turns import UNGATED, Gate, Turns, passed_on_gate, shares
 
 T = TypeVar("T")
 
@@ -107,16 +107,7 @@ class GraphTimer:
         self._direct_reason: str | None = None
         self._gate: Gate = UNGATED
 
-    @property
-    def gate(self) -> Gate:
-        return self._gate
-
-    @gate.setter
-    def gate(self, gate: Gate) -> None:
-        """The gate of this timer and of its direct fallback."""
-        self._gate = gate
-        if hasattr(self.direct, "gate"):
-            self.direct.gate = gate
+    gate = passed_on_gate("direct")  # the gate of this timer and of its direct fallback
 
     def describe(self) -> str:
         timer = "kernel:" if self.kernel else f"graph:{'cold' if self.cold else 'warm'},"

@@ -38,7 +38,7 @@ from .capture import FatalDeviceError, error_line, error_reason, raise_if_fatal
 from .graph_timer import PRIMER_BELOW_MS, GraphTimer
 from .measurement import Measurement, Timer
 from .replay_samples import check_plausible
-from .turns import UNGATED, Gate, shares
+from .turns import UNGATED, Gate, passed_on_gate, shares
 
 #: calls in the graph whose replay sizes a pair's timed graphs
 PROBE_CALLS = 10
@@ -79,15 +79,7 @@ class PairTimer:
         self.name = inner.name
         self._gate: Gate = UNGATED
 
-    @property
-    def gate(self) -> Gate:
-        return self._gate
-
-    @gate.setter
-    def gate(self, gate: Gate) -> None:
-        self._gate = gate
-        if hasattr(self.inner, "gate"):
-            self.inner.gate = gate
+    gate = passed_on_gate("inner")  # the gate of this timer and of the session's timer
 
     @property
     def direct(self) -> Any:

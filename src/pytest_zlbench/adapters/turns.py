@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Turns(Protocol):
@@ -84,6 +84,22 @@ class CountingGate:
     @contextmanager
     def measurement(self) -> Iterator[Turns]:
         yield _CountedAlone(self)
+
+
+def passed_on_gate(held: str) -> property:
+    """A timer's ``gate`` (kept in ``_gate``) that also gates the timer it holds as attribute
+    ``held``, when that one takes a gate: a fallback or wrapped timer times in the same turns."""
+
+    def get(timer: Any) -> Gate:
+        return timer._gate  # type: ignore[no-any-return]
+
+    def put(timer: Any, gate: Gate) -> None:
+        timer._gate = gate
+        inner = getattr(timer, held)
+        if hasattr(inner, "gate"):
+            inner.gate = gate
+
+    return property(get, put)
 
 
 def shares(total: int, parts: int) -> list[int]:
