@@ -339,6 +339,23 @@ def test_the_fallback_line_we_print_is_the_one_the_parser_reads() -> None:
     assert (rows[2].timer, rows[2].fallback) == ("direct", "RuntimeError: a = b (x)")
 
 
+def test_a_row_the_kernel_timer_read_without_a_graph_keeps_its_timer_through_the_marker() -> None:
+    """The kernel timer reads a shape without a graph by its eager calls' kernels: its marker
+    line names the timer, so that the row read back is not taken for a direct one."""
+    shape = "[torch.Size([8, 8]), torch.Size([8, 8])]"
+    marked = Row("mm", "float16", shape, None, timer="kernel", fallback="RuntimeError: no (x)")
+    line = fallback_line(marked)
+    assert " timer=kernel reason=RuntimeError: no (x)" in line
+    rows = parse_stdout("ZLBENCH_TIMER kernel\n" + mm_table() + line + "\n")
+    assert [(r.timer, r.fallback) for r in rows] == [
+        ("kernel", None),
+        ("kernel", None),
+        ("kernel", "RuntimeError: no (x)"),
+    ]
+    with pytest.raises(RecordError, match=r"timer 'fast' is not one of graph, kernel, direct"):
+        parse_stdout(mm_table() + line.replace("timer=kernel", "timer=fast") + "\n")
+
+
 def test_fallback_markers_after_several_dtype_tables_and_repeated_shapes():
     text = (
         "ZLBENCH_TIMER graph\n"

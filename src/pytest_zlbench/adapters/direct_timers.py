@@ -1,8 +1,10 @@
-"""The timers without a device graph: the CPU clock of the cpu backend, and the backend's
-``do_bench`` (the direct timer, also the graph timer's per-shape fallback)."""
+"""The timers without a device graph: the CPU clock of the cpu backend, the backend's
+``do_bench`` (the direct timer, the graph timer's per-shape fallback), and the kernel timer's
+per-shape fallback, which reads eager calls by their kernels' durations."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -10,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.stats import spread
-from .measurement import Measurement
-from .turns import UNGATED, Gate
+from .capture import DeviceAPI, NotCapturedError, raise_if_fatal
+from .measurement import Measurement, Timer
+from .replay_samples import busy_ms
+from .turns import UNGATED, Gate, passed_on_gate, shares
 
 #: the fewest samples a timer returns: a spread of fewer says nothing about the measurement
 MIN_SAMPLES = 10
@@ -118,3 +122,110 @@ class DirectTimer:
                     times += got
         s = spread(times)
         return Measurement(s.p50, s, "direct", settings=self.describe(), lockstep=turns.lockstep)
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel timer without a graph
+
+
+class EagerKernelTimer:
+    """The kernel timer (``--zl-timer=kernel``) of a shape that has no graph (its capture
+    failed, or ``ops/no_capture.yaml`` refuses it): ``calls`` eager calls back to back inside
+    the device trace per sample, ``samples`` samples; a sample is the time the calls' kernels,
+    copies and sets kept the device busy (:func:`.replay_samples.busy_ms`), per call.
+
+    It reads what the kernel timer reads from graph replays, without the host's share of an
+    eager call (its launches, and a read of a device value such as ``nonzero``'s count), which
+    the direct timer's clock includes: an A/B screen then compares the kernels on both sides,
+    the same reading as every other row of the session. Warm calls only, as the kernel timer.
+
+    ``calls`` fills ``budget_ms`` by an eager estimate (host time included), at most
+    ``max_calls``. Each turn of the gate is one trace, split into its share of samples; the
+    split needs the same number of activities per call. Where a trace records none, or a number
+    the calls do not share evenly (a call whose kernels depend on its data), the shape is timed
+    by ``direct`` instead, with that reason.
+    """
+
+    name = "kernel"
+
+    def __init__(
+        self,
+        api: DeviceAPI,
+        direct: Timer,
+        budget_ms: float = 20.0,
+        samples: int = 10,
+        warmup_calls: int = 3,
+        max_calls: int = 2000,
+    ) -> None:
+        self.api = api
+        self.direct = direct
+        self.budget_ms = budget_ms
+        self.samples = samples
+        self.warmup_calls = warmup_calls
+        self.max_calls = max_calls
+        self._traced = False  # the first device trace of a process sets the profiler up
+        self._gate: Gate = UNGATED
+
+    gate = passed_on_gate("direct")  # the gate of this timer and of its direct fallback
+
+    def describe(self) -> str:
+        return (
+            f"eager-kernel:budget={self.budget_ms:g}ms,samples={self.samples},"
+            f"else {self.direct.describe()}"
+        )
+
+    def measure(self, fn: Callable[[], Any]) -> Measurement:
+        with self.gate.measurement() as turns:
+            try:
+                samples = self._sampled(fn, turns)
+            except NotCapturedError as exc:
+                m = self.direct.measure(fn)  # further turns of the same measurement
+                return dataclasses.replace(m, fallback=str(exc), lockstep=turns.lockstep)
+        s = spread(samples)
+        return Measurement(s.p50, s, self.name, settings=self.describe(), lockstep=turns.lockstep)
+
+    def _sampled(self, fn: Callable[[], Any], turns: Any) -> list[float]:
+        api = self.api
+        try:
+            for _ in range(self.warmup_calls):  # untimed: compiles and tunes
+                fn()
+            api.synchronize()
+            start, end = api.event(), api.event()
+            start.record()
+            for _ in range(3):
+                fn()
+            end.record()
+            api.synchronize()
+            estimate = max(api.elapsed_ms(start, end) / 3, 1e-5)
+            if not self._traced:  # untimed: the profiler's first start is slow
+                with api.device_trace():
+                    api.synchronize()
+                self._traced = True
+            calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
+            out: list[float] = []
+            for share in shares(self.samples, turns.portions):
+                with turns.turn(), api.device_trace() as spans:
+                    for _ in range(share * calls):
+                        fn()
+                    api.synchronize()
+                out += per_call_samples(spans, share, calls)
+        except NotCapturedError:
+            raise
+        except BaseException as exc:
+            raise_if_fatal(api, exc)  # a dead context shows up at whichever call comes next
+            raise
+        return out
+
+
+def per_call_samples(spans: list[tuple[float, float]], samples: int, calls: int) -> list[float]:
+    """``samples`` samples of ``calls`` eager calls each from one trace's activities (in start
+    order): per sample, their busy time per call."""
+    if not spans:
+        raise NotCapturedError("the device trace recorded no work of the eager calls")
+    if len(spans) % (samples * calls):
+        raise NotCapturedError(
+            f"the device trace recorded {len(spans)} activities over {samples * calls} eager "
+            "calls: not the same number per call, so its samples cannot be told apart"
+        )
+    per = len(spans) // samples
+    return [busy_ms(spans[i * per : (i + 1) * per]) / calls for i in range(samples)]

@@ -20,7 +20,7 @@ from .capture import (
     is_fatal,
     raise_if_fatal,
 )
-from .measurement import Measurement, Placement, Timer
+from .measurement import Measurement, Placement, Timer, fell_back
 from .replay_samples import busy_ms, check_plausible, cold_samples
 from .turns import UNGATED, Gate, Turns, passed_on_gate, shares
 
@@ -369,10 +369,7 @@ class GraphTimer:
         self, fn: Callable[[], Any], turns: Turns, placed: Placement | None = None
     ) -> Measurement:
         if self._direct_reason is not None:
-            m = self.direct.measure(fn)
-            return Measurement(
-                m.ms, m.spread, "direct", fallback=self._direct_reason, settings=m.settings
-            )
+            return fell_back(self.direct.measure(fn), self._direct_reason)
         api = self.api
         flush = api.make_flush() if self.cold else None
 
@@ -422,7 +419,7 @@ class GraphTimer:
                     raise_if_fatal(api, after)
                     self._raise_if_broken(fn, reason)
                     raise
-                return Measurement(m.ms, m.spread, "direct", fallback=reason, settings=m.settings)
+                return fell_back(m, reason)
         finally:
             for g in graphs:
                 api.release(g)

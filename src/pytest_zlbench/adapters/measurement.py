@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -29,6 +30,14 @@ class Measurement:
     other: Measurement | None = None
     #: why side B's call failed where side A's ran (then ``other`` is ``None``)
     other_error: str | None = None
+
+
+def fell_back(m: Measurement, reason: str) -> Measurement:
+    """``m``, a shape's measurement by its fallback timer (the direct timer; under the kernel
+    timer, its reading of eager calls), marked with why the shape has no graph; a reason of the
+    fallback timer's own (it fell back in turn) follows."""
+    why = reason if m.fallback is None else f"{reason}; {m.fallback}"
+    return dataclasses.replace(m, fallback=why)
 
 
 class Placement(Protocol):

@@ -20,7 +20,8 @@ measurement is:
 
 Any other timer (direct, cold cache, the CPU clock) measures each side with the session's timer
 in the same A B B A order, each side's two halves merged. Where a capture fails, or the session's
-timer fell back on some turns only, both sides are timed by the direct timer in that order, with
+timer fell back on some turns only, both sides are timed by the direct timer in that order (the
+kernel timer's reads their eager calls' kernels: :class:`.direct_timers.EagerKernelTimer`), with
 the reason. A call that fails on side B only (a switch that breaks its compilation) leaves side
 A's measurement alone, with side B's error beside it (``Measurement.other_error``).
 """
@@ -36,7 +37,7 @@ from ..core.records import PAIRED, Row, Spread, row_lockstep
 from ..core.stats import spread
 from .capture import FatalDeviceError, error_line, error_reason, raise_if_fatal
 from .graph_timer import PRIMER_BELOW_MS, GraphTimer
-from .measurement import Measurement, Timer
+from .measurement import Measurement, Timer, fell_back
 from .replay_samples import check_plausible
 from .turns import UNGATED, Gate, passed_on_gate, shares
 
@@ -112,17 +113,25 @@ class PairTimer:
             if isinstance(got, Measurement):
                 return got
             try:  # as GraphTimer falls back: both sides timed directly, with the reason
-                return self._turns(fn, inner.direct, got)
+                return self._one_timer(fn, inner.direct, got)
             except Exception as after:
                 raise_if_fatal(inner.api, after)
                 inner._raise_if_broken(fn, got)
                 raise
+        return self._one_timer(fn, inner)
+
+    def _one_timer(
+        self, fn: Callable[[], Any], timer: Timer, fallback: str | None = None
+    ) -> Measurement:
+        """:meth:`_turns` with ``timer``; where some of its turns fell back to the timer's own
+        direct timer and others did not, every turn again with that one (never a shape's turns
+        on two timers)."""
         turns: list[Measurement] = []
-        m = self._turns(fn, inner, turns=turns)
-        direct = getattr(inner, "direct", None)
+        m = self._turns(fn, timer, fallback, turns)
+        direct = getattr(timer, "direct", None)
         fell = next((t.fallback for t in turns if t.fallback), None)
         if fell is not None and direct is not None and any(not t.fallback for t in turns):
-            return self._turns(fn, direct, fell)  # never a side's turns on two timers
+            return self._one_timer(fn, direct, fell if fallback is None else f"{fallback}; {fell}")
         return m
 
     def _first_calls(self, fn: Callable[[], Any]) -> dict[str, Exception]:
@@ -152,7 +161,8 @@ class PairTimer:
         turns: list[Measurement] | None = None,
     ) -> Measurement:
         """Each side measured by ``timer``, in the order A B B A (each turn's measurement also
-        appended to ``turns``); ``fallback``: why (then both sides read as timed directly)."""
+        appended to ``turns``); ``fallback``: why the shape has no graph (both sides' rows say
+        it)."""
         first, other = self.order
         parts: dict[str, list[Measurement]] = {first: [], other: []}
         for side in (first, other, other, first):
@@ -162,10 +172,7 @@ class PairTimer:
                 turns.append(parts[side][-1])
         got = {side: merged(ms) for side, ms in parts.items()}
         if fallback is not None:
-            got = {
-                side: dataclasses.replace(m, timer="direct", fallback=fallback)
-                for side, m in got.items()
-            }
+            got = {side: fell_back(m, fallback) for side, m in got.items()}
         return dataclasses.replace(got["A"], other=got["B"])
 
     # -- two graphs in one memory pool -------------------------------------------------------

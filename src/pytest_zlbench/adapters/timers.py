@@ -7,7 +7,7 @@ in modules of their own, and every name stays importable from here:
 * :mod:`.measurement`: what a timer returns and offers (:class:`Measurement`, :class:`Timer`);
 * :mod:`.turns`: the gate protocol (:class:`Gate`, :class:`Turns`, :data:`UNGATED`);
 * :mod:`.capture`: the device API, the device errors a timer tells apart, the capture thread;
-* :mod:`.direct_timers`: :class:`CpuTimer` and :class:`DirectTimer`;
+* :mod:`.direct_timers`: :class:`CpuTimer`, :class:`DirectTimer` and :class:`EagerKernelTimer`;
 * :mod:`.graph_timer`: :class:`GraphTimer`.
 """
 
@@ -22,7 +22,7 @@ from .capture import (
     NotCapturedError,
     broken_process,
 )
-from .direct_timers import MIN_SAMPLES, CpuTimer, DirectTimer
+from .direct_timers import MIN_SAMPLES, CpuTimer, DirectTimer, EagerKernelTimer
 from .graph_timer import PRIMER_BELOW_MS, PRIMER_GRAPHS, GraphTimer
 from .measurement import FALLBACK_MARK, Measurement, Timer
 from .replay_samples import IMPLAUSIBLE_BELOW
@@ -41,6 +41,7 @@ __all__ = [
     "CpuTimer",
     "DeviceAPI",
     "DirectTimer",
+    "EagerKernelTimer",
     "FatalDeviceError",
     "Gate",
     "GraphTimer",

@@ -27,7 +27,7 @@ _TITLE_RE = re.compile(
 _TIMER_RE = re.compile(rf"(?:^|\s){TIMER_MARKER}\s+(?P<timer>\S+)\s*$")
 _FALLBACK_RE = re.compile(
     rf"{FALLBACK_MARKER}\s+op=(?P<op>\S+)\s+dtype=(?P<dtype>\S+)\s+shape=(?P<shape>.*?)"
-    r"\s+reason=(?P<reason>.*)$"
+    r"(?:\s+timer=(?P<timer>\S+))?\s+reason=(?P<reason>.*)$"
 )
 _NUMBER_RE = re.compile(
     r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|infinity)", re.IGNORECASE
@@ -50,6 +50,7 @@ class _Fallback:
     shape: str
     reason: str
     after: int  # number of rows parsed before the marker line
+    timer: str = "direct"  # the kernel timer reads a shape without a graph by its eager calls
 
 
 def _parse_header(line: str, where: str) -> _Header:
@@ -183,19 +184,26 @@ def _fallback_marker(line: str, after: int, where: str) -> _Fallback | None:
     match = _FALLBACK_RE.search(line)
     if match is None:
         raise RecordError(f"{where}: malformed {FALLBACK_MARKER} line")
+    timer = match.group("timer") or "direct"
+    if timer not in TIMERS:
+        raise RecordError(
+            f"{where}: {FALLBACK_MARKER} timer {timer!r} is not one of {', '.join(TIMERS)}"
+        )
     return _Fallback(
         op=match.group("op"),
         dtype=bare_dtype(match.group("dtype")),
         shape=match.group("shape").strip(),
         reason=match.group("reason").strip(),
         after=after,
+        timer=timer,
     )
 
 
 def _apply_fallbacks(
     rows: list[Row], table_of_row: list[int], fallbacks: list[_Fallback]
 ) -> list[Row]:
-    """Mark the row each fallback marker names: timer=direct, fallback=reason.
+    """Mark the row each fallback marker names: its timer (direct unless the marker says),
+    fallback=reason.
 
     A marker usually follows the table it refers to (possibly after the op's other dtype tables).
     It applies to the first not yet marked row with its (op, dtype, shape) in the latest table
@@ -221,5 +229,5 @@ def _apply_fallbacks(
             target = after[0] if after else None
         if target is not None:
             marked.add(target)
-            rows[target] = replace(rows[target], timer="direct", fallback=fb.reason)
+            rows[target] = replace(rows[target], timer=fb.timer, fallback=fb.reason)
     return rows

@@ -12,15 +12,18 @@ from .records import Row
 #: Our timing plugin prints ``ZLBENCH_TIMER <graph|kernel|direct>`` once, before the first table.
 TIMER_MARKER = "ZLBENCH_TIMER"
 #: ... and ``BENCHMARK_DIRECT_NO_CUDAGRAPH op=<op> dtype=<dtype> shape=<shape> reason=<text>`` for
-#: each shape whose graph capture failed and that was timed directly instead.
+#: each shape whose graph capture failed and that was timed directly instead; with
+#: ``timer=kernel`` before ``reason=`` where the kernel timer read its eager calls' kernels.
 FALLBACK_MARKER = "BENCHMARK_DIRECT_NO_CUDAGRAPH"
 
 
 def fallback_line(row: Row) -> str:
-    """The marker line of a row timed directly (``row.fallback`` says why), as the parser here
+    """The marker line of a row without a graph (``row.fallback`` says why), as the parser here
     reads it back."""
+    timer = "" if row.timer == "direct" else f" timer={row.timer}"
     return (
-        f"{FALLBACK_MARKER} op={row.op} dtype={row.dtype} shape={row.shape} reason={row.fallback}"
+        f"{FALLBACK_MARKER} op={row.op} dtype={row.dtype} shape={row.shape}{timer} "
+        f"reason={row.fallback}"
     )
 
 

@@ -55,7 +55,7 @@ def refuse_timer(backend: Backend, requested: str) -> None:
 def build_timer(
     backend: Backend, requested: str, cold: bool, replays: int = 10, budget_ms: float = 20.0
 ) -> Timer:
-    from ..adapters.timers import CpuTimer, DirectTimer, GraphTimer
+    from ..adapters.timers import CpuTimer, DirectTimer, EagerKernelTimer, GraphTimer
 
     refuse_timer(backend, requested)
     if backend.name == "cpu":
@@ -65,13 +65,16 @@ def build_timer(
     do_bench = triton_do_bench()
     if do_bench is None:
         raise pytest.UsageError(f"the {backend.name} backend needs triton for its direct timer")
-    direct = DirectTimer(do_bench)
+    direct: Timer = DirectTimer(do_bench)
     kernel = requested == "kernel"
     use_graph = kernel or requested == "graph" or (requested == "auto" and backend.graph_capture)
     if not use_graph:
         return direct
+    api = TorchDeviceAPI(backend)
+    if kernel:  # a shape without a graph is read by its eager calls' kernels
+        direct = EagerKernelTimer(api, direct, budget_ms=budget_ms, samples=replays)
     return GraphTimer(
-        TorchDeviceAPI(backend),
+        api,
         direct,
         budget_ms=budget_ms,
         replays=replays,
