@@ -20,7 +20,9 @@ measurement is:
 
 Any other timer (direct, cold cache, the CPU clock) measures each side with the session's timer
 in the same A B B A order, each side's two halves merged. Where a capture fails, or the session's
-timer fell back on some turns only, both sides are timed by the direct timer in that order (the
+timer fell back on some turns only (a capture that fails on the first side is then made on the
+other side too, untimed, so that both sides ran the same steps and their IR holds what those
+launched), both sides are timed by the direct timer in that order (the
 kernel timer's reads their eager calls' kernels: :class:`.direct_timers.EagerKernelTimer`), with
 the reason. A call that fails on side B only (a switch that breaks its compilation) leaves side
 A's measurement alone, with side B's error beside it (``Measurement.other_error``).
@@ -197,11 +199,14 @@ class PairTimer:
         primers = g.primer if min(estimate.values()) < PRIMER_BELOW_MS else 0
         graphs: dict[str, Any] = {}
         held: list[Any] = []
+        # the capture the first side is making: where it fails, the other side makes it too
+        making: Callable[[], Any] | None = None
         try:
             try:
                 per_call = estimate[first]
                 if per_call < g.budget_ms:  # else one call fills the budget: no sizing graph
-                    probe = self._on_thread(g, lambda: g._capture(fn, PROBE_CALLS), first, fn)
+                    making = lambda: g._capture(fn, PROBE_CALLS)  # noqa: E731
+                    probe = self._on_thread(g, making, first, fn)
                     held.append(probe)
                     api.replay(probe)  # the upload, untimed
                     (per_call,) = g._time_replays(probe, PROBE_CALLS, 1)
@@ -213,7 +218,9 @@ class PairTimer:
                     g._prime(fn, held, primers)
                     return g._capture(fn, calls)
 
+                making = capture_first
                 graphs[first] = self._on_thread(g, capture_first, first, fn)
+                making = None
                 pool = api.pool_of(graphs[first])
                 graphs[other] = self._on_thread(g, lambda: g._capture(fn, calls, pool), other, fn)
                 for side in (first, other):
@@ -226,6 +233,8 @@ class PairTimer:
                 raise
             except Exception as exc:
                 g._recover(exc)
+                if making is not None:
+                    self._mirror(g, making, other, fn)
                 return error_reason(exc)
         finally:
             for graph in [*held, *graphs.values()]:
@@ -239,6 +248,20 @@ class PairTimer:
             for side, values in samples.items()
         }
         return dataclasses.replace(got["A"], other=got["B"])
+
+    def _mirror(self, g: GraphTimer, make: Callable[[], Any], side: str, fn: Any) -> None:
+        """The capture that failed on the first side, made on ``side`` too (untimed; its graph
+        released, its own failure ignored unless fatal): an op may compile kernels inside a
+        capture that its eager calls never launch (FlagGems' ``nonzero`` on an H200: a fill
+        and an empty kernel), and both sides' IR must hold what the same steps launched."""
+        try:
+            graph = self._on_thread(g, make, side, fn)
+        except FatalDeviceError:
+            raise
+        except Exception as exc:
+            g._recover(exc)
+            return
+        g.api.release(graph)
 
     def _on_thread(self, g: GraphTimer, make: Callable[[], Any], side: str, fn: Any) -> Any:
         """``make()`` on the capture thread with ``side`` in use, after a plain call (the
