@@ -170,8 +170,8 @@ class EagerKernelTimer:
 
     def describe(self) -> str:
         return (
-            f"eager-kernel:budget={self.budget_ms:g}ms,samples={self.samples},"
-            f"else {self.direct.describe()}"
+            f"eager-kernel:budget={self.budget_ms:g}ms,samples={self.samples};"
+            f"else:{self.direct.describe()}"
         )
 
     def measure(self, fn: Callable[[], Any]) -> Measurement:
