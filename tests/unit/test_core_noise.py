@@ -14,12 +14,15 @@ import pytest
 from pytest_zlbench.core.fingerprint import IrEntry, IrReport
 from pytest_zlbench.core.judge import control_root_floor, judge_screen, noise_floor
 from pytest_zlbench.core.noise import (
+    EAGER_KERNEL,
     FLOOR_QUANTILE,
     MIN_SAMPLES,
     NO_FLOOR,
     SIZE_CLASSES,
     size_class,
+    timer_group,
 )
+from pytest_zlbench.core.pairing import Pair
 from pytest_zlbench.core.records import Row
 from pytest_zlbench.core.screening import (
     IR_CHANGED,
@@ -433,3 +436,23 @@ def test_a_shape_whose_sides_were_timed_differently_is_mixed() -> None:
         r.rows_b[0] = dataclasses.replace(r.rows_b[0], timer="direct")
     shape = aggregate("mm", rounds).shapes[0]
     assert shape.timer == "mixed"
+
+
+def test_the_kernel_timer_s_reading_without_a_graph_is_its_own_and_floored_apart() -> None:
+    """A kernel-timed row with a fallback reason was read by its eager calls' kernels, not by a
+    graph's replays: a side read so against a side read from a graph is mixed, and shapes read
+    so on both sides are floored apart, as the direct timer's are."""
+    rounds = op_rounds("nonzero", {"[1]": (0.03, [0.01, 0.02])}, switch={}, timer="kernel")
+    for r in rounds:
+        r.rows_b[0] = dataclasses.replace(r.rows_b[0], fallback="NotCaptured: host read")
+    shape = aggregate("nonzero", rounds).shapes[0]
+    assert shape.timer == "mixed"
+    a, b = rounds[0].rows_a[0], rounds[0].rows_b[0]
+    assert Pair(("nonzero", "float16", "[1]", 0), a, b).timers_differ
+    for r in rounds:
+        r.rows_a[0] = dataclasses.replace(r.rows_a[0], fallback="NotCaptured: host read")
+    assert not Pair(("nonzero", "float16", "[1]", 0), rounds[0].rows_a[0], b).timers_differ
+    shape = aggregate("nonzero", rounds).shapes[0]
+    assert shape.timer == EAGER_KERNEL
+    assert timer_group(EAGER_KERNEL) == timer_group("direct") == "direct"
+    assert timer_group("kernel") is None

@@ -45,6 +45,40 @@ def nonzero_like(
     return op
 
 
+class Sides:
+    """``SideKernels.use`` without Triton."""
+
+    def __init__(self) -> None:
+        self.current = "A"
+
+    def use(self, side: str) -> object:
+        sides = self
+
+        class _Use:
+            def __enter__(self) -> None:
+                self.previous, sides.current = sides.current, side
+
+            def __exit__(self, *exc: object) -> None:
+                sides.current = self.previous
+
+        return _Use()
+
+
+def varying_op(device: FakeDevice, sides: Sides | None = None) -> Callable[[], None]:
+    """A nonzero-like op that launches a second kernel on every other call (on side B only,
+    with ``sides``): a trace of its calls cannot be cut per call."""
+    count = iter(range(10**6))
+
+    def op() -> None:
+        device.host_dispatch(HOST_MS)
+        device.launch(Kernel("k", KERNEL_MS))
+        if (sides is None or sides.current == "B") and next(count) % 2 == 0:
+            device.launch(Kernel("k2", KERNEL_MS))
+        device.synchronize()
+
+    return op
+
+
 def make_kernel_timer(device: FakeDevice, **kwargs: object) -> tuple[GraphTimer, CountingDirect]:
     direct = CountingDirect(device)
     eager = EagerKernelTimer(device, direct, budget_ms=2.0, samples=6)
@@ -91,26 +125,36 @@ def test_the_eager_calls_are_timed_inside_the_turns_only_one_trace_each() -> Non
     calls = int(2.0 // (HOST_MS + KERNEL_MS))
     assert m.spread.n == 6
     assert gate.inside_turns() == 6 * calls  # 3 samples of `calls` calls in each of 2 turns
-    assert len(device.executed) == 2 + 3 + 6 * calls  # warm-up, the estimate, the samples
-    assert device.traced_blocks == 1 + 2  # the profiler's first start (untimed), one per turn
+    # untimed: the warm-up, the estimate and the traced check that the trace can be cut
+    assert len(device.executed) == 2 + 3 + 2 + 6 * calls
+    assert gate.log[1] == ("turn", 2 + 3 + 2)
+    assert device.traced_blocks == 1 + 2  # the untimed check, then one trace per turn
     eager.measure(nonzero_like(device))
-    assert device.traced_blocks == 1 + 2 + 2
+    assert device.traced_blocks == 1 + 2 + 1 + 2
+
+
+def test_a_trace_that_cannot_be_cut_is_found_before_the_first_turn() -> None:
+    """The direct timer then takes every turn of the measurement, its untimed pass first: no
+    untimed work between turns, where the other side of a lockstep screen may be timing."""
+    device = FakeDevice()
+    direct = CountingDirect(device)
+    eager = EagerKernelTimer(device, direct, budget_ms=2.0, samples=6)
+    gate = RecordingGate(device, portions=2)
+    eager.gate = gate
+    m = eager.measure(varying_op(device))
+    assert m.timer == "direct"
+    assert m.fallback is not None
+    assert "not the same number per call" in m.fallback
+    assert device.traced_blocks == 1  # the check only: no trace inside a turn
+    turns = [what for what, _ in gate.log if what in ("turn", "turned")]
+    assert turns == ["turn", "turned", "turn", "turned"]  # the direct timer's two turns
 
 
 def test_calls_that_launch_a_varying_number_of_kernels_are_timed_directly() -> None:
     """A trace whose activities the calls do not share evenly cannot be cut into samples."""
     device = FakeDevice()
     timer, direct = make_kernel_timer(device)
-    count = iter(range(10**6))
-
-    def op() -> None:
-        device.host_dispatch(HOST_MS)
-        device.launch(Kernel("k", KERNEL_MS))
-        if next(count) % 3 == 0:
-            device.launch(Kernel("k2", KERNEL_MS))
-        device.synchronize()
-
-    m = timer.measure(op)
+    m = timer.measure(varying_op(device))
     assert m.timer == "direct"
     assert m.fallback is not None
     capture, eager = m.fallback.split("; ")
@@ -140,25 +184,6 @@ def test_a_dead_context_in_the_eager_calls_is_fatal() -> None:
     assert direct.calls == 0
 
 
-class Sides:
-    """``SideKernels.use`` without Triton."""
-
-    def __init__(self) -> None:
-        self.current = "A"
-
-    def use(self, side: str) -> object:
-        sides = self
-
-        class _Use:
-            def __enter__(self) -> None:
-                self.previous, sides.current = sides.current, side
-
-            def __exit__(self, *exc: object) -> None:
-                sides.current = self.previous
-
-        return _Use()
-
-
 def test_one_process_sides_without_a_graph_are_both_read_by_their_kernels() -> None:
     device, sides = FakeDevice(), Sides()
     cost = {"A": KERNEL_MS, "B": 2 * KERNEL_MS}
@@ -183,20 +208,34 @@ def test_one_process_sides_of_which_one_cannot_be_split_are_both_timed_directly(
     """Side B's calls launch a varying number of kernels: its turns fall back to the direct
     timer, so both sides' turns are timed again by it (never a delta across two timers)."""
     device, sides = FakeDevice(), Sides()
-    count = iter(range(10**6))
-
-    def op() -> None:
-        device.host_dispatch(HOST_MS)
-        device.launch(Kernel("k", KERNEL_MS))
-        if sides.current == "B" and next(count) % 3 == 0:
-            device.launch(Kernel("k2", KERNEL_MS))
-        device.synchronize()
-
     timer, direct = make_kernel_timer(device)
-    m = PairTimer(timer, sides).measure(op)
+    m = PairTimer(timer, sides).measure(varying_op(device, sides))
     assert m.other is not None
     assert m.timer == m.other.timer == "direct"
     assert m.fallback == m.other.fallback
     assert m.fallback is not None
     assert "not the same number per call" in m.fallback
-    assert direct.calls >= 4  # the A B B A turns again, on the direct timer
+    # side B's two turns fell back by themselves, then all four again on the direct timer
+    assert direct.calls == 2 + 4
+
+
+def test_one_process_sides_refused_capture_of_which_one_cannot_be_split_are_timed_directly() -> (
+    None
+):
+    """``ops/no_capture.yaml``: every turn carries the listed reason, read eagerly on side A,
+    directly on side B (its trace cannot be cut): both sides again on the direct timer."""
+    device, sides = FakeDevice(), Sides()
+    timer, direct = make_kernel_timer(device)
+    timer.begin_test("t.py::test_x", "ops/no_capture.yaml: kills the process")
+    m = PairTimer(timer, sides).measure(varying_op(device, sides))
+    assert m.other is not None
+    assert m.timer == m.other.timer == "direct"
+    assert (m.ms, m.other.ms) == (
+        pytest.approx(HOST_MS + KERNEL_MS),
+        pytest.approx(HOST_MS + 1.5 * KERNEL_MS, rel=0.2),
+    )
+    assert m.fallback == m.other.fallback
+    assert m.fallback is not None
+    assert m.fallback.startswith("ops/no_capture.yaml: kills the process; ")
+    assert "not the same number per call" in m.fallback
+    assert direct.calls == 2 + 4

@@ -288,3 +288,25 @@ def test_side_b_failed_row_carries_side_b_timings_only() -> None:
     a_failed = dataclasses.replace(a_op, other=None, other_error="ValueError: op broke")
     b = other_row(row, a_failed, None)  # the op failed on side B only
     assert (b.latency, b.spread, b.tflops, b.timer) == (None, None, None, "direct")
+
+
+def test_a_capture_that_fails_on_the_first_side_only_is_made_and_released_on_the_other() -> None:
+    """The mirrored capture succeeds on side B (a switch made the op capturable): its graph is
+    released, and both sides are still timed on one timer, directly."""
+    device, sides = FakeDevice(), Sides()
+
+    def op() -> None:
+        if device.is_capturing() and sides.current == "A":
+            raise NotImplementedError("side A's kernel is not supported during graph capture")
+        device.launch(Kernel("k" + sides.current, COST[sides.current]))
+
+    graph_timer, _ = make_timer(device, budget_ms=1.0, replays=4)
+    m = PairTimer(graph_timer, sides, "A").measure(op)
+    assert m.other is not None
+    assert m.timer == m.other.timer == "direct"
+    assert m.fallback is not None
+    assert "side A's kernel is not supported" in m.fallback
+    assert len(device.graphs) == 2  # side A's failed sizing graph, side B's mirrored one
+    assert device.graphs[1].captured
+    assert all(g.released for g in device.graphs)
+    assert device.allocated == 0

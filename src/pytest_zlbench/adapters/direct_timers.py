@@ -128,6 +128,10 @@ class DirectTimer:
 # The kernel timer without a graph
 
 
+#: eager calls in the untimed trace that checks a trace of them can be cut per call
+PROBE_CALLS = 2
+
+
 class EagerKernelTimer:
     """The kernel timer (``--zl-timer=kernel``) of a shape that has no graph (its capture
     failed, or ``ops/no_capture.yaml`` refuses it): ``calls`` eager calls back to back inside
@@ -143,7 +147,8 @@ class EagerKernelTimer:
     ``max_calls``. Each turn of the gate is one trace, split into its share of samples; the
     split needs the same number of activities per call. Where a trace records none, or a number
     the calls do not share evenly (a call whose kernels depend on its data), the shape is timed
-    by ``direct`` instead, with that reason.
+    by ``direct`` instead, with that reason: found by an untimed trace of ``PROBE_CALLS`` calls
+    before the first turn where the count differs from call to call, else in a turn.
     """
 
     name = "kernel"
@@ -163,7 +168,6 @@ class EagerKernelTimer:
         self.samples = samples
         self.warmup_calls = warmup_calls
         self.max_calls = max_calls
-        self._traced = False  # the first device trace of a process sets the profiler up
         self._gate: Gate = UNGATED
 
     gate = passed_on_gate("direct")  # the gate of this timer and of its direct fallback
@@ -197,10 +201,14 @@ class EagerKernelTimer:
             end.record()
             api.synchronize()
             estimate = max(api.elapsed_ms(start, end) / 3, 1e-5)
-            if not self._traced:  # untimed: the profiler's first start is slow
-                with api.device_trace():
-                    api.synchronize()
-                self._traced = True
+            # untimed, before the first turn (a fallback then takes its turns from the start):
+            # whether a trace of these calls can be cut per call; in a process's first
+            # measurement also the profiler's first start, which is slow
+            with api.device_trace() as spans:
+                for _ in range(PROBE_CALLS):
+                    fn()
+                api.synchronize()
+            per_call_samples(spans, 1, PROBE_CALLS)
             calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
             out: list[float] = []
             for share in shares(self.samples, turns.portions):

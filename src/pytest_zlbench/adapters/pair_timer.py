@@ -125,16 +125,21 @@ class PairTimer:
     def _one_timer(
         self, fn: Callable[[], Any], timer: Timer, fallback: str | None = None
     ) -> Measurement:
-        """:meth:`_turns` with ``timer``; where some of its turns fell back to the timer's own
-        direct timer and others did not, every turn again with that one (never a shape's turns
-        on two timers)."""
+        """:meth:`_turns` with ``timer``; where its turns were read in two ways (some fell back
+        and others did not, or they fell back to different timers), every turn again with the
+        innermost direct timer (never a shape's turns on two timers)."""
         turns: list[Measurement] = []
         m = self._turns(fn, timer, fallback, turns)
-        direct = getattr(timer, "direct", None)
-        fell = next((t.fallback for t in turns if t.fallback), None)
-        if fell is not None and direct is not None and any(not t.fallback for t in turns):
-            return self._one_timer(fn, direct, fell if fallback is None else f"{fallback}; {fell}")
-        return m
+        reasons = [t.fallback for t in turns if t.fallback]
+        if not reasons or (len(reasons) == len(turns) and len({t.timer for t in turns}) == 1):
+            return m
+        innermost = timer
+        while getattr(innermost, "direct", None) is not None:
+            innermost = innermost.direct  # type: ignore[attr-defined]
+        if innermost is timer:
+            return m
+        fell = max(reasons, key=len)  # a fallback's own reason follows the shape's
+        return self._turns(fn, innermost, fell if fallback is None else f"{fallback}; {fell}")
 
     def _first_calls(self, fn: Callable[[], Any]) -> dict[str, Exception]:
         """One plain call on each side: the error of a side whose call fails (a switch that
@@ -207,6 +212,7 @@ class PairTimer:
                 if per_call < g.budget_ms:  # else one call fills the budget: no sizing graph
                     making = lambda: g._capture(fn, PROBE_CALLS)  # noqa: E731
                     probe = self._on_thread(g, making, first, fn)
+                    making = None
                     held.append(probe)
                     api.replay(probe)  # the upload, untimed
                     (per_call,) = g._time_replays(probe, PROBE_CALLS, 1)
@@ -253,7 +259,11 @@ class PairTimer:
         """The capture that failed on the first side, made on ``side`` too (untimed; its graph
         released, its own failure ignored unless fatal): an op may compile kernels inside a
         capture that its eager calls never launch (FlagGems' ``nonzero`` on an H200: a fill
-        and an empty kernel), and both sides' IR must hold what the same steps launched."""
+        and an empty kernel), and both sides' IR must hold what the same steps launched. Not
+        where the failed capture broke its thread: the rest of the test is timed without
+        captures, and a mirror would break a second thread."""
+        if g._direct_reason is not None:
+            return  # the capture broke its thread: no further capture in this test, on any side
         try:
             graph = self._on_thread(g, make, side, fn)
         except FatalDeviceError:

@@ -29,7 +29,8 @@ class of their own rather than borrowing the quiet 10–100 µs one.
 
 Rows the direct timer measured (:data:`DIRECT`) are floored apart, in classes of their own: one
 noisy operator whose capture is refused would otherwise set the floor of every graph-timed row
-of its size. A direct-timed row never gets less than a graph-timed row of its size would.
+of its size. So are rows the kernel timer read without a graph (:data:`EAGER_KERNEL`). A
+direct-timed row never gets less than a graph-timed row of its size would.
 
 A class with fewer than :data:`MIN_SAMPLES` per-round deltas (below 20 values the 95th
 percentile is the largest one) pools them with the next larger class (the largest with the one
@@ -79,14 +80,26 @@ SIZE_CLASSES: tuple[SizeClass, ...] = (
 DIRECT = "direct"
 #: the timer of a shape whose sides or rounds were timed differently
 MIXED = "mixed"
+#: the reading of a shape the kernel timer read without a graph, by its eager calls' kernels:
+#: floored with the direct timer's rows, as the other readings of shapes that have no graph
+EAGER_KERNEL = "eager-kernel"
+
+
+def reading(timer: str | None, fallback: str | None) -> str:
+    """What measured a latency: its timer, or :data:`EAGER_KERNEL` where the kernel timer read
+    a shape without a graph (a fallback reason beside ``timer=kernel``): not the reading of a
+    graph's replays, so never paired with one as alike."""
+    if timer == "kernel" and fallback:
+        return EAGER_KERNEL
+    return timer or ""
 
 
 def timer_group(timer: str) -> str | None:
-    """The floor group of a row timed by ``timer``: DIRECT for the direct timer (the cpu
-    backend's timer is one too) and for a shape whose sides or rounds mixed timers, ``None``
-    for the rows of the graph or kernel timer (a session has one of them) and rows of no
-    recorded timer."""
-    return DIRECT if timer in (DIRECT, MIXED) else None
+    """The floor group of a row read by ``timer`` (:func:`reading`): DIRECT for the direct
+    timer (the cpu backend's timer is one too), for the kernel timer's reading without a graph
+    and for a shape whose sides or rounds mixed readings, ``None`` for the rows of the graph or
+    kernel timer (a session has one of them) and rows of no recorded timer."""
+    return DIRECT if timer in (DIRECT, MIXED, EAGER_KERNEL) else None
 
 
 def size_class(latency_ms: float | None) -> SizeClass | None:

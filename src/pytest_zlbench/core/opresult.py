@@ -61,7 +61,7 @@ class ShapeResult:
     beyond_noise: bool = False
     node: str = ""  # the test that measured it (side A's row)
     detail: Any = None  # the size detail as FlagGems gives it (a JSON list), when known
-    timer: str = ""  # what timed side A's latency in every round ("mixed" when rounds differ)
+    timer: str = ""  # what read its latencies (core.noise.reading; "mixed" when they differ)
 
     @property
     def median(self) -> float:

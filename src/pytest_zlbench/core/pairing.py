@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .fingerprint import IrReport
+from .noise import reading
 from .records import Row, RunIdentity
 
 if TYPE_CHECKING:
@@ -48,7 +49,9 @@ class Pair:
 
     @property
     def timers_differ(self) -> bool:
-        return self.a.timer != self.b.timer
+        """The sides' latencies were read differently (another timer, or the kernel timer
+        with a graph on one side and without on the other)."""
+        return reading(self.a.timer, self.a.fallback) != reading(self.b.timer, self.b.fallback)
 
     @property
     def base_delta(self) -> float | None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from .judge import classify, control_root_floor, judge_screen, noise_floor
-from .noise import MIXED, NoiseFloor
+from .noise import MIXED, NoiseFloor, reading
 from .opresult import OpResult, ShapeResult
 from .pairing import Key, Pair, Pairing, RoundInput, key_text, keyed, pair_rows
 from .records import CALIBER_FIELDS, Row
@@ -169,7 +169,7 @@ def _shape(key: Key, pairs: Sequence[Pair]) -> ShapeResult:
         corrected = tuple((1 + d) / (1 + b) - 1 for d, b in zip(deltas, known, strict=True))
     latency = median([p.a.latency for p in pairs if p.a.latency is not None])
     first = pairs[0].a
-    timers = {t or "" for p in pairs for t in (p.a.timer, p.b.timer)}
+    timers = {reading(r.timer, r.fallback) for p in pairs for r in (p.a, p.b)}
     timer = timers.pop() if len(timers) == 1 else MIXED
     return ShapeResult(
         key, deltas, known, latency, corrected, node=first.node, detail=first.shape_detail,
