@@ -68,7 +68,9 @@
 #   cost      the screen's cost and precision on COST_OPS (abs, mul, sum, fft, mm, nonzero and 24
 #             more) with the smoke shapes, a seed of its own replayed: DISABLE_MMA_V3=1 and an A/A
 #             control, 3 rounds each, for each mode of SCREEN_MODES (~4 min per mode and switch);
-#             COST_SCREENS (mma aa) picks the screens, COST_SEED a seed recorded before
+#             COST_SCREENS (mma aa) picks the screens, COST_SEED a seed recorded before;
+#             COST_RESUME=1 continues the screens that an earlier run of this stage into the same
+#             -o folder left cut (--zl-resume; a one-process A/A of the 30 takes ~17 min)
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
 #             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card;
 #             SCALE_BATCH sets --zl-batch-size, SCALE_TIMEOUT --zl-timeout (300 s),
@@ -443,20 +445,37 @@ stage_crash() {
 
 stage_cost() {
   step "cost: ${#COST_SEL[@]} test functions, smoke shapes, modes ${MODES[*]}, screens ${COST_SCREENS:-mma aa}"
-  stage_dir cost || return
+  local resume=()
+  if [ "${COST_RESUME:-0}" = 1 ] && [ -d "$O/cost" ]; then
+    resume=(--zl-resume)  # the same operators and options; a cut seed is recorded again
+    [ -f "$O/cost/seed/.complete" ] || rm -rf "$O/cost/seed"
+  else
+    stage_dir cost || return
+  fi
   local smoke=(--shape_file="$SMOKE") seed=${COST_SEED:-$O/cost/seed}
   own_split "${COST_SEL[@]}"
-  [ -n "${COST_SEED:-}" ] || [ ${#KEEP[@]} -eq 0 ] || zl cost/seed "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}"
+  [ -n "${COST_SEED:-}" ] || [ -d "$O/cost/seed" ] || [ ${#KEEP[@]} -eq 0 ] || zl cost/seed "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}"
   for mode in "${MODES[@]}"; do
     for kind in ${COST_SCREENS:-mma aa}; do
       local switch=()
       [ "$kind" = mma ] && switch=(--zl-ab=DISABLE_MMA_V3=1)
-      [ ${#KEEP[@]} -eq 0 ] || screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
+      [ ${#KEEP[@]} -eq 0 ] || cost_screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
         --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300
-      [ ${#OWN_SEL[@]} -eq 0 ] || screen "cost/${kind}_${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" \
+      [ ${#OWN_SEL[@]} -eq 0 ] || cost_screen "cost/${kind}_${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" \
         "${smoke[@]}" ${switch[@]+"${switch[@]}"} --zl-rounds=3 --zl-screen-mode="$mode" --zl-timeout=300
     done
   done
+}
+# cost_screen NAME ARGS...: screen NAME, continued with --zl-resume where COST_RESUME found its
+# root (the earlier log kept beside it, with its end time in the name)
+cost_screen() {
+  local name=$1; shift
+  if [ ${#resume[@]} -gt 0 ] && [ -d "$O/$name" ]; then
+    [ ! -f "$O/$name.log" ] || mv "$O/$name.log" "$O/$name.$(date -r "$O/$name.log" +%s).log"
+    screen "$name" "$@" "${resume[@]}"
+  else
+    screen "$name" "$@"
+  fi
 }
 
 stage_scale() {
