@@ -452,7 +452,44 @@ def test_the_kernel_timer_s_reading_without_a_graph_is_its_own_and_floored_apart
     for r in rounds:
         r.rows_a[0] = dataclasses.replace(r.rows_a[0], fallback="NotCaptured: host read")
     assert not Pair(("nonzero", "float16", "[1]", 0), rounds[0].rows_a[0], b).timers_differ
+    # the baseline read from a graph on one side and eagerly on the other: no in-run control
+    base_a = dataclasses.replace(a, latency_base=0.01, timer_base="kernel")
+    base_b = dataclasses.replace(base_a, fallback_base="NotCaptured: host read")
+    assert Pair(("nonzero", "float16", "[1]", 0), base_a, base_a).base_delta == 0.0
+    assert Pair(("nonzero", "float16", "[1]", 0), base_a, base_b).base_delta is None
     shape = aggregate("nonzero", rounds).shapes[0]
     assert shape.timer == EAGER_KERNEL
-    assert timer_group(EAGER_KERNEL) == timer_group("direct") == "direct"
-    assert timer_group("kernel") is None
+    assert (timer_group(EAGER_KERNEL), timer_group("direct"), timer_group("kernel")) == (
+        EAGER_KERNEL,
+        "direct",
+        None,
+    )
+
+
+def test_rows_read_without_a_graph_get_floors_apart_from_the_direct_timer_s() -> None:
+    """One noisy direct-timed operator must not set the floor of the quiet rows the kernel timer
+    read eagerly, nor of the graph-read ones."""
+    rng = random.Random(11)
+    eager = {f"[e{i}]": (0.005, [rng.gauss(0.0, 0.001) for _ in range(3)]) for i in range(10)}
+    graph = {f"[g{i}]": (0.005, [rng.gauss(0.0, 0.001) for _ in range(3)]) for i in range(10)}
+    direct = {"[d0]": (0.005, [0.30, -0.25, 0.10])}
+    eager_rounds = op_rounds("nonzero", eager, switch={}, timer="kernel")
+    for r in eager_rounds:
+        for rows in (r.rows_a, r.rows_b):
+            rows[:] = [dataclasses.replace(x, fallback="NotCaptured: host read") for x in rows]
+    control = [
+        aggregate("nonzero", eager_rounds),
+        aggregate("abs", op_rounds("abs", graph, switch={}, timer="kernel")),
+        aggregate("unique", op_rounds("unique", direct, switch={}, timer="direct")),
+    ]
+    floor = noise_floor(control)
+    eager_floor = floor.for_latency(0.005, EAGER_KERNEL)
+    assert eager_floor is not None
+    assert eager_floor.timer == EAGER_KERNEL
+    assert eager_floor.value is not None
+    assert eager_floor.value < 0.01, floor.describe()
+    assert "eager-kernel timer < 10 µs" in floor.describe()
+    direct_floor = floor.for_latency(0.005, "direct")
+    assert direct_floor is not None
+    assert direct_floor.timer == "direct"
+    assert {c["timer"] for c in floor.to_json()["classes"]} == {None, "direct", EAGER_KERNEL}

@@ -64,15 +64,18 @@ class Sides:
         return _Use()
 
 
-def varying_op(device: FakeDevice, sides: Sides | None = None) -> Callable[[], None]:
-    """A nonzero-like op that launches a second kernel on every other call (on side B only,
-    with ``sides``): a trace of its calls cannot be cut per call."""
+def varying_op(
+    device: FakeDevice, sides: Sides | None = None, every: int = 2, at: int = 0
+) -> Callable[[], None]:
+    """A nonzero-like op that launches a second kernel on the calls ``k`` with ``k % every ==
+    at`` (counting its calls from 0; on side B only, with ``sides``): a trace of its calls
+    cannot be cut per call."""
     count = iter(range(10**6))
 
     def op() -> None:
         device.host_dispatch(HOST_MS)
         device.launch(Kernel("k", KERNEL_MS))
-        if (sides is None or sides.current == "B") and next(count) % 2 == 0:
+        if (sides is None or sides.current == "B") and next(count) % every == at:
             device.launch(Kernel("k2", KERNEL_MS))
         device.synchronize()
 
@@ -128,9 +131,9 @@ def test_the_eager_calls_are_timed_inside_the_turns_only_one_trace_each() -> Non
     # untimed: the warm-up, the estimate and the traced check that the trace can be cut
     assert len(device.executed) == 2 + 3 + 2 + 6 * calls
     assert gate.log[1] == ("turn", 2 + 3 + 2)
-    assert device.traced_blocks == 1 + 2  # the untimed check, then one trace per turn
+    assert device.traced_blocks == 2 + 2  # the untimed one-call checks, then one per turn
     eager.measure(nonzero_like(device))
-    assert device.traced_blocks == 1 + 2 + 1 + 2
+    assert device.traced_blocks == 2 + 2 + 2 + 2
 
 
 def test_a_trace_that_cannot_be_cut_is_found_before_the_first_turn() -> None:
@@ -145,7 +148,7 @@ def test_a_trace_that_cannot_be_cut_is_found_before_the_first_turn() -> None:
     assert m.timer == "direct"
     assert m.fallback is not None
     assert "not the same number per call" in m.fallback
-    assert device.traced_blocks == 1  # the check only: no trace inside a turn
+    assert device.traced_blocks == 2  # the checks only: no trace inside a turn
     turns = [what for what, _ in gate.log if what in ("turn", "turned")]
     assert turns == ["turn", "turned", "turn", "turned"]  # the direct timer's two turns
 
@@ -159,9 +162,28 @@ def test_calls_that_launch_a_varying_number_of_kernels_are_timed_directly() -> N
     assert m.fallback is not None
     capture, eager = m.fallback.split("; ")
     assert "operation not permitted when stream is capturing" in capture
-    assert eager.startswith("the device trace recorded ")
-    assert eager.endswith("not the same number per call, so its samples cannot be told apart")
+    assert eager.startswith("NotCapturedError: single eager calls recorded 1 and 2 activities: ")
+    assert eager.endswith("not the same number per call, so samples cannot be told apart")
     assert direct.calls == 1
+
+
+def test_a_count_that_varies_only_after_the_check_is_caught_in_a_turn() -> None:
+    """The one-call checks agree (calls 6 and 7); calls 9 and 19, in the first turn's trace,
+    launch a second kernel: that trace does not divide evenly, and the direct timer takes the
+    remaining turn."""
+    device = FakeDevice()
+    direct = CountingDirect(device)
+    eager = EagerKernelTimer(device, direct, budget_ms=2.0, samples=6)
+    gate = RecordingGate(device, portions=2)
+    eager.gate = gate
+    m = eager.measure(varying_op(device, every=10, at=9))
+    assert m.timer == "direct"
+    assert m.fallback is not None
+    assert m.fallback.startswith(
+        "NotCapturedError: the device trace recorded 20 activities over 18 eager calls"
+    )
+    assert direct.calls == 1
+    assert device.traced_blocks == 2 + 1
 
 
 def test_a_trace_without_records_is_timed_directly() -> None:
@@ -171,7 +193,9 @@ def test_a_trace_without_records_is_timed_directly() -> None:
     m = timer.measure(nonzero_like(device))
     assert m.timer == "direct"
     assert m.fallback is not None
-    assert m.fallback.endswith("; the device trace recorded no work of the eager calls")
+    assert m.fallback.endswith(
+        "; NotCapturedError: the device trace recorded no work of the eager calls"
+    )
     assert direct.calls == 1
 
 

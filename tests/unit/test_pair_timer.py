@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from fake_device import GRAPH_POOL, FakeDevice, FakeGraph, Kernel, make_timer
+from fake_device import GRAPH_POOL, FakeDevice, FakeGraph, Kernel, Library, make_timer
 from pytest_zlbench.adapters.pair_timer import PairTimer, other_row, paired
-from pytest_zlbench.adapters.timers import Measurement
+from pytest_zlbench.adapters.timers import CaptureThread, Measurement
 from pytest_zlbench.core.records import PAIRED, Row, Spread
 
 #: each side's kernel cost (ms): the switch makes side B's kernel 30 % slower
@@ -310,3 +310,37 @@ def test_a_capture_that_fails_on_the_first_side_only_is_made_and_released_on_the
     assert device.graphs[1].captured
     assert all(g.released for g in device.graphs)
     assert device.allocated == 0
+
+
+def test_a_capture_that_breaks_its_thread_is_not_made_on_the_other_side() -> None:
+    """The H200's ``linalg_eigvals``: its capture breaks the capturing thread's library handle,
+    and the rest of the test is timed without captures; a mirror would park a second thread."""
+    device, sides = FakeDevice(), Sides()
+    lib = Library(device)
+    graph_timer, _ = make_timer(device, budget_ms=1.0, replays=4)
+    parked = len(CaptureThread.parked)
+    m = PairTimer(graph_timer, sides, "A").measure(lib.geev)
+    assert m.other is not None
+    assert m.timer == m.other.timer == "direct"
+    assert len(CaptureThread.parked) == parked + 1
+    assert len(device.graphs) == 1
+    assert device.live_graphs == []
+
+
+def test_no_capture_is_made_on_the_other_side_when_the_first_side_s_succeeded() -> None:
+    """The sizing graph captured on side A, then its timing failed: side B made no capture
+    either, so there is nothing to balance."""
+    device, sides = FakeDevice(), Sides()
+    graph_timer, _ = make_timer(device, budget_ms=1.0, replays=4)
+
+    def broken_timing(graph: Any, calls: int, replays: int) -> list[float]:
+        raise RuntimeError("events not recorded")
+
+    graph_timer._time_replays = broken_timing  # type: ignore[method-assign]
+    m = PairTimer(graph_timer, sides, "A").measure(side_op(device, sides))
+    assert m.other is not None
+    assert m.timer == m.other.timer == "direct"
+    assert m.fallback is not None
+    assert "events not recorded" in m.fallback
+    assert len(device.graphs) == 1  # side A's sizing graph only
+    assert device.live_graphs == []

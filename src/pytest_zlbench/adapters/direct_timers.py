@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.stats import spread
-from .capture import DeviceAPI, NotCapturedError, raise_if_fatal
+from .capture import DeviceAPI, NotCapturedError, error_line, raise_if_fatal
 from .measurement import Measurement, Timer
 from .replay_samples import busy_ms
 from .turns import UNGATED, Gate, passed_on_gate, shares
@@ -128,7 +128,8 @@ class DirectTimer:
 # The kernel timer without a graph
 
 
-#: eager calls in the untimed trace that checks a trace of them can be cut per call
+#: untimed one-call traces whose activity counts must agree before a trace of many calls is
+#: cut per call
 PROBE_CALLS = 2
 
 
@@ -147,8 +148,10 @@ class EagerKernelTimer:
     ``max_calls``. Each turn of the gate is one trace, split into its share of samples; the
     split needs the same number of activities per call. Where a trace records none, or a number
     the calls do not share evenly (a call whose kernels depend on its data), the shape is timed
-    by ``direct`` instead, with that reason: found by an untimed trace of ``PROBE_CALLS`` calls
-    before the first turn where the count differs from call to call, else in a turn.
+    by ``direct`` instead, with that reason. Untimed one-call traces before the first turn
+    (``PROBE_CALLS``) catch an empty trace or a count that differs between two calls, so that
+    the direct timer then takes every turn; a count that varies only later is caught in a
+    turn's trace if it does not divide evenly there, and else goes unseen.
     """
 
     name = "kernel"
@@ -184,7 +187,7 @@ class EagerKernelTimer:
                 samples = self._sampled(fn, turns)
             except NotCapturedError as exc:
                 m = self.direct.measure(fn)  # further turns of the same measurement
-                return dataclasses.replace(m, fallback=str(exc), lockstep=turns.lockstep)
+                return dataclasses.replace(m, fallback=error_line(exc), lockstep=turns.lockstep)
         s = spread(samples)
         return Measurement(s.p50, s, self.name, settings=self.describe(), lockstep=turns.lockstep)
 
@@ -202,13 +205,21 @@ class EagerKernelTimer:
             api.synchronize()
             estimate = max(api.elapsed_ms(start, end) / 3, 1e-5)
             # untimed, before the first turn (a fallback then takes its turns from the start):
-            # whether a trace of these calls can be cut per call; in a process's first
+            # whether single calls launch the same number of activities; in a process's first
             # measurement also the profiler's first start, which is slow
-            with api.device_trace() as spans:
-                for _ in range(PROBE_CALLS):
+            counts = set()
+            for _ in range(PROBE_CALLS):
+                with api.device_trace() as spans:
                     fn()
-                api.synchronize()
-            per_call_samples(spans, 1, PROBE_CALLS)
+                    api.synchronize()
+                counts.add(len(spans))
+            if counts == {0}:
+                raise NotCapturedError("the device trace recorded no work of the eager calls")
+            if len(counts) > 1:
+                raise NotCapturedError(
+                    f"single eager calls recorded {' and '.join(map(str, sorted(counts)))} "
+                    "activities: not the same number per call, so samples cannot be told apart"
+                )
             calls = int(min(self.max_calls, max(1, self.budget_ms // estimate)))
             out: list[float] = []
             for share in shares(self.samples, turns.portions):

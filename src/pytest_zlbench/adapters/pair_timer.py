@@ -138,7 +138,7 @@ class PairTimer:
             innermost = innermost.direct  # type: ignore[attr-defined]
         if innermost is timer:
             return m
-        fell = max(reasons, key=len)  # a fallback's own reason follows the shape's
+        fell = max(reasons, key=len)  # the fullest: a fallback's own reason follows the shape's
         return self._turns(fn, innermost, fell if fallback is None else f"{fallback}; {fell}")
 
     def _first_calls(self, fn: Callable[[], Any]) -> dict[str, Exception]:

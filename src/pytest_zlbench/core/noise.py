@@ -29,8 +29,9 @@ class of their own rather than borrowing the quiet 10–100 µs one.
 
 Rows the direct timer measured (:data:`DIRECT`) are floored apart, in classes of their own: one
 noisy operator whose capture is refused would otherwise set the floor of every graph-timed row
-of its size. So are rows the kernel timer read without a graph (:data:`EAGER_KERNEL`). A
-direct-timed row never gets less than a graph-timed row of its size would.
+of its size. Rows the kernel timer read without a graph (:data:`EAGER_KERNEL`) have classes of
+their own too: quieter than the direct timer's, not graph replays. A row of either group never
+gets less than a graph-timed row of its size would.
 
 A class with fewer than :data:`MIN_SAMPLES` per-round deltas (below 20 values the 95th
 percentile is the largest one) pools them with the next larger class (the largest with the one
@@ -81,7 +82,7 @@ DIRECT = "direct"
 #: the timer of a shape whose sides or rounds were timed differently
 MIXED = "mixed"
 #: the reading of a shape the kernel timer read without a graph, by its eager calls' kernels:
-#: floored with the direct timer's rows, as the other readings of shapes that have no graph
+#: floored in a group of its own, apart from graph-read rows and from the direct timer's
 EAGER_KERNEL = "eager-kernel"
 
 
@@ -96,10 +97,12 @@ def reading(timer: str | None, fallback: str | None) -> str:
 
 def timer_group(timer: str) -> str | None:
     """The floor group of a row read by ``timer`` (:func:`reading`): DIRECT for the direct
-    timer (the cpu backend's timer is one too), for the kernel timer's reading without a graph
-    and for a shape whose sides or rounds mixed readings, ``None`` for the rows of the graph or
-    kernel timer (a session has one of them) and rows of no recorded timer."""
-    return DIRECT if timer in (DIRECT, MIXED, EAGER_KERNEL) else None
+    timer (the cpu backend's timer is one too) and for a shape whose sides or rounds mixed
+    readings, EAGER_KERNEL for the kernel timer's reading without a graph, ``None`` for the rows
+    of the graph or kernel timer (a session has one of them) and rows of no recorded timer."""
+    if timer == EAGER_KERNEL:
+        return EAGER_KERNEL
+    return DIRECT if timer in (DIRECT, MIXED) else None
 
 
 def size_class(latency_ms: float | None) -> SizeClass | None:
@@ -118,11 +121,12 @@ class ClassFloor:
     value: float | None
     samples: int
     pooled_with: str | None = None
-    #: DIRECT for the rows the direct timer measured (their own floor), ``None`` for the others
+    #: the group of rows read without a graph (:func:`timer_group`: DIRECT, EAGER_KERNEL) that
+    #: this floor is of, ``None`` for the others
     timer: str | None = None
 
     def text(self) -> str:
-        size = f"{DIRECT} timer {self.size}" if self.timer else self.size
+        size = f"{self.timer} timer {self.size}" if self.timer else self.size
         if self.value is None:
             return f"{size} too few ({self.samples})"
         pooled = f", with {self.pooled_with}" if self.pooled_with else ""

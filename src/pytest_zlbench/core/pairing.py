@@ -61,8 +61,9 @@ class Pair:
         if a is None or b is None or not (a > 0 and b > 0):
             return None
         ta, tb = self.a.timer_base, self.b.timer_base
-        if ta is not None and tb is not None and ta != tb:
-            return None  # a graph and a direct timing of the baseline: not one quantity
+        read_a, read_b = reading(ta, self.a.fallback_base), reading(tb, self.b.fallback_base)
+        if ta is not None and tb is not None and read_a != read_b:
+            return None  # e.g. a graph and a direct timing of the baseline: not one quantity
         if not (math.isfinite(a) and math.isfinite(b)):
             return None
         return b / a - 1.0
