@@ -128,6 +128,19 @@ class DirectTimer:
 # The kernel timer without a graph
 
 
+def eager_ms(api: DeviceAPI, fn: Callable[[], Any], n: int) -> float:
+    """Milliseconds per call of ``n`` eager calls back to back, by device events (the host's
+    time between launches included)."""
+    api.synchronize()
+    start, end = api.event(), api.event()
+    start.record()
+    for _ in range(n):
+        fn()
+    end.record()
+    api.synchronize()
+    return api.elapsed_ms(start, end) / n
+
+
 #: untimed one-call traces whose activity counts must agree before a trace of many calls is
 #: cut per call
 PROBE_CALLS = 2
@@ -196,14 +209,7 @@ class EagerKernelTimer:
         try:
             for _ in range(self.warmup_calls):  # untimed: compiles and tunes
                 fn()
-            api.synchronize()
-            start, end = api.event(), api.event()
-            start.record()
-            for _ in range(3):
-                fn()
-            end.record()
-            api.synchronize()
-            estimate = max(api.elapsed_ms(start, end) / 3, 1e-5)
+            estimate = max(eager_ms(api, fn, 3), 1e-5)
             # untimed, before the first turn (a fallback then takes its turns from the start):
             # whether single calls launch the same number of activities; in a process's first
             # measurement also the profiler's first start, which is slow

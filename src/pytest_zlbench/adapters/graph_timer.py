@@ -20,6 +20,7 @@ from .capture import (
     is_fatal,
     raise_if_fatal,
 )
+from .direct_timers import eager_ms
 from .measurement import Measurement, Placement, Timer, fell_back
 from .replay_samples import busy_ms, check_plausible, cold_samples
 from .turns import UNGATED, Gate, Turns, passed_on_gate, shares
@@ -129,15 +130,7 @@ class GraphTimer:
             self.api.restore_rng(token)
 
     def _eager_ms(self, fn: Callable[[], Any], n: int) -> float:
-        api = self.api
-        api.synchronize()
-        start, end = api.event(), api.event()
-        start.record()
-        for _ in range(n):
-            fn()
-        end.record()
-        api.synchronize()
-        return api.elapsed_ms(start, end) / n
+        return eager_ms(self.api, fn, n)
 
     def _capture(self, body: Callable[[], Any], calls: int, pool: Any = None) -> Any:
         graph = self.api.new_graph()
