@@ -140,7 +140,8 @@ own_split() {
   done
 }
 read -r -a MODES <<< "${SCREEN_MODES:-lockstep}"
-read -r -a COST_SEL <<< "${COST_OPS:-benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul
+# -d '': the default spans several lines (a plain read takes the first line only)
+read -r -d '' -a COST_SEL <<< "${COST_OPS:-benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul
   benchmark/test_sum.py::test_sum benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm
   benchmark/test_nonzero.py::test_nonzero benchmark/test_add.py::test_add benchmark/test_addmm.py::test_addmm
   benchmark/test_amax.py::test_amax benchmark/test_argmax.py::test_argmax benchmark/test_bmm.py::test_bmm
@@ -150,7 +151,7 @@ read -r -a COST_SEL <<< "${COST_OPS:-benchmark/test_abs.py::test_abs benchmark/t
   benchmark/test_layer_norm.py::test_layer_norm benchmark/test_log_softmax.py::test_log_softmax
   benchmark/test_max.py::test_max benchmark/test_mean.py::test_mean benchmark/test_mv.py::test_mv
   benchmark/test_neg.py::test_neg benchmark/test_relu.py::test_relu benchmark/test_rsqrt.py::test_rsqrt
-  benchmark/test_sigmoid.py::test_sigmoid benchmark/test_softmax.py::test_softmax benchmark/test_sin.py::test_sin}"
+  benchmark/test_sigmoid.py::test_sigmoid benchmark/test_softmax.py::test_softmax benchmark/test_sin.py::test_sin}" || true
 NOISE=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul benchmark/test_sum.py::test_sum
   benchmark/test_fft.py::test_perf_fft benchmark/test_mm.py::test_mm)
 CALIBER=(benchmark/test_abs.py::test_abs benchmark/test_mul.py::test_mul)
