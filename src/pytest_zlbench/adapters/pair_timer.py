@@ -18,14 +18,14 @@ measurement is:
 3. timed: ``replays`` replays of each graph, half in the order first, other, then the other
    half in the order other, first (A B B A; the first side alternates by round).
 
-Any other timer (direct, cold cache, the CPU clock) measures each side with the session's timer
-in the same A B B A order, each side's two halves merged. Where a capture fails, or the session's
+Any other timer (direct, cold cache, the CPU clock) measures each side with the session's timer in
+the same A B B A order, each side's two halves merged. Where a capture fails, or the session's
 timer fell back on some turns only (a capture that fails on the first side is then made on the
 other side too, untimed, so that both sides ran the same steps and their IR holds what those
-launched), both sides are timed by the direct timer in that order (the
-kernel timer's reads their eager calls' kernels: :class:`.direct_timers.EagerKernelTimer`), with
-the reason. A call that fails on side B only (a switch that breaks its compilation) leaves side
-A's measurement alone, with side B's error beside it (``Measurement.other_error``).
+launched), both sides are timed by the direct timer in that order (the kernel timer's reads their
+eager calls' kernels: :class:`.direct_timers.EagerKernelTimer`), with the reason. A call that fails
+on side B only (a switch that breaks its compilation) leaves side A's measurement alone, with side
+B's error beside it (``Measurement.other_error``).
 """
 
 from __future__ import annotations
@@ -259,7 +259,8 @@ class PairTimer:
         """The capture that failed on the first side, made on ``side`` too (untimed; its graph
         released, its own failure ignored unless fatal): an op may compile kernels inside a
         capture that its eager calls never launch (FlagGems' ``nonzero`` on an H200: a fill
-        and an empty kernel), and both sides' IR must hold what the same steps launched. Not
+        kernel, a specialisation of an empty kernel), and both sides' IR must hold what the
+        same steps launched. Not
         where the failed capture broke its thread: the rest of the test is timed without
         captures, and a mirror would break a second thread."""
         if g._direct_reason is not None:
