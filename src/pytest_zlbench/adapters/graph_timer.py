@@ -129,9 +129,6 @@ class GraphTimer:
         finally:
             self.api.restore_rng(token)
 
-    def _eager_ms(self, fn: Callable[[], Any], n: int) -> float:
-        return eager_ms(self.api, fn, n)
-
     def _capture(self, body: Callable[[], Any], calls: int, pool: Any = None) -> Any:
         graph = self.api.new_graph()
         try:
@@ -377,7 +374,7 @@ class GraphTimer:
             api.synchronize()
             # cold: the budget covers flush + op, else a tiny op would put max_calls flushes
             # (each ~70 us on an H200) into every replay
-            estimate = max(self._eager_ms(fn if flush is None else both, 3), 1e-5)
+            estimate = max(eager_ms(api, fn if flush is None else both, 3), 1e-5)
         except BaseException as exc:
             # a dead context shows up at whichever call comes next, often a launch
             raise_if_fatal(api, exc)

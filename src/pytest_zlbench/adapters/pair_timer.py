@@ -38,6 +38,7 @@ from typing import Any
 from ..core.records import PAIRED, Row, Spread, row_lockstep
 from ..core.stats import spread
 from .capture import FatalDeviceError, error_line, error_reason, raise_if_fatal
+from .direct_timers import eager_ms
 from .graph_timer import PRIMER_BELOW_MS, GraphTimer
 from .measurement import Measurement, Timer, fell_back
 from .replay_samples import check_plausible
@@ -197,7 +198,7 @@ class PairTimer:
                     for _ in range(g.warmup_calls):
                         fn()
                     api.synchronize()
-                    estimate[side] = max(g._eager_ms(fn, 3), 1e-5)
+                    estimate[side] = max(eager_ms(api, fn, 3), 1e-5)
         except BaseException as exc:
             raise_if_fatal(api, exc)
             raise

@@ -172,9 +172,12 @@ def _timer_marker(line: str, where: str) -> str | None:
     match = _TIMER_RE.search(line)
     if match is None:
         return None
-    value = match.group("timer")
+    return _known_timer(match.group("timer"), f"{where}: {TIMER_MARKER}")
+
+
+def _known_timer(value: str, what: str) -> str:
     if value not in TIMERS:
-        raise RecordError(f"{where}: {TIMER_MARKER} {value!r} is not one of {', '.join(TIMERS)}")
+        raise RecordError(f"{what} {value!r} is not one of {', '.join(TIMERS)}")
     return value
 
 
@@ -184,11 +187,7 @@ def _fallback_marker(line: str, after: int, where: str) -> _Fallback | None:
     match = _FALLBACK_RE.search(line)
     if match is None:
         raise RecordError(f"{where}: malformed {FALLBACK_MARKER} line")
-    timer = match.group("timer") or "direct"
-    if timer not in TIMERS:
-        raise RecordError(
-            f"{where}: {FALLBACK_MARKER} timer {timer!r} is not one of {', '.join(TIMERS)}"
-        )
+    timer = _known_timer(match.group("timer") or "direct", f"{where}: {FALLBACK_MARKER} timer")
     return _Fallback(
         op=match.group("op"),
         dtype=bare_dtype(match.group("dtype")),
