@@ -172,7 +172,7 @@ stage_dir() {  # stage_dir NAME: a fresh DIR/NAME, or the stage is refused
 zl() {
   local name=$1; shift
   local t0; t0=$(date +%s)
-  timeout -s INT -k 10 "${RUN_TIMEOUT:-900}" $PY -m pytest "$@" --zl-out="$O/$name" > "$O/$name.log" 2>&1
+  timeout -s INT -k 30 "${RUN_TIMEOUT:-900}" $PY -m pytest "$@" --zl-out="$O/$name" > "$O/$name.log" 2>&1
   ZL_RC=$?
   echo "$name: rc=$ZL_RC $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$name.log")"
 }
@@ -496,7 +496,7 @@ stage_scale() {
   local log=scale/screen
   [ ${#resume[@]} -eq 0 ] || log=scale/screen_resumed_$(date +%s)
   local t0; t0=$(date +%s)
-  timeout -s INT -k 10 "${RUN_TIMEOUT:-900}" $PY -m pytest $(cat "$c/functions.txt") "${COMMON[@]}" \
+  timeout -s INT -k 30 "${RUN_TIMEOUT:-900}" $PY -m pytest $(cat "$c/functions.txt") "${COMMON[@]}" \
     --shape_file="$SMOKE" --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout="${SCALE_TIMEOUT:-300}" \
     --zl-record-timeout="${SCALE_RECORD_TIMEOUT:-900}" \
     ${SCALE_BATCH:+--zl-batch-size="$SCALE_BATCH"} ${resume[@]+"${resume[@]}"} ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"} \
@@ -558,14 +558,14 @@ stage_sample() {
   local devices; devices=$(seq -s, 0 $(( CARDS > 0 ? CARDS - 1 : 0 )))
   local opts=("${COMMON[@]}" --shape_file="$SMOKE" --zl-devices="$devices" --zl-graph-replays=3 --zl-graph-budget-ms=2)
   echo "$(wc -l < "$c/functions.txt") test functions on cards $devices"
-  timeout -s INT -k 20 "${SAMPLE_SECONDS:-480}" $PY -m pytest $(cat "$c/functions.txt") "${opts[@]}" \
+  timeout -s INT -k 30 "${SAMPLE_SECONDS:-480}" $PY -m pytest $(cat "$c/functions.txt") "${opts[@]}" \
     -n "${SAMPLE_WORKERS:-24}" --timeout="${SAMPLE_TIMEOUT:-420}" --junitxml="$c/run.xml" \
     --zl-out="$c/run" > "$c/run.log" 2>&1
   echo "sample: rc=$? $(( $(date +%s) - t0 )) s: $(tail -n 1 "$c/run.log")"
   $PY "$BENCH/sample_ops.py" failed "$c/inventory.tsv" "$c/run.xml" > "$c/failed.txt"
   local runs=("$c/run") xmls=("$c/run.xml")
   if [ -s "$c/failed.txt" ]; then  # a second pass: a failure there is the test's own
-    timeout -s INT -k 10 "${SAMPLE_SECONDS:-480}" $PY -m pytest $(cat "$c/failed.txt") "${opts[@]}" \
+    timeout -s INT -k 30 "${SAMPLE_SECONDS:-480}" $PY -m pytest $(cat "$c/failed.txt") "${opts[@]}" \
       -n "${SAMPLE_WORKERS_RETRY:-12}" --timeout="${SAMPLE_TIMEOUT:-420}" --junitxml="$c/retry.xml" \
       --zl-out="$c/retry" > "$c/retry.log" 2>&1
     local rc=$?
