@@ -1,0 +1,34 @@
+"""An operator directory a screen left unfinished, read back (``screen.results``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_zlbench.screen.results import aggregate_op_dir
+
+
+def test_an_operator_stopped_before_its_first_round_does_not_read_as_a_failed_recording(
+    tmp_path: Path,
+) -> None:
+    """A batch cut while its recording pass ran leaves operators with a directory and nothing
+    in it that failed: the note says the screen stopped before round 1, not that their
+    recording pass failed (it read "recording pass failed: the screen did not finish ...")."""
+    op_dir = tmp_path / "bitwise_left_shift"
+    op_dir.mkdir()
+    result, problems = aggregate_op_dir(op_dir, require_done=True)
+    assert problems == []
+    assert (result.rounds_failed, result.rounds_ok) == (1, 0)  # --zl-resume measures it
+    assert not any("recording pass" in n for n in result.notes), result.notes
+    assert "round 1 failed: not run: the screen did not finish this operator (no op.complete)" in (
+        result.notes
+    )
+
+
+def test_a_cut_recording_pass_is_named_once(tmp_path: Path) -> None:
+    """A recording pass that was itself cut says so, and the unfinished note follows it."""
+    op_dir = tmp_path / "addmm"
+    (op_dir / "record").mkdir(parents=True)
+    result, _ = aggregate_op_dir(op_dir, require_done=True)
+    assert result.rounds_failed == 1
+    assert "recording pass failed: incomplete run" in result.notes
+    assert "the screen did not finish this operator (no op.complete)" in result.notes
