@@ -14,12 +14,14 @@ def test_an_operator_stopped_before_its_first_round_does_not_read_as_a_failed_re
     in it that failed: the note says the screen stopped before round 1, not that their
     recording pass failed (it read "recording pass failed: the screen did not finish ...")."""
     op_dir = tmp_path / "bitwise_left_shift"
-    op_dir.mkdir()
+    op_dir.mkdir()  # a batch makes its operators' directories before its recording pass
     result, problems = aggregate_op_dir(op_dir, require_done=True)
     assert problems == []
-    assert (result.rounds_failed, result.rounds_ok) == (1, 0)  # --zl-resume measures it
+    # failed (--zl-resume measures it), and no round counted as started
+    assert (result.rounds_failed, result.rounds, result.rounds_ok) == (1, 0, 0)
+    assert result.to_json()["rounds_run"] == 0
     assert not any("recording pass" in n for n in result.notes), result.notes
-    assert "round 1 failed: not run: the screen did not finish this operator (no op.complete)" in (
+    assert "round 1 not run: the screen did not finish this operator (no op.complete)" in (
         result.notes
     )
 

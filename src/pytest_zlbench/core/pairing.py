@@ -133,6 +133,8 @@ class RoundInput:
     identity_a: RunIdentity | None = None
     identity_b: RunIdentity | None = None
     failed: str | None = None
+    #: the note a failed entry gives instead of "<label> failed: <failed>"
+    note: str | None = None
 
     @classmethod
     def of_sides(

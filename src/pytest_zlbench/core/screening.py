@@ -248,7 +248,7 @@ def aggregate(
         delta_spread=median([s.round_spread for s in paired.shapes])
         if len(ok) > 1 and paired.shapes
         else None,
-        notes=(*notes, *(f"{r.label} failed: {r.failed}" for r in failed), *paired.notes),
+        notes=(*notes, *(r.note or f"{r.label} failed: {r.failed}" for r in failed), *paired.notes),
         caliber=caliber_of(rounds),
         control=control,
         ir_label=decision.ir_label,

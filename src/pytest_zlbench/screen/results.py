@@ -190,8 +190,9 @@ def aggregate_op_dir(
         unfinished = f"the screen did not finish this operator (no {OP_DONE_FILE})"
         if rounds and rounds[-1].failed is not None and rounds[-1].round == last:
             extra.append(unfinished)  # the round it stopped in has failed already: name it once
-        elif last == 0:  # stopped before its round 1 with nothing failed: round 1 not run
-            rounds.append(screening.RoundInput(round=1, order="", failed=f"not run: {unfinished}"))
+        elif last == 0:  # stopped before its round 1 with nothing failed: no round started
+            note = f"round 1 not run: {unfinished}"
+            rounds.append(screening.RoundInput(round=0, order="", failed=unfinished, note=note))
         else:  # it stopped between rounds: no range from what it left
             rounds.append(screening.RoundInput(round=last, order="", failed=unfinished))
     return screening.aggregate(op_dir.name, rounds, extra), problems
