@@ -34,3 +34,18 @@ def test_a_cut_recording_pass_is_named_once(tmp_path: Path) -> None:
     assert result.rounds_failed == 1
     assert "recording pass failed: incomplete run" in result.notes
     assert "the screen did not finish this operator (no op.complete)" in result.notes
+
+
+def test_an_operator_the_screen_did_not_finish_reads_failed_not_no_rows(tmp_path: Path) -> None:
+    """Its verdict rule finds no rows (NO_ROWS), but the table's verdict column says what
+    happened: it failed (a scale screen cut in round 1 listed such operators as NO_ROWS)."""
+    from pytest_zlbench.core.screen_tsv import ScreenLine, render_screen
+
+    op_dir = tmp_path / "diag"
+    op_dir.mkdir()
+    res, _ = aggregate_op_dir(op_dir, require_done=True)
+    entry = {**res.to_json(), "status": "failed"}
+    line = ScreenLine.from_entry(entry)
+    assert line.verdict == "NO_ROWS"  # the verdict rules' own reading stays in screen.tsv
+    row = next(t for t in render_screen([line]) if t.startswith("diag"))
+    assert row.split()[1] == "failed", row

@@ -128,7 +128,7 @@ def html(
         op = str(entry["op"])
         out.append(f'<h2 id="op-{escape(op)}">{escape(op)}</h2>')
         line = ScreenLine.from_entry(entry)
-        out.append(f"<p>{escape(line.verdict or line.status)} {escape(line.range)}</p>")
+        out.append(f"<p>{escape(line.shown_verdict)} {escape(line.range)}</p>")
         notes = entry.get("notes") or ()
         if notes:
             out.append("<ul>" + "".join(f"<li>{escape(str(n))}</li>" for n in notes) + "</ul>")

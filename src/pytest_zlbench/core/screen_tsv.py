@@ -17,7 +17,7 @@ from typing import Any
 
 from .records import CALIBER_FIELDS
 from .render import read_tsv, to_tsv
-from .verdicts import VERDICTS
+from .verdicts import NO_ROWS, VERDICTS
 
 HEAD_COLUMNS: tuple[str, ...] = (
     "op",
@@ -187,6 +187,15 @@ class ScreenLine:
     # ---- what a reader is shown ----------------------------------------------------------------
 
     @property
+    def shown_verdict(self) -> str:
+        """The verdict column of the table and the report: an operator that failed before
+        any shape paired reads ``failed`` (its verdict rule found no rows, ``NO_ROWS``, which
+        ``screen.tsv`` keeps); one without a verdict yet reads its status."""
+        if self.status == "failed" and self.verdict == NO_ROWS:
+            return "failed"
+        return self.verdict or self.status
+
+    @property
     def rows(self) -> str:
         """Paired rows, ``k/n`` when not every row paired."""
         if self.rows_total in ("", self.rows_paired):
@@ -280,7 +289,7 @@ def render_screen(lines: Sequence[ScreenLine], width: int = WIDTH) -> list[str]:
             if column == "note":
                 row.append(mark)
             elif column == "verdict":
-                row.append(line.verdict or line.status)
+                row.append(line.shown_verdict)
             else:
                 row.append(line.cell(column))
         body.append(row)
