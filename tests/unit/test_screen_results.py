@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pytest_zlbench.screen.results import aggregate_op_dir
 
 
@@ -49,3 +51,38 @@ def test_an_operator_the_screen_did_not_finish_reads_failed_not_no_rows(tmp_path
     assert line.verdict == "NO_ROWS"  # the verdict rules' own reading stays in screen.tsv
     row = next(t for t in render_screen([line]) if t.startswith("diag"))
     assert row.split()[1] == "failed", row
+
+
+def test_an_operator_cut_between_rounds_counts_only_the_rounds_it_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round 1 measured, the screen stopped before round 2: one round run, not two (the
+    unfinished entry carried round 1's number and was counted as a second measured round)."""
+    from pytest_zlbench.core.records import Row, RunIdentity
+    from pytest_zlbench.core.rundir import Side
+    from pytest_zlbench.screen import results
+
+    identity = RunIdentity(
+        backend="cpu",
+        device="cpu0",
+        timer="direct",
+        bench_level="n/a",
+        shape_mode="upstream",
+        tuner_cache="isolated",
+        direct_repeat="cpu:warmup=1ms,rep=2ms",
+    )
+    rows = (Row(op="mm", dtype="float16", shape="[64]", latency=1.0, timer="direct"),)
+    monkeypatch.setattr(results, "failure_of", lambda run_dir: None)
+    monkeypatch.setattr(results, "caliber_check", lambda *args: [])
+    monkeypatch.setattr(
+        results, "load_side", lambda d, allow_empty: Side(d, identity, rows, None, "rows.jsonl")
+    )
+    op_dir = tmp_path / "mm"
+    for side in ("r1_A", "r1_B"):
+        (op_dir / side).mkdir(parents=True)
+    res, _ = aggregate_op_dir(op_dir, require_done=True)
+    assert (res.rounds, res.rounds_ok, res.rounds_failed) == (1, 1, 1)
+    assert res.to_json()["rounds_run"] == 1
+    assert "round 2 not run: the screen did not finish this operator (no op.complete)" in (
+        res.notes
+    )
