@@ -245,3 +245,21 @@ def test_a_resumed_batch_reuses_only_recordings_made_by_the_same_command_and_unt
     assert (workdir / "record" / RECORDED_FILE).read_text().split()[0] == "abs"
     assert clear_workdir(workdir, later, root, resume=False) == set()
     assert list(workdir.iterdir()) == []
+
+
+def test_a_root_copied_with_whole_second_times_keeps_its_recordings(tmp_path: Path) -> None:
+    """A root moved between machines by GNU tar's default format comes back with whole-second
+    modification times: the recordings its listing names are still reused (a resumed screen
+    on the H200 recorded a cut batch's 15 operators again after such a copy)."""
+    from pytest_zlbench.screen.recording_home import clear_workdir, command_key, note_recorded
+
+    root, workdir = tmp_path / "root", tmp_path / "root" / ".workers" / "batch0"
+    done = root / "abs" / "record" / ".complete"
+    done.parent.mkdir(parents=True)
+    done.write_text("")
+    os.utime(done, ns=(1_796_277_392_123_456_789,) * 2)
+    keys = {"abs": command_key(["pytest", "test_abs.py"])}
+    clear_workdir(workdir, keys, root, resume=False)
+    note_recorded(workdir, root, "abs", keys["abs"])
+    os.utime(done, ns=(1_796_277_392_000_000_000,) * 2)  # what the copy kept
+    assert clear_workdir(workdir, keys, root, resume=True) == {"abs"}

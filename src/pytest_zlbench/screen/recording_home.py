@@ -4,7 +4,7 @@ choices of every operator of the batch (``screen.sides``).
 
 A batch cut short and resumed (``--zl-resume``) keeps the home and the recordings it lists in
 ``recorded.txt``: each operator once its recording pass ended, with a key of the recording
-worker's command for it (its tests, the options they were given) and the time its
+worker's command for it (its tests, the options they were given) and the second its
 ``<root>/<op>/record/`` was completed. An operator whose key and record are still those is not
 recorded again.
 """
@@ -43,9 +43,10 @@ def _remove(path: Path) -> None:
 
 
 def _stamp(root: Path, op: str) -> str:
-    """When ``op``'s recording was completed (``-`` if it is not)."""
+    """When ``op``'s recording was completed, in whole seconds (``-`` if it is not): a root
+    copied by a tool that keeps whole seconds only (GNU tar's default format) keeps it."""
     record = root / op / RECORD_DIR
-    return str((record / COMPLETE_FILE).stat().st_mtime_ns) if is_complete(record) else "-"
+    return str(int((record / COMPLETE_FILE).stat().st_mtime)) if is_complete(record) else "-"
 
 
 def clear_workdir(workdir: Path, keys: Mapping[str, str], root: Path, resume: bool) -> set[str]:
