@@ -23,7 +23,7 @@ from pytest_zlbench.core.noise import (
     timer_group,
 )
 from pytest_zlbench.core.pairing import Pair
-from pytest_zlbench.core.records import Row
+from pytest_zlbench.core.records import Row, Spread
 from pytest_zlbench.core.screening import (
     IR_CHANGED,
     NO_IR_DIFF,
@@ -250,7 +250,43 @@ def test_without_a_floor_only_the_own_spread_applies_and_the_result_says_so() ->
     assert result.floor is not None
     assert result.floor.source == NO_FLOOR
     assert beyond(result) == ["[1]"]  # 0.65 % > its spread 0.48 %: all that can be said
-    assert result.to_line().floor == "no floor available: each shape's between-round spread only"
+    assert result.to_line().floor == (
+        "no floor available: each shape's between-round spread, at least one measurement's width"
+    )
+
+
+def test_without_a_floor_a_delta_inside_one_measurements_width_is_not_beyond_noise() -> None:
+    """The last resort: with no class floor, a shape is judged against its own round spread and
+    at least the operator's median width of one measurement, (p80 - p20) / p50. On the H200 a
+    two-operator A/A read abs 64 x 128 x 128 as beyond noise (+0.003, +0.030, +0.030 %: a round
+    spread of 0.027 %) though one of its measurements was 0.14 % wide."""
+
+    def with_width(rounds: list[RoundInput], width: float) -> list[RoundInput]:
+        def widen(rows: Sequence[Row]) -> list[Row]:
+            return [
+                dataclasses.replace(
+                    r,
+                    spread=Spread(
+                        r.latency * (1 - width / 2), r.latency, r.latency * (1 + width / 2), 10
+                    ),
+                )
+                for r in rows
+            ]
+
+        return [
+            dataclasses.replace(r, rows_a=widen(r.rows_a), rows_b=widen(r.rows_b)) for r in rounds
+        ]
+
+    aa = op_rounds("abs", {"[1]": (0.004, (0.00003, 0.0003, 0.0003))}, switch={})
+    (quiet,) = judge_screen([aggregate("abs", with_width(aa, 0.0014))])
+    assert quiet.floor is not None
+    cls = quiet.floor.for_latency(0.004)
+    assert cls is None or cls.value is None  # three deltas: too few for a floor
+    assert beyond(quiet) == []
+    assert quiet.shapes[0].noise == pytest.approx(0.0014)
+    mm = op_rounds("mm", {"[1]": (0.02, (0.15, 0.151, 0.152))}, ir_b="o")
+    (changed,) = judge_screen([aggregate("mm", with_width(mm, 0.0014))])
+    assert beyond(changed) == ["[1]"]  # a change far outside one measurement's width
 
 
 def test_the_floor_source_prefers_a_control_and_ignores_changed_operators() -> None:

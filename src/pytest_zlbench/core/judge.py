@@ -114,7 +114,9 @@ def control_root_floor(results: Sequence[OpResult], root: str) -> NoiseFloor:
 
 def classify(result: OpResult, floor: NoiseFloor) -> OpResult:
     """``result`` with every shape judged against ``floor`` (beyond noise or not, and the noise
-    it was judged against) and the floor recorded. Judging again replaces an earlier judgement."""
+    it was judged against) and the floor recorded. A shape whose class has no floor is judged
+    against the operator's median width of one measurement (``within_side_spread``) where that
+    is larger than its round spread. Judging again replaces an earlier judgement."""
     if not result.has_range:
         return replace(result, floor=floor)
     shapes = []
@@ -123,7 +125,11 @@ def classify(result: OpResult, floor: NoiseFloor) -> OpResult:
             shapes.append(replace(shape, noise=None, beyond_noise=False))
             continue
         cls = floor.for_latency(shape.latency, shape.timer)
-        noise = max(shape.round_spread, cls.value if cls and cls.value is not None else 0.0)
+        if cls is not None and cls.value is not None:
+            base = cls.value
+        else:  # no floor for its class: at least one measurement's own width
+            base = result.within_side_spread or 0.0
+        noise = max(shape.round_spread, base)
         steady = all(d > 0 for d in shape.deltas) or all(d < 0 for d in shape.deltas)
         shapes.append(
             replace(shape, noise=noise, beyond_noise=steady and abs(shape.median) > noise)

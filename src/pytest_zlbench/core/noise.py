@@ -6,7 +6,8 @@ A shape is **beyond noise** only when
    (one round never shows whether a delta repeats: nothing is beyond noise with one round); and
 2. the magnitude of its median over rounds exceeds the noise measured for that row in the same
    screen: the larger of its own between-round spread (max − min of its per-round deltas) and
-   the floor of its size class.
+   the floor of its size class, or, where that class has no floor, its operator's median width
+   of one measurement ((p80 − p20) / p50 of the samples, over every row of both sides).
 
 The floor of a size class is the 95th percentile (:data:`FLOOR_QUANTILE`) of |per-round delta|
 over every shape of that class of the floor's operators. Per-round deltas, not per-shape medians:
@@ -55,7 +56,9 @@ CONTROL = "A/A control"
 CONTROL_ROOT = "separate A/A control"
 SAME_SCREEN = "NO_IR_DIFF operators"
 NO_FLOOR = "none"
-NO_FLOOR_TEXT = "no floor available: each shape's between-round spread only"
+NO_FLOOR_TEXT = (
+    "no floor available: each shape's between-round spread, at least one measurement's width"
+)
 
 
 @dataclass(frozen=True)
