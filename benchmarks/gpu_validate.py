@@ -162,7 +162,9 @@ def cmd_screen(root: str, wall: str = "") -> None:
     plain, beyond, shapes = [], 0, 0
     split: dict[tuple[str, str], list[float]] = {}  # (timer, size class): |median over rounds|
     for op in ops:
-        verdict = op.get("verdict", op["status"])
+        verdict = op.get("verdict") or op["status"]
+        if op["status"] == "failed" and verdict == "NO_ROWS":
+            verdict = "failed"  # as the screen's table shows it
         judged = op.get("judged")
         print(
             f"  {op['op']:<28} {verdict:<20} rounds {op.get('rounds', 0)} "

@@ -67,7 +67,7 @@ def test_report_judges_a_screen_against_a_separate_control(
     assert rc == 0
     doc = json.loads((root / "screen_result.json").read_text())
     assert doc["noise_floor"]["source"] != SEPARATE
-    assert mm_4096(root)["beyond_noise"] is True  # +12 % twice, no floor but its own spread
+    assert mm_4096(root)["beyond_noise"] is True  # +12 % twice, no floor: its own spread
 
     rc, out, err = zlbench(capsys, "report", root, "--floor-from", aa)
     assert (rc, err) == (0, [])

@@ -244,39 +244,39 @@ def test_a_class_with_too_few_samples_pools_with_the_next_or_says_too_few() -> N
     assert "too few" in lonely.describe()
 
 
-def test_without_a_floor_only_the_own_spread_applies_and_the_result_says_so() -> None:
+def test_without_a_floor_or_spreads_only_the_own_spread_applies_and_the_result_says_so() -> None:
     mm = op_rounds("mm", {"[1]": (0.02, (0.0041, 0.0089)), "[2]": (0.02, (0.01, -0.01))}, ir_b="o")
     (result,) = judge_screen([aggregate("mm", mm)])
     assert result.floor is not None
     assert result.floor.source == NO_FLOOR
     assert beyond(result) == ["[1]"]  # 0.65 % > its spread 0.48 %: all that can be said
     assert result.to_line().floor == (
-        "no floor available: each shape's between-round spread, at least one measurement's width"
+        "no floor available: each shape's between-round spread, at least its measurements' width"
     )
+
+
+def with_width(rounds: list[RoundInput], width: float) -> list[RoundInput]:
+    """``rounds`` with every row's samples ``width`` wide: (p80 - p20) / p50."""
+
+    def widen(rows: Sequence[Row]) -> list[Row]:
+        return [
+            dataclasses.replace(
+                r,
+                spread=Spread(
+                    r.latency * (1 - width / 2), r.latency, r.latency * (1 + width / 2), 10
+                ),
+            )
+            for r in rows
+        ]
+
+    return [dataclasses.replace(r, rows_a=widen(r.rows_a), rows_b=widen(r.rows_b)) for r in rounds]
 
 
 def test_without_a_floor_a_delta_inside_one_measurements_width_is_not_beyond_noise() -> None:
     """The last resort: with no class floor, a shape is judged against its own round spread and
-    at least the operator's median width of one measurement, (p80 - p20) / p50. On the H200 a
-    two-operator A/A read abs 64 x 128 x 128 as beyond noise (+0.003, +0.030, +0.030 %: a round
-    spread of 0.027 %) though one of its measurements was 0.14 % wide."""
-
-    def with_width(rounds: list[RoundInput], width: float) -> list[RoundInput]:
-        def widen(rows: Sequence[Row]) -> list[Row]:
-            return [
-                dataclasses.replace(
-                    r,
-                    spread=Spread(
-                        r.latency * (1 - width / 2), r.latency, r.latency * (1 + width / 2), 10
-                    ),
-                )
-                for r in rows
-            ]
-
-        return [
-            dataclasses.replace(r, rows_a=widen(r.rows_a), rows_b=widen(r.rows_b)) for r in rounds
-        ]
-
+    at least the median width of its measurements, (p80 - p20) / p50. A two-operator A/A on the
+    H200 read abs 64 x 128 x 128 (+0.003, +0.030, +0.030 %: a round spread of 0.027 %) as beyond
+    noise, where one-process kernel-timed measurements are about 0.14 % wide."""
     aa = op_rounds("abs", {"[1]": (0.004, (0.00003, 0.0003, 0.0003))}, switch={})
     (quiet,) = judge_screen([aggregate("abs", with_width(aa, 0.0014))])
     assert quiet.floor is not None
@@ -287,6 +287,23 @@ def test_without_a_floor_a_delta_inside_one_measurements_width_is_not_beyond_noi
     mm = op_rounds("mm", {"[1]": (0.02, (0.15, 0.151, 0.152))}, ir_b="o")
     (changed,) = judge_screen([aggregate("mm", with_width(mm, 0.0014))])
     assert beyond(changed) == ["[1]"]  # a change far outside one measurement's width
+
+
+def test_a_class_with_a_floor_is_judged_against_it_not_the_width() -> None:
+    """The width is the last resort only: where the screen's NO_IR_DIFF operators give a floor,
+    a steady change above it is beyond noise however wide one measurement is."""
+    quiet = {f"[{i}]": (0.02, (0.0001 * (i % 5), -0.0001 * (i % 3))) for i in range(MIN_SAMPLES)}
+    abs_ = aggregate("abs", op_rounds("abs", quiet))
+    mm = aggregate(
+        "mm", with_width(op_rounds("mm", {"[1]": (0.02, (0.01, 0.011))}, ir_b="o"), 0.05)
+    )
+    judged = {r.op: r for r in judge_screen([abs_, mm])}
+    cls = judged["mm"].floor.for_latency(0.02) if judged["mm"].floor else None
+    assert cls is not None
+    assert cls.value is not None
+    assert cls.value < 0.01
+    assert beyond(judged["mm"]) == ["[1]"]
+    assert judged["mm"].shapes[0].noise == pytest.approx(max(cls.value, 0.001))
 
 
 def test_the_floor_source_prefers_a_control_and_ignores_changed_operators() -> None:

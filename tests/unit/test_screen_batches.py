@@ -263,3 +263,20 @@ def test_a_root_copied_with_whole_second_times_keeps_its_recordings(tmp_path: Pa
     note_recorded(workdir, root, "abs", keys["abs"])
     os.utime(done, ns=(1_796_277_392_000_000_000,) * 2)  # what the copy kept
     assert clear_workdir(workdir, keys, root, resume=True) == {"abs"}
+
+
+def test_a_listing_of_an_earlier_build_in_nanoseconds_is_still_reused(tmp_path: Path) -> None:
+    """A root cut by a build that listed nanosecond stamps, resumed by this one: its recordings
+    are reused, not recorded again."""
+    from pytest_zlbench.screen.recording_home import RECORDED_FILE, clear_workdir, command_key
+
+    root, workdir = tmp_path / "root", tmp_path / "root" / ".workers" / "batch0"
+    done = root / "abs" / "record" / ".complete"
+    done.parent.mkdir(parents=True)
+    done.write_text("")
+    os.utime(done, ns=(1_796_277_392_999_999_950,) * 2)
+    key = command_key(["pytest", "test_abs.py"])
+    listed = workdir / "record" / RECORDED_FILE
+    listed.parent.mkdir(parents=True)
+    listed.write_text(f"abs {key} 1796277392999999950\n")
+    assert clear_workdir(workdir, {"abs": key}, root, resume=True) == {"abs"}

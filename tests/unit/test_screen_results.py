@@ -51,13 +51,19 @@ def test_an_operator_the_screen_did_not_finish_reads_failed_not_no_rows(tmp_path
     assert line.verdict == "NO_ROWS"  # the verdict rules' own reading stays in screen.tsv
     row = next(t for t in render_screen([line]) if t.startswith("diag"))
     assert row.split()[1] == "failed", row
+    from pytest_zlbench.core import report, result
+
+    page = report.html(result.document(result.SCREEN, [entry]), None, {})
+    assert "<td>NO_ROWS</td>" not in page  # its table and its paragraph say failed too
+    assert "<p>failed " in page
 
 
 def test_an_operator_cut_between_rounds_counts_only_the_rounds_it_ran(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Round 1 measured, the screen stopped before round 2: one round run, not two (the
-    unfinished entry carried round 1's number and was counted as a second measured round)."""
+    """Round 1 measured, the screen stopped before its next step: one round run, not two (the
+    unfinished entry carried round 1's number and was counted as a second measured round). The
+    note names the last round run, not one that may never have been due."""
     from pytest_zlbench.core.records import Row, RunIdentity
     from pytest_zlbench.core.rundir import Side
     from pytest_zlbench.screen import results
@@ -83,6 +89,6 @@ def test_an_operator_cut_between_rounds_counts_only_the_rounds_it_ran(
     res, _ = aggregate_op_dir(op_dir, require_done=True)
     assert (res.rounds, res.rounds_ok, res.rounds_failed) == (1, 1, 1)
     assert res.to_json()["rounds_run"] == 1
-    assert "round 2 not run: the screen did not finish this operator (no op.complete)" in (
+    assert "cut after round 1: the screen did not finish this operator (no op.complete)" in (
         res.notes
     )

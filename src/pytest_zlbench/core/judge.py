@@ -115,8 +115,8 @@ def control_root_floor(results: Sequence[OpResult], root: str) -> NoiseFloor:
 def classify(result: OpResult, floor: NoiseFloor) -> OpResult:
     """``result`` with every shape judged against ``floor`` (beyond noise or not, and the noise
     it was judged against) and the floor recorded. A shape whose class has no floor is judged
-    against the operator's median width of one measurement (``within_side_spread``) where that
-    is larger than its round spread. Judging again replaces an earlier judgement."""
+    against its own median width of one measurement (``ShapeResult.width``) where that is
+    larger than its round spread. Judging again replaces an earlier judgement."""
     if not result.has_range:
         return replace(result, floor=floor)
     shapes = []
@@ -125,10 +125,8 @@ def classify(result: OpResult, floor: NoiseFloor) -> OpResult:
             shapes.append(replace(shape, noise=None, beyond_noise=False))
             continue
         cls = floor.for_latency(shape.latency, shape.timer)
-        if cls is not None and cls.value is not None:
-            base = cls.value
-        else:  # no floor for its class: at least one measurement's own width
-            base = result.within_side_spread or 0.0
+        # no floor for its class: at least the width of one of its measurements
+        base = cls.value if cls is not None and cls.value is not None else (shape.width or 0.0)
         noise = max(shape.round_spread, base)
         steady = all(d > 0 for d in shape.deltas) or all(d < 0 for d in shape.deltas)
         shapes.append(

@@ -6,8 +6,8 @@ A shape is **beyond noise** only when
    (one round never shows whether a delta repeats: nothing is beyond noise with one round); and
 2. the magnitude of its median over rounds exceeds the noise measured for that row in the same
    screen: the larger of its own between-round spread (max − min of its per-round deltas) and
-   the floor of its size class, or, where that class has no floor, its operator's median width
-   of one measurement ((p80 − p20) / p50 of the samples, over every row of both sides).
+   the floor of its size class, or, where that class has no floor, the median width of its
+   measurements ((p80 − p20) / p50 of the samples, its rows of both sides and every round).
 
 The floor of a size class is the 95th percentile (:data:`FLOOR_QUANTILE`) of |per-round delta|
 over every shape of that class of the floor's operators. Per-round deltas, not per-shape medians:
@@ -15,7 +15,7 @@ the median over rounds narrows the spread, and a shape is judged by how far sing
 scatter. The floor's operators are, by preference, those of an A/A control (a screen without a
 switch, :func:`core.verdicts.is_control`), else the screen's own ``NO_IR_DIFF`` operators
 (identical IR: whatever their deltas are, the switch did not make them); the floor says which
-(:attr:`NoiseFloor.source`), or that neither exists, and then only the own spread applies. A
+(:attr:`NoiseFloor.source`), or that neither exists, and then the own spread and the width apply. A
 screen may also be judged against the floor of a separate A/A control screen of the same caliber
 (``--zl-floor-from=AA_ROOT``, ``zlbench report ROOT --floor-from AA_ROOT``): its source is then
 :data:`CONTROL_ROOT` and :attr:`NoiseFloor.root` names that control's root.
@@ -57,7 +57,7 @@ CONTROL_ROOT = "separate A/A control"
 SAME_SCREEN = "NO_IR_DIFF operators"
 NO_FLOOR = "none"
 NO_FLOOR_TEXT = (
-    "no floor available: each shape's between-round spread, at least one measurement's width"
+    "no floor available: each shape's between-round spread, at least its measurements' width"
 )
 
 

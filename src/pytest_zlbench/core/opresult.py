@@ -62,6 +62,9 @@ class ShapeResult:
     node: str = ""  # the test that measured it (side A's row)
     detail: Any = None  # the size detail as FlagGems gives it (a JSON list), when known
     timer: str = ""  # what read its latencies (core.noise.reading; "mixed" when they differ)
+    #: the median width of one measurement of it, (p80 - p20) / p50 over its rows of both sides
+    #: and every round (None: its rows carry no spread)
+    width: float | None = None
 
     @property
     def median(self) -> float:

@@ -50,6 +50,8 @@ def _operators_table(doc: Mapping[str, Any]) -> list[str]:
                 cells.append(_cell(line.footnote()))
             elif h == "op":
                 cells.append(f'<td><a href="#op-{escape(line.op)}">{escape(line.op)}</a></td>')
+            elif h == "verdict":
+                cells.append(_cell(line.shown_verdict))
             else:
                 value = line.cell(h)
                 cells.append(_cell(value, numeric=h not in ("verdict", "status", "stage")))

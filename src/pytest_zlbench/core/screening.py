@@ -171,9 +171,10 @@ def _shape(key: Key, pairs: Sequence[Pair]) -> ShapeResult:
     first = pairs[0].a
     timers = {reading(r.timer, r.fallback) for p in pairs for r in (p.a, p.b)}
     timer = timers.pop() if len(timers) == 1 else MIXED
+    widths = _rel_spreads(r for p in pairs for r in (p.a, p.b))
     return ShapeResult(
         key, deltas, known, latency, corrected, node=first.node, detail=first.shape_detail,
-        timer=timer,
+        timer=timer, width=median(widths) if widths else None,
     )  # fmt: skip
 
 

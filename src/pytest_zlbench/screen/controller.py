@@ -263,7 +263,7 @@ class AbController:
                 if self.config.pluginmanager.has_plugin("dsession"):
                     # the one line per operator a controller shows under xdist, whose
                     # workers' per-round lines go to progress.log only
-                    verdict = f"{line.verdict} {line.range}".strip()
+                    verdict = f"{line.shown_verdict} {line.range}".strip()
                     self.progress(f"{line.op}: {verdict}; rows {line.rows or 0}")
             elif name == "zl_caliber" and isinstance(value, list):
                 self.caliber.update(dict.fromkeys(map(str, value)))

@@ -46,7 +46,14 @@ def _stamp(root: Path, op: str) -> str:
     """When ``op``'s recording was completed, in whole seconds (``-`` if it is not): a root
     copied by a tool that keeps whole seconds only (GNU tar's default format) keeps it."""
     record = root / op / RECORD_DIR
-    return str(int((record / COMPLETE_FILE).stat().st_mtime)) if is_complete(record) else "-"
+    if not is_complete(record):
+        return "-"
+    return str((record / COMPLETE_FILE).stat().st_mtime_ns // 1_000_000_000)
+
+
+def _seconds(stamp: str) -> str:
+    """A listed stamp in whole seconds: earlier builds listed nanoseconds (19 digits)."""
+    return str(int(stamp) // 1_000_000_000) if stamp.isdigit() and len(stamp) > 12 else stamp
 
 
 def clear_workdir(workdir: Path, keys: Mapping[str, str], root: Path, resume: bool) -> set[str]:
@@ -58,7 +65,7 @@ def clear_workdir(workdir: Path, keys: Mapping[str, str], root: Path, resume: bo
     if resume and listed.is_file():
         for line in listed.read_text(encoding="utf-8").splitlines():
             op, key, stamp = [*line.split(), "", "", ""][:3]
-            if op in keys and key == keys[op] and stamp == _stamp(root, op) != "-":
+            if op in keys and key == keys[op] and _seconds(stamp) == _stamp(root, op) != "-":
                 reused[op] = line
     if reused:
         for child in workdir.iterdir():

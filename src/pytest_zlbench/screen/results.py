@@ -193,7 +193,7 @@ def aggregate_op_dir(
         elif last == 0:  # stopped before its round 1 with nothing failed: no round started
             note = f"round 1 not run: {unfinished}"
             rounds.append(screening.RoundInput(round=0, order="", failed=unfinished, note=note))
-        else:  # it stopped between rounds: no range from what it left, and no round counted
-            note = f"round {last + 1} not run: {unfinished}"
+        else:  # it stopped after a round (a later one, or only its end, was left): no range
+            note = f"cut after round {last}: {unfinished}"
             rounds.append(screening.RoundInput(round=0, order="", failed=unfinished, note=note))
     return screening.aggregate(op_dir.name, rounds, extra), problems
