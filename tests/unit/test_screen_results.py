@@ -64,20 +64,12 @@ def test_an_operator_cut_between_rounds_counts_only_the_rounds_it_ran(
     """Round 1 measured, the screen stopped before its next step: one round run, not two (the
     unfinished entry carried round 1's number and was counted as a second measured round). The
     note names the last round run, not one that may never have been due."""
-    from pytest_zlbench.core.records import Row, RunIdentity
+    from pytest_zlbench.core.records import Row
     from pytest_zlbench.core.rundir import Side
     from pytest_zlbench.screen import results
+    from zl_testing import H200_IDENTITY as identity
 
-    identity = RunIdentity(
-        backend="cpu",
-        device="cpu0",
-        timer="direct",
-        bench_level="n/a",
-        shape_mode="upstream",
-        tuner_cache="isolated",
-        direct_repeat="cpu:warmup=1ms,rep=2ms",
-    )
-    rows = (Row(op="mm", dtype="float16", shape="[64]", latency=1.0, timer="direct"),)
+    rows = (Row(op="mm", dtype="float16", shape="[64]", latency=1.0, timer="graph"),)
     monkeypatch.setattr(results, "failure_of", lambda run_dir: None)
     monkeypatch.setattr(results, "caliber_check", lambda *args: [])
     monkeypatch.setattr(
