@@ -49,6 +49,8 @@ def test_an_operator_the_screen_did_not_finish_reads_failed_not_no_rows(tmp_path
     entry = {**res.to_json(), "status": "failed"}
     line = ScreenLine.from_entry(entry)
     assert line.verdict == "NO_ROWS"  # the verdict rules' own reading stays in screen.tsv
+    measured = ScreenLine.from_entry({**entry, "status": "complete"})
+    assert measured.shown_verdict == "NO_ROWS"  # measured, and no row paired: its verdict
     row = next(t for t in render_screen([line]) if t.startswith("diag"))
     assert row.split()[1] == "failed", row
     from pytest_zlbench.core import report, result
