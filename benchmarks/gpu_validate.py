@@ -17,8 +17,8 @@ python benchmarks/gpu_validate.py nodes
     on a CUDA card: the nodes a graph capture records for nothing, a view and a 64 x 64 abs
     (what the graph timer counts to refuse an empty capture)
 python benchmarks/gpu_validate.py screen ROOT [WALL_S]
-    one screen (its screen_result.json, the cost.json of each side-worker batch and its
-    progress.log): per operator the verdict, rounds used, shapes beyond noise and its seconds;
+    one screen (its screen_result.json and progress.log, else the cost.json of each
+    side-worker batch): per operator the verdict, rounds used, shapes beyond noise and its seconds;
     the median seconds per operator (WALL_S, the screen's wall time, divided by the operators
     too), the share of the side workers' wall time spent inside timed turns; over every shape
     with two rounds or more: |median over rounds of the delta| (median, worst), shapes beyond
@@ -150,6 +150,23 @@ def _op_seconds(root: Path) -> dict[str, float]:
     return seconds
 
 
+def _batch_totals(root: Path) -> tuple[float, float] | None:
+    """The side workers' wall and timed seconds over every session of the screen: each batch
+    line of progress.log (a batch measured again on resume rewrites its cost.json), else the
+    cost.json files."""
+    log = root / "progress.log"
+    text = log.read_text() if log.is_file() else ""
+    found = re.findall(
+        r"\] batch \S+: \d+ operator passes in (\d+(?:\.\d+)?)s, (\d+(?:\.\d+)?)s of it", text
+    )
+    if found:
+        return sum(float(w) for w, _ in found), sum(float(t) for _, t in found)
+    costs = [json.loads(c.read_text()) for c in sorted(root.glob(".workers/*/cost.json"))]
+    if not costs:
+        return None
+    return sum(c["wall_s"] for c in costs), sum(c["timed_s"] for c in costs)
+
+
 def cmd_screen(root: str, wall: str = "") -> None:
     path = Path(root)
     result = json.loads((path / "screen_result.json").read_text())
@@ -192,10 +209,9 @@ def cmd_screen(root: str, wall: str = "") -> None:
                 f" = {float(wall) / len(measured):.1f}"
             )
         print(line)
-    costs = [json.loads(c.read_text()) for c in sorted(path.glob(".workers/*/cost.json"))]
-    if costs:
-        w = sum(c["wall_s"] for c in costs)
-        t = sum(c["timed_s"] for c in costs)
+    totals = _batch_totals(path)
+    if totals:
+        w, t = totals
         print(f"side workers: {w:.0f}s wall, {t:.0f}s inside timed turns ({t / w:.0%})")
     if plain:
         print(

@@ -1,0 +1,41 @@
+"""``benchmarks/gpu_validate.py screen``: what a screen root's side workers cost."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_validate.py"
+spec = importlib.util.spec_from_file_location("zl_gpu_validate", SCRIPT)
+assert spec is not None
+assert spec.loader is not None
+gpu_validate = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpu_validate)
+
+
+def test_a_resumed_screens_side_workers_count_every_sessions_batches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A batch measured again on resume rewrites its cost.json: the totals come from every
+    session's batch lines in progress.log (the H200 scale screen read 987 s where its three
+    calls' batches took 1,435 s)."""
+    (tmp_path / "screen_result.json").write_text(
+        json.dumps({"status": "incomplete", "switch": {}, "operators": []})
+    )
+    (tmp_path / "progress.log").write_text(
+        "[zlbench   336.6s] batch batch0: 50 operator passes in 335s, 55s of it inside timed"
+        " turns (16%)\n"
+        "[zlbench   515.8s] batch batch1: 25 operator passes in 137s, 12s of it inside timed"
+        " turns (9%)\n"
+        "[zlbench     0.7s] concat: complete, reused (--zl-resume)\n"
+        "[zlbench   156.7s] batch batch1: 27 operator passes in 156s, 64s of it inside timed"
+        " turns (41%)\n"
+    )
+    workers = tmp_path / ".workers" / "batch1"
+    workers.mkdir(parents=True)
+    (workers / "cost.json").write_text(json.dumps({"wall_s": 156.0, "timed_s": 64.0}))
+    gpu_validate.cmd_screen(str(tmp_path))
+    assert "side workers: 628s wall, 131s inside timed turns (21%)" in capsys.readouterr().out
