@@ -280,3 +280,31 @@ def test_a_listing_of_an_earlier_build_in_nanoseconds_is_still_reused(tmp_path: 
     listed.parent.mkdir(parents=True)
     listed.write_text(f"abs {key} 1796277392999999950\n")
     assert clear_workdir(workdir, {"abs": key}, root, resume=True) == {"abs"}
+
+
+def test_a_batchs_worker_starts_count_in_the_pace_of_what_is_left(tmp_path: Path) -> None:
+    """A batch's wall beyond its operator passes (its workers' starts) joins the pace, as it
+    does for a resumed screen's earlier sessions (``cost.json``): the H200 scale screen's
+    estimate, from its passes alone, said 756 s for 41 operators left at about 22 s each."""
+    import time
+
+    pace = Pace()
+    for seconds in (30.0, 30.0):
+        pace.add(seconds)
+    lines: list[str] = []
+    batch = SimpleNamespace(
+        started=time.monotonic() - 100.0,
+        name="batch0",
+        settings=SimpleNamespace(mode="one-process"),
+        items=["abs", "mul"],
+        units_done=2,
+        timed_s=10.0,
+        workdir=tmp_path / "absent",
+        costs={"abs": 30.0, "mul": 30.0},
+        controller=SimpleNamespace(pace=pace),
+        progress=lines.append,
+    )
+    sides.SideWorkers._write_cost(batch)  # type: ignore[arg-type]
+    assert lines[0].startswith("batch batch0: 2 operator passes in 100s")
+    assert pace.passes == 2
+    assert pace.seconds == pytest.approx(100.0, abs=1.0)  # 50 s a pass, not 30

@@ -150,6 +150,11 @@ class Pace:
         self.passes += 1
         self.seconds += seconds
 
+    def overhead(self, seconds: float) -> None:
+        """Seconds a batch spent outside its operator passes (its workers' starts): every
+        later pass is expected to share them."""
+        self.seconds += max(0.0, seconds)
+
     def finished(self, rounds: int) -> None:
         """An operator finished after ``rounds`` rounds."""
         self.rounds_used.append(rounds)

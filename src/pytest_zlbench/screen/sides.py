@@ -434,6 +434,7 @@ class SideWorkers:
         from .cost import batch_cost
 
         wall = time.monotonic() - self.started
+        self.controller.pace.overhead(wall - sum(self.costs.values()))
         record = batch_cost(self.name, self.settings.mode, len(self.items), self.units_done,
                             wall, self.timed_s, self.workdir)  # fmt: skip
         self.progress(record)
