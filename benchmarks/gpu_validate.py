@@ -40,6 +40,7 @@ from pathlib import Path
 
 from pytest_zlbench.core.autotune import PINS_FILE, tuned_keys
 from pytest_zlbench.core.records import Row, iter_rows_jsonl, partial_files
+from pytest_zlbench.core.screen_tsv import ScreenLine
 
 
 def rows_of(run: Path) -> tuple[str, list[Row]]:
@@ -179,9 +180,7 @@ def cmd_screen(root: str, wall: str = "") -> None:
     plain, beyond, shapes = [], 0, 0
     split: dict[tuple[str, str], list[float]] = {}  # (timer, size class): |median over rounds|
     for op in ops:
-        verdict = op.get("verdict") or op["status"]
-        if op["status"] == "failed" and verdict == "NO_ROWS":
-            verdict = "failed"  # as the screen's table shows it
+        verdict = ScreenLine.from_entry(op).shown_verdict  # as the screen's table shows it
         judged = op.get("judged")
         print(
             f"  {op['op']:<28} {verdict:<20} rounds {op.get('rounds', 0)} "
@@ -210,7 +209,7 @@ def cmd_screen(root: str, wall: str = "") -> None:
             )
         print(line)
     totals = _batch_totals(path)
-    if totals:
+    if totals and totals[0] > 0:
         w, t = totals
         print(f"side workers: {w:.0f}s wall, {t:.0f}s inside timed turns ({t / w:.0%})")
     if plain:

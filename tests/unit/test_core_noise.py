@@ -289,6 +289,26 @@ def test_without_a_floor_a_delta_inside_one_measurements_width_is_not_beyond_noi
     assert beyond(changed) == ["[1]"]  # a change far outside one measurement's width
 
 
+def test_the_width_is_each_shapes_own_not_its_operators() -> None:
+    """A narrow shape's steady change is not hidden by its operator's wider shapes (a
+    direct-timed row can be 25 % wide, a kernel-timed one 0.1 %)."""
+    shapes = {f"[{i}]": (0.02, (0.0030, 0.0031)) for i in range(3)}
+    mm = op_rounds("mm", shapes, ir_b="o")
+    widths = {"[0]": 0.0005, "[1]": 0.01, "[2]": 0.01}
+
+    def widen(rows: Sequence[Row]) -> list[Row]:
+        out = []
+        for r in rows:
+            w = widths[r.shape]
+            spread = Spread(r.latency * (1 - w / 2), r.latency, r.latency * (1 + w / 2), 10)
+            out.append(dataclasses.replace(r, spread=spread))
+        return out
+
+    rounds = [dataclasses.replace(r, rows_a=widen(r.rows_a), rows_b=widen(r.rows_b)) for r in mm]
+    (result,) = judge_screen([aggregate("mm", rounds)])
+    assert beyond(result) == ["[0]"]
+
+
 def test_a_class_with_a_floor_is_judged_against_it_not_the_width() -> None:
     """The width is the last resort only: where the screen's NO_IR_DIFF operators give a floor,
     a steady change above it is beyond noise however wide one measurement is."""

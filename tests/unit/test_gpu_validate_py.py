@@ -39,3 +39,19 @@ def test_a_resumed_screens_side_workers_count_every_sessions_batches(
     (workers / "cost.json").write_text(json.dumps({"wall_s": 156.0, "timed_s": 64.0}))
     gpu_validate.cmd_screen(str(tmp_path))
     assert "side workers: 628s wall, 131s inside timed turns (21%)" in capsys.readouterr().out
+
+
+def test_an_operator_the_screen_did_not_finish_reads_failed_as_in_its_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry = {"op": "diag", "verdict": "NO_ROWS", "status": "failed", "rounds": 0, "shapes": []}
+    (tmp_path / "screen_result.json").write_text(
+        json.dumps({"status": "incomplete", "switch": {}, "operators": [entry]})
+    )
+    (tmp_path / "progress.log").write_text(
+        "[zlbench     1.0s] batch batch0: 0 operator passes in 0s, 0s of it inside timed turns"
+        " (0%)\n"
+    )
+    gpu_validate.cmd_screen(str(tmp_path))  # a batch of 0 s: no share to divide
+    line = next(t for t in capsys.readouterr().out.splitlines() if "diag" in t)
+    assert line.split()[1] == "failed", line

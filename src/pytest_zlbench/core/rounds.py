@@ -138,8 +138,9 @@ def batch_passes(operators: int, rounds: float, recording: bool) -> float:
 @dataclass
 class Pace:
     """What a screen's side workers did so far (this session, and the sessions before it on a
-    resumed root), for its estimate of what is left: the operator passes and their seconds, and
-    the rounds each finished operator used (it stopped early, or ran its last round)."""
+    resumed root), for its estimate of what is left: the operator passes and their seconds (with
+    each finished batch's wall beyond its passes), and the rounds each finished operator used
+    (it stopped early, or ran its last round)."""
 
     passes: int = 0
     seconds: float = 0.0
@@ -151,8 +152,8 @@ class Pace:
         self.seconds += seconds
 
     def overhead(self, seconds: float) -> None:
-        """Seconds a batch spent outside its operator passes (its workers' starts): every
-        later pass is expected to share them."""
+        """Seconds a batch spent outside its operator passes (its workers' starts, the judging
+        between passes): the mean pass carries them."""
         self.seconds += max(0.0, seconds)
 
     def finished(self, rounds: int) -> None:

@@ -434,7 +434,8 @@ class SideWorkers:
         from .cost import batch_cost
 
         wall = time.monotonic() - self.started
-        self.controller.pace.overhead(wall - sum(self.costs.values()))
+        if self.units_done:  # as a resumed screen's pace counts only batches that made a pass
+            self.controller.pace.overhead(wall - sum(self.costs.values()))
         record = batch_cost(self.name, self.settings.mode, len(self.items), self.units_done,
                             wall, self.timed_s, self.workdir)  # fmt: skip
         self.progress(record)
