@@ -3,8 +3,10 @@ because ``tests/conftest.py`` lives there and the suite uses pytest's default im
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -220,3 +222,14 @@ def write_gems_suite(pytester: pytest.Pytester, layout: str) -> tuple[str, str]:
     (pkg / f"{base}.py").write_text(GEMS_BASE.format(consts=consts))
     (pkg / "test_ops.py").write_text(GEMS_TESTS.format(base=base))
     return base, consts
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module (the folder is no package)."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"zl_{name}", script)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

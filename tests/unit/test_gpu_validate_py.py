@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_validate.py"
-spec = importlib.util.spec_from_file_location("zl_gpu_validate", SCRIPT)
-assert spec is not None
-assert spec.loader is not None
-gpu_validate = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gpu_validate)
+from zl_testing import load_benchmark
+
+gpu_validate = load_benchmark("gpu_validate")
 
 
 def test_a_resumed_screens_side_workers_count_every_sessions_batches(

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "trace_cost.py"
-spec = importlib.util.spec_from_file_location("zl_trace_cost", SCRIPT)
-assert spec is not None
-assert spec.loader is not None
-trace_cost = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(trace_cost)
+from zl_testing import load_benchmark
+
+trace_cost = load_benchmark("trace_cost")
 
 
 def test_gaps_are_measured_from_each_replays_last_end_to_the_next_ones_first_start() -> None:
