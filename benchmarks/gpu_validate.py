@@ -41,6 +41,7 @@ from pathlib import Path
 from pytest_zlbench.core.autotune import PINS_FILE, tuned_keys
 from pytest_zlbench.core.records import Row, iter_rows_jsonl, partial_files
 from pytest_zlbench.core.screen_tsv import ScreenLine
+from pytest_zlbench.screen.cost import batch_totals
 
 
 def rows_of(run: Path) -> tuple[str, list[Row]]:
@@ -156,12 +157,9 @@ def _batch_totals(root: Path) -> tuple[float, float] | None:
     line of progress.log (a batch measured again on resume rewrites its cost.json), else the
     cost.json files."""
     log = root / "progress.log"
-    text = log.read_text() if log.is_file() else ""
-    found = re.findall(
-        r"\] batch \S+: \d+ operator passes in (\d+(?:\.\d+)?)s, (\d+(?:\.\d+)?)s of it", text
-    )
+    found = batch_totals(log.read_text() if log.is_file() else "")
     if found:
-        return sum(float(w) for w, _ in found), sum(float(t) for _, t in found)
+        return found
     costs = [json.loads(c.read_text()) for c in sorted(root.glob(".workers/*/cost.json"))]
     if not costs:
         return None

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_zlbench.screen.cost import batch_cost
 from zl_testing import load_benchmark
 
 gpu_validate = load_benchmark("gpu_validate")
@@ -21,14 +22,12 @@ def test_a_resumed_screens_side_workers_count_every_sessions_batches(
     (tmp_path / "screen_result.json").write_text(
         json.dumps({"status": "incomplete", "switch": {}, "operators": []})
     )
+    absent = tmp_path / "absent"
     (tmp_path / "progress.log").write_text(
-        "[zlbench   336.6s] batch batch0: 50 operator passes in 335s, 55s of it inside timed"
-        " turns (16%)\n"
-        "[zlbench   515.8s] batch batch1: 25 operator passes in 137s, 12s of it inside timed"
-        " turns (9%)\n"
+        f"[zlbench   336.6s] {batch_cost('batch0', 'one-process', 25, 50, 335, 55, absent)}\n"
+        f"[zlbench   515.8s] {batch_cost('batch1', 'one-process', 25, 25, 137, 12, absent)}\n"
         "[zlbench     0.7s] concat: complete, reused (--zl-resume)\n"
-        "[zlbench   156.7s] batch batch1: 27 operator passes in 156s, 64s of it inside timed"
-        " turns (41%)\n"
+        f"[zlbench gw1 156.7s] {batch_cost('batch1', 'one-process', 25, 27, 156, 64, absent)}\n"
     )
     workers = tmp_path / ".workers" / "batch1"
     workers.mkdir(parents=True)

@@ -5,6 +5,7 @@ seconds its workers spent inside timed turns, its operator passes; ``docs/PERFOR
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,20 @@ def batch_cost(
         f"batch {name}: {passes} operator passes in {wall:.0f}s, "
         f"{timed:.0f}s of it inside timed turns ({share:.0%})"
     )
+
+
+#: the progress line of :func:`batch_cost`: its wall and timed seconds
+_BATCH_LINE = re.compile(r"\bbatch \S+: \d+ operator passes in ([\d.]+)s, ([\d.]+)s of it inside")
+
+
+def batch_totals(progress: str) -> tuple[float, float] | None:
+    """The side workers' wall and timed seconds over every session of a screen, from the
+    batch lines of its ``progress.log`` text (a batch measured again on resume rewrites its
+    ``cost.json``, not those lines); ``None`` without any."""
+    found = _BATCH_LINE.findall(progress)
+    if not found:
+        return None
+    return sum(float(w) for w, _ in found), sum(float(t) for _, t in found)
 
 
 def history_pace(root: Path) -> Pace:
