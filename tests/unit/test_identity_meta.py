@@ -231,6 +231,20 @@ def test_checkouts_name_the_rootdir_and_a_triton_work_tree(
 
 
 @needs_git
+def test_a_rootdir_the_enclosing_work_tree_does_not_track_has_no_checkout(
+    tmp_path: Path,
+) -> None:
+    # a FlagGems export (git archive) unpacked into an ignored folder of another checkout is
+    # not that checkout's code: its commit would be a plausible-looking wrong identity
+    repo(tmp_path / "tool")
+    (tmp_path / "tool" / ".gitignore").write_text("/export/\n")
+    (tmp_path / "tool" / "export" / "benchmark").mkdir(parents=True)
+    (tmp_path / "tool" / "export" / "pytest.ini").write_text("[pytest]\n")
+    assert checkouts(tmp_path / "tool" / "export")["flaggems"] is None
+    assert checkouts(tmp_path / "tool")["flaggems"] is not None
+
+
+@needs_git
 def test_versions_from_metadata_then_version_then_the_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

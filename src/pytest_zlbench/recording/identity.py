@@ -117,9 +117,10 @@ def _git(folder: Path, *args: str) -> str | None:
 def git_state(folder: Path, tracked: str | None = None) -> dict[str, Any] | None:
     """``{"path", "commit", "dirty"}`` of the git work tree holding ``folder``; ``None`` without
     git, outside a work tree, or past :data:`GIT_TIMEOUT`. Dirty: ``git status --porcelain``
-    lists anything (untracked files included). With ``tracked`` (a file name in ``folder``),
-    only a work tree that tracks that file counts: a package installed into a virtual
-    environment that happens to lie inside some checkout is not built from it."""
+    lists anything (untracked files included). With ``tracked`` (a file name in ``folder``, or
+    ``"."`` for anything under it), only a work tree that tracks it counts: a package installed
+    into a virtual environment, or an export unpacked into an ignored folder, that happens to
+    lie inside some checkout is not built from it."""
     if not folder.is_dir():
         return None
     top = _git(folder, "rev-parse", "--show-toplevel")
@@ -136,13 +137,20 @@ def git_state(folder: Path, tracked: str | None = None) -> dict[str, Any] | None
     }
 
 
+def flaggems_state(rootdir: Path) -> dict[str, Any] | None:
+    """:func:`git_state` of the work tree the tests run from (the rootdir), when it tracks
+    anything under the rootdir."""
+    return git_state(rootdir, tracked=".")
+
+
 def checkouts(rootdir: Path) -> dict[str, dict[str, Any] | None]:
     """The commits the run's code came from: ``flaggems`` is the work tree the tests run from
     (the rootdir), ``triton`` the one Triton (or FlagTree) is imported from when that is a
-    git work tree (an editable build); ``null`` where there is none."""
+    git work tree (an editable build); ``null`` where there is none, or where the enclosing
+    work tree tracks nothing under the folder."""
     triton = _module_dir("triton")
     return {
-        "flaggems": git_state(rootdir),
+        "flaggems": flaggems_state(rootdir),
         "triton": git_state(triton, tracked="__init__.py") if triton is not None else None,
     }
 

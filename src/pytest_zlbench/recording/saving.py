@@ -86,14 +86,14 @@ def run_entry(name: str, run_dir: Path) -> Entry:
 
 def screen_entry(name: str, root: Path, rootdir: Path) -> Entry:
     from ..core import screening
-    from .identity import git_state
+    from .identity import flaggems_state
 
     lines = screening.read_screen((root / SCREEN_FILE).read_text(encoding="utf-8"))
     known = [line.caliber for line in lines if any(line.caliber.values())]
     if not known:
         raise StoreError(f"{root}: no operator of the screen has a caliber (none measured)")
     settings = records.read_json_object(root / SETTINGS_FILE) or {}
-    state = git_state(rootdir)
+    state = flaggems_state(rootdir)
     return Entry(
         name=name,
         kind="screen",
