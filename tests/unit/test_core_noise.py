@@ -284,6 +284,9 @@ def test_without_a_floor_a_delta_inside_one_measurements_width_is_not_beyond_noi
     assert cls is None or cls.value is None  # three deltas: too few for a floor
     assert beyond(quiet) == []
     assert quiet.shapes[0].noise == pytest.approx(0.0014)
+    shape = quiet.to_json()["shapes"][0]  # the result file says the width it was judged by
+    assert shape["width_pct"] == pytest.approx(0.14)
+    assert shape["noise_pct"] == pytest.approx(0.14)
     mm = op_rounds("mm", {"[1]": (0.02, (0.15, 0.151, 0.152))}, ir_b="o")
     (changed,) = judge_screen([aggregate("mm", with_width(mm, 0.0014))])
     assert beyond(changed) == ["[1]"]  # a change far outside one measurement's width

@@ -118,6 +118,7 @@ class ShapeResult:
             "round_spread_pct": pct(self.round_spread),
             "sign_flip": self.sign_flip,
             "noise_pct": pct(self.noise),
+            "width_pct": pct(self.width),
             "beyond_noise": self.beyond_noise,
         }
 
