@@ -904,3 +904,78 @@ def test_a_recording_pass_longer_than_the_timeout_of_a_side_has_a_limit_of_its_o
     assert lines(root)["tuned"].status == "failed"
     assert "a larger --zl-record-timeout may let it finish" in lines(root)["tuned"].note
     assert lines(root)["relu"].status != "failed"
+
+
+# --------------------------------------------------------------------------------------------
+# plain triton.autotune choices across a resumed batch
+
+#: two operators launching one real Triton ``Autotuner`` at the same key (as FlagGems'
+#: flash_attention_backward and scaled_dot_product_flash_attention_backward share
+#: ``_flash_attn_bwd_dkv``). Its tuning step, which needs a GPU, is a stand-in that picks the
+#: last config and logs which side tuned which key.
+SHARED_AUTOTUNE = """
+import triton
+import triton.language as tl
+from triton.runtime.autotuner import Autotuner
+
+
+def _tune(self, *args, **kwargs):
+    named = {**dict(zip(self.arg_names, args)), **kwargs}
+    key = tuple(named[k] for k in self.keys)
+    if key not in self.cache:
+        with open(os.environ["TUNE_LOG"], "a") as log:
+            log.write(f"{os.environ.get('ZLBENCH_SIDE', '-')} {key}\\n")
+        self.cache[key] = self.configs[-1]
+    return self.cache[key]
+
+
+Autotuner.run = _tune
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"]
+)
+@triton.jit
+def shared_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+
+@pytest.mark.zl_op("first")
+def test_first(zl_bench):
+    shared_kernel.run(None, 1000)
+    zl_bench(lambda: busy(50), op="first", dtype="int", shape="[1]")
+
+
+@pytest.mark.zl_op("second")
+def test_second(zl_bench):
+    shared_kernel.run(None, 1000)  # in the recording worker: first's choice, not tuned again
+    shared_kernel.run(None, 24)  # a key of its own
+    zl_bench(lambda: busy(50), op="second", dtype="int", shape="[1]")
+"""
+
+
+def test_a_resumed_batch_replays_the_choices_its_finished_operators_recorded(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key is recorded with the operator that tuned it. A resumed batch that no longer
+    holds that operator (complete in the earlier session) still replays its choice for the
+    operators left: on the H200, scaled_dot_product_flash_attention_backward's sides tuned
+    again when efficient_attention_backward was already complete, so its IR could not be
+    compared and it ran every round."""
+    pytest.importorskip("triton")
+    tunings = suite.path / "tunings.log"
+    monkeypatch.setenv("TUNE_LOG", str(tunings))
+    suite.makepyfile(test_ops=TESTS + SHARED_AUTOTUNE)
+    args = ("lockstep", SWITCH, "--zl-rounds=1", "-k", "first or second")
+    first, root, _ = screen(suite, *args)
+    assert first.ret == 0, first.outlines + first.errlines
+    tuned = ["record (1000,)", "record (24,)"]
+    assert tunings.read_text().splitlines() == tuned
+    assert '"(1000,)"' not in (root / "second" / "record" / "autotune.json").read_text()
+
+    (root / "second" / "op.complete").unlink()  # as if the screen stopped before second ended
+    resumed, _, _ = screen(suite, *args, "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    assert any("recordings of 1 operator reused" in ln for ln in progress(root))
+    assert tunings.read_text().splitlines() == tuned  # no side tuned
+    assert "replay had to tune" not in lines(root)["second"].note

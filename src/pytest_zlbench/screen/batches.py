@@ -136,9 +136,13 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
     s = self.settings
     todo: list[OpItem] = []
     known_own: list[OpItem] = []  # resumed: refused the dtypes in an earlier session
+    # resumed: complete in an earlier session, where the batch's recording worker may have
+    # tuned a key for one of them that the operators left launch too (and so do not list)
+    done: list[OpItem] = []
     for item in items:
         op_dir = s.root / item.op
         if s.resume and is_done(op_dir):
+            done.append(item)
             continue  # reused by run_op
         if op_dir.exists():
             self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
@@ -177,13 +181,13 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             + f"{len(main)} operator{'s' if len(main) > 1 else ''}, {s.mode} side workers, at "
             f"most {s.rounds} round{'s' if s.rounds > 1 else ''}"
         )
-        workers = SideWorkers(self, main, name, place=place)
+        workers = SideWorkers(self, main, name, place=place, earlier=done)
         batches.append((workers, workers.run(after_round)))
         own += _refused_dtypes(self, workers)
     if own:
         for item in own:
             histories[item.op] = []
-        mine = SideWorkers(self, own, f"{name}_own", own_dtypes=True, place=place)
+        mine = SideWorkers(self, own, f"{name}_own", own_dtypes=True, place=place, earlier=done)
         batches.append((mine, mine.run(after_round)))
     alone = {op: (fell, replay) for w, replay in batches for op, fell in w.alone.items()}
     for item in todo:

@@ -66,6 +66,7 @@ class SideWorkers:
         name: str,
         own_dtypes: bool = False,
         place: tuple[str, float] = ("", 0),
+        earlier: Sequence[OpItem] = (),
     ) -> None:
         self.controller = controller
         #: the batch's operators refused the requested --dtypes: its workers are not given them
@@ -75,6 +76,8 @@ class SideWorkers:
         self.settings = controller.settings
         self.children = controller.children
         self.items = list(items)
+        #: whose recordings the sides replay (``earlier``: the batch's, done before a resume)
+        self.recorded = [item.op for item in (*items, *earlier)]
         self.name = name
         self.lockstep = self.settings.mode == "lockstep"
         self.one_process = self.settings.mode == "one-process"
@@ -395,7 +398,7 @@ class SideWorkers:
                     self.pass_over(0, todo, (RECORD_SIDE,), None, self._recorded)
                 self.stop_all()
                 replay = self.workdir / RECORD_SIDE
-                self._merge_pins(replay)
+                merge_pins(replay, [s.root / op for op in self.recorded])
             elif replay is not None:
                 self.progress(f"every side replays {replay} (no recording pass)")
             for k in range(1, s.rounds + 1):
@@ -439,9 +442,6 @@ class SideWorkers:
         record = batch_cost(self.name, self.settings.mode, len(self.items), self.units_done,
                             wall, self.timed_s, self.workdir)  # fmt: skip
         self.progress(record)
-
-    def _merge_pins(self, replay: Path) -> None:
-        merge_pins(replay, [self.settings.root / item.op for item in self.items])
 
 
 def first_of(rnd: int) -> str:
