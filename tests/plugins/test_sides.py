@@ -871,6 +871,32 @@ def test_a_resumed_refusing_operator_keeps_the_recording_its_own_dtypes_batch_ma
     assert "--dtypes float16 not supported by fft" in lines(root)["fft"].note
 
 
+
+def test_a_refusal_found_in_a_batch_cut_before_it_ends_is_not_recorded_again(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator that refused the requested dtypes leaves the batch for one of its own only
+    when the batch ends; a cut before that made the resumed screen record it on those dtypes
+    again, to be refused again (on the H200 grid_sample took 51 s, then 17 s, to refuse)."""
+    suite.makeconftest(CONFTEST + DTYPES_OPTION)
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    monkeypatch.setenv("CUT_ROUND", "1")
+    suite.makepyfile(test_ops=TESTS + CUT + REFUSING_FFT)
+    args = ("lockstep", SWITCH, "--dtypes", "float16", "--zl-rounds=1", "-k", "cut or fft")
+    killed, root, _ = screen(suite, *args)
+    assert killed.ret != 0
+    refusals = [ln for ln in progress(root) if re.search(r"fft record: failed", ln)]
+    assert len(refusals) == 1, refusals
+
+    monkeypatch.setenv("CUT_ROUND", "0")
+    resumed, _, _ = screen(suite, *args, "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    log = progress(root)
+    assert [ln for ln in log if re.search(r"fft record: failed", ln)] == refusals
+    assert any("fft: --dtypes float16 not supported (an earlier session found)" in ln for ln in log)
+    assert lines(root)["fft"].status == "complete"
+
+
 # --------------------------------------------------------------------------------------------
 # --zl-record-timeout: the recording pass, where autotuning runs, has a limit of its own
 

@@ -43,6 +43,12 @@ def _other(side: str) -> str:
     return "B" if side == "A" else "A"
 
 
+def first_of(rnd: int) -> str:
+    """The side whose worker starts first in round ``rnd`` (it alternates by round); with
+    shared inputs it allocates the round's block."""
+    return "A" if rnd % 2 else "B"
+
+
 @dataclass(frozen=True)
 class Grant:
     side: str

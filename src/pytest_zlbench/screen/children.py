@@ -262,6 +262,11 @@ class Children:
         records.write_atomic(op_dir / OWN_DTYPES_FILE, refused + "\n")
         add_note(op_dir, f"--dtypes {refused} not supported by {op}; measured its own dtypes")
 
+    def note_refusal(self, op_dir: Path, refused: str) -> None:
+        """The operator of ``op_dir`` refused ``refused`` in a batch still running: written for
+        :meth:`refused_before`, should the screen be cut before the batch moves it."""
+        records.write_atomic(op_dir / OWN_DTYPES_FILE, refused + "\n")
+
     def refused_before(self, op_dir: Path) -> str | None:
         """The requested ``--dtypes`` when an earlier session of this screen saw the operator
         of ``op_dir`` refuse them (``--zl-resume``), else ``None``."""

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV
 from ..contract import BOTH_SIDES, RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
-from ..core.lockstep import Lockstep, order_for
+from ..core.lockstep import Lockstep, first_of, order_for
 from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
 from .children import kill_group
@@ -366,15 +366,20 @@ class SideWorkers:
             )
             if causes:
                 text = "; ".join(f"{s}: {c}" for s, c in causes.items())
-                self.progress(f"{item.op}: {text}; measured again {self._then(item.op, text)}")
+                then = self._then(item.op, text)
+                self.progress(f"{item.op}: {text}; measured again {then}")
             elif after_round is not None and after_round(item, rnd) is not None:
                 self.stopped.add(item.op)
 
     def _then(self, op: str, cause: str) -> str:
-        """How an operator that left the batch for ``cause`` is measured after it."""
-        if self.children.refused_dtypes(op, cause) is not None:
-            return "on its own dtypes, in side workers of their own, after the batch"
-        return "alone, one process per side, after the batch"
+        """How an operator that left the batch for ``cause`` is measured after it. A refusal of
+        the dtypes is written down at once, so that a resume after a cut before the batch ends
+        sends the operator straight to its own dtypes (``Children.refused_before``)."""
+        refused = self.children.refused_dtypes(op, cause)
+        if refused is None:
+            return "alone, one process per side, after the batch"
+        self.children.note_refusal(self.settings.root / op, refused)
+        return "on its own dtypes, in side workers of their own, after the batch"
 
     def run(self, after_round: Callable[[OpItem, int], str | None]) -> Path | None:
         """Measure the batch; returns the recording the sides replayed (or ``None``).
@@ -442,9 +447,3 @@ class SideWorkers:
         record = batch_cost(self.name, self.settings.mode, len(self.items), self.units_done,
                             wall, self.timed_s, self.workdir)  # fmt: skip
         self.progress(record)
-
-
-def first_of(rnd: int) -> str:
-    """The side whose worker starts first in round ``rnd`` (it alternates by round); with
-    shared inputs it allocates the round's block."""
-    return "A" if rnd % 2 else "B"
