@@ -871,7 +871,6 @@ def test_a_resumed_refusing_operator_keeps_the_recording_its_own_dtypes_batch_ma
     assert "--dtypes float16 not supported by fft" in lines(root)["fft"].note
 
 
-
 def test_a_refusal_found_in_a_batch_cut_before_it_ends_is_not_recorded_again(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -936,8 +935,8 @@ def test_a_recording_pass_longer_than_the_timeout_of_a_side_has_a_limit_of_its_o
 # plain triton.autotune choices across a resumed batch
 
 #: two operators launching one real Triton ``Autotuner`` at the same key (as FlagGems'
-#: flash_attention_backward and scaled_dot_product_flash_attention_backward share
-#: ``_flash_attn_bwd_dkv``). Its tuning step, which needs a GPU, is a stand-in that picks the
+#: efficient_attention_backward and scaled_dot_product_flash_attention_backward share
+#: ``triton.autotune`` kernels). Its tuning step, which needs a GPU, is a stand-in that picks the
 #: last config and logs which side tuned which key.
 SHARED_AUTOTUNE = """
 import triton
@@ -985,9 +984,7 @@ def test_a_resumed_batch_replays_the_choices_its_finished_operators_recorded(
 ) -> None:
     """A key is recorded with the operator that tuned it. A resumed batch that no longer
     holds that operator (complete in the earlier session) still replays its choice for the
-    operators left: on the H200, scaled_dot_product_flash_attention_backward's sides tuned
-    again when efficient_attention_backward was already complete, so its IR could not be
-    compared and it ran every round."""
+    operators left, so neither side tunes that key again."""
     pytest.importorskip("triton")
     tunings = suite.path / "tunings.log"
     monkeypatch.setenv("TUNE_LOG", str(tunings))
