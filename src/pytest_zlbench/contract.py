@@ -52,6 +52,7 @@ __all__ = [
     "ROUND_FIELD",
     "ROUND_GLOB",
     "ROWS_FILE",
+    "RUNNING_FILE",
     "SCREEN_FILE",
     "SEED_FIELD",
     "SETTINGS_FILE",
@@ -119,6 +120,9 @@ NOTES_FILE = "notes.txt"
 SKIPPED_FILE = "skipped.txt"
 #: the requested ``--dtypes`` an operator refused: it is measured on its own dtypes
 OWN_DTYPES_FILE = "own_dtypes.txt"
+#: the pass of the operator under way (``record``, ``round 2``, ...), removed when it ends: a
+#: resumed screen finds it where the earlier session was cut
+RUNNING_FILE = "running.txt"
 
 #: the screen's root: one line per operator, the settings ``--zl-resume`` checks, the log
 SCREEN_FILE = "screen.tsv"

@@ -543,6 +543,55 @@ def test_a_screen_cut_in_a_batch_loses_that_batch_only(
     assert all(is_complete(root / op / "r1_B") for op in lines(root))
 
 
+#: PROBE in a file collected before the others: first in its batch
+PROBE_FIRST = (
+    """
+import os
+import signal
+from pathlib import Path
+
+import pytest
+"""
+    + BUSY
+    + PROBE
+)
+
+
+@pytest.mark.parametrize("mode", ["lockstep", "process"])
+def test_the_operator_a_cut_interrupted_runs_after_the_others_when_resumed(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A resumed screen runs the operator its earlier session was cut in after every other
+    operator (in side-worker modes in a batch of its own), so that one longer than what a
+    session has left does not hold back the rest of its batch again."""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
+    monkeypatch.setenv("KILL_SCREEN", "1")
+    suite.makepyfile(test_a=PROBE_FIRST, test_ops=TESTS)  # one batch: probe abs gemm steady relu
+    killed, root, _ = screen(suite, mode, SWITCH)
+    assert killed.ret != 0
+    assert not list(root.glob("*/op.complete"))
+    assert (root / "probe" / "running.txt").read_text() == "recording pass\n"
+
+    monkeypatch.delenv("KILL_SCREEN")
+    resumed, _, _ = screen(suite, mode, SWITCH, "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    resumed.assert_outcomes(passed=5)
+    log = progress(root)
+    cut = "probe: the earlier session was cut in its recording pass; measured last (--zl-resume)"
+    assert cut in log, log
+    probed = (suite.path / f"{mode}.probe").read_text().splitlines()
+    assert probed[-1] == "abs gemm relu steady"  # measured after every other operator
+    own = ", in a batch of its own" if mode == "lockstep" else ""
+    assert f"an earlier session was cut in its recording pass; measured last{own}" in (
+        lines(root)["probe"].note
+    )
+    assert "earlier session" not in lines(root)["abs"].note
+    assert not list(root.glob("*/running.txt"))
+    if mode == "lockstep":
+        assert "batch0 (1 of 2): 4 operators, lockstep side workers, at most 1 round" in log
+        assert "batch1 (2 of 2): 1 operator, lockstep side workers, at most 1 round" in log
+
+
 #: an operator whose IR the switch changes (so it needs every round) and whose side A in round
 #: CUT_ROUND kills the screen's controller, as a time limit would
 CUT = """
@@ -817,6 +866,7 @@ def test_a_resumed_batch_reuses_the_recordings_its_cut_run_made(
     log = progress(root)
     assert [ln for ln in log if re.search(r" record: (ok|failed)", ln)] == recorded
     assert any("recordings of 4 operators reused (--zl-resume)" in ln for ln in log), log
+    assert not any("measured last" in ln for ln in log), log  # cut in a round: kept in its batch
     assert (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns == kept
     assert lines(root)["gemm"].verdict == screening.IR_CHANGED
     assert lines(root)["cut"].verdict == screening.IR_CHANGED

@@ -13,6 +13,7 @@ from pytest_zlbench.core.rounds import (
     cut_batches,
     expected_costs,
     passes_left,
+    put_last,
     run_order,
     split_batches,
     stop_reason,
@@ -76,6 +77,19 @@ def test_batches_are_cut_in_order_into_consecutive_batches_of_at_most_the_size()
     assert cut_batches([[1], [0], []], 1) == [[1], [0]]  # an empty list gives no batch
     assert cut_batches([[3, 1, 2]], 1) == [[3], [1], [2]]
     assert cut_batches([], 3) == []
+
+
+def test_operators_a_cut_interrupted_go_last_each_in_a_batch_of_its_own() -> None:
+    batches = [["abs", "hadamard", "mul"], ["sum"], ["mm", "fft"]]
+    assert put_last(batches, {"hadamard"}) == [["abs", "mul"], ["sum"], ["mm", "fft"], ["hadamard"]]
+    # in the batches' order; a batch left empty is dropped
+    assert put_last(batches, {"mm", "sum"}) == [
+        ["abs", "hadamard", "mul"],
+        ["fft"],
+        ["sum"],
+        ["mm"],
+    ]
+    assert put_last(batches, ()) == batches
 
 
 def test_operators_run_batch_by_batch_and_a_dismissed_one_after_the_one_it_followed() -> None:

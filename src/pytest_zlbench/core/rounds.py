@@ -9,7 +9,7 @@ cannot, the operator leaves the batch and its result says how many rounds it use
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 #: the verdicts :func:`stop_reason` looks at (the names of ``core.screening``'s verdicts)
@@ -103,6 +103,15 @@ def cut_batches(batches: Sequence[Sequence[int]], size: int) -> list[list[int]]:
     every batch it finished (``--zl-batch-size``)."""
     size = max(1, size)
     return [list(b[i : i + size]) for b in batches for i in range(0, len(b), size)]
+
+
+def put_last(batches: Sequence[Sequence[str]], last: Collection[str]) -> list[list[str]]:
+    """The batches of operators with each operator of ``last`` taken out of its batch and put
+    after all of them in a batch of its own, in their order (a batch left empty is dropped)."""
+    kept = [[op for op in batch if op not in last] for batch in batches]
+    return [batch for batch in kept if batch] + [
+        [op] for batch in batches for op in batch if op in last
+    ]
 
 
 def run_order(batches: Sequence[int | None]) -> list[int]:

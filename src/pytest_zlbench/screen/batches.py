@@ -11,6 +11,7 @@ of the batch it was in that were still to finish."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ from .results import (
     is_done,
     mark_done,
     mark_skipped,
+    note_cut,
+    pass_ended,
     write_op_result,
 )
 
@@ -48,16 +51,20 @@ def workers(config: pytest.Config) -> int:
 
 
 def batches_of(
-    config: pytest.Config, groups: dict[str, list[pytest.Item]], size: int
+    config: pytest.Config,
+    groups: dict[str, list[pytest.Item]],
+    size: int,
+    last: Collection[str] = (),
 ) -> dict[str, str]:
     """The side workers' batch of each operator, in the order of the batches. The operators
     are split into one list in a plain session; under xdist one per worker, balanced by
     expected cost (``core.rounds.split_batches``): every worker splits the same way. Each list
     is then cut, in its order, into batches of at most ``size`` operators
-    (``core.rounds.cut_batches``), numbered over all lists: ``batch0``, ``batch1``, ... The
+    (``core.rounds.cut_batches``), numbered over all lists: ``batch0``, ``batch1``, ...; the
+    operators of ``last`` each in a batch of its own after them (``core.rounds.put_last``). The
     controller's scheduler sends each batch to one worker
     (``AbController.pytest_xdist_make_scheduler``)."""
-    from ..core.rounds import cut_batches, expected_costs, split_batches
+    from ..core.rounds import cut_batches, expected_costs, put_last, split_batches
 
     ops = list(groups)
     count = workers(config)
@@ -70,11 +77,8 @@ def batches_of(
             [float(r) if isinstance(r, int | float) and r > 0 else None for r in recorded],
         )
         split = split_batches(costs, count)
-    out: dict[str, str] = {}
-    for j, batch in enumerate(cut_batches(split, size)):
-        for i in batch:
-            out[ops[i]] = f"{BATCH}{j}"
-    return out
+    listed = [[ops[i] for i in batch] for batch in cut_batches(split, size)]
+    return {op: f"{BATCH}{j}" for j, batch in enumerate(put_last(listed, last)) for op in batch}
 
 
 def place_of(self: AbController, name: str) -> tuple[int, int, float]:
@@ -148,6 +152,7 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
             refused = self.children.refused_before(op_dir)
             clear_but_recording(op_dir)
+            note_cut(op_dir, item.cut, batch=True)
             if refused is not None:  # straight to its own dtypes, its recording kept
                 self.children.keep_own_dtypes(item.op, op_dir, refused)
                 self.progress(f"{item.op}: --dtypes {refused} not supported (an earlier "
@@ -205,6 +210,7 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
         self._measure_or_fall_back(
             item, s.root / item.op, Since(start, replay if start > 0 else None, tuple(history))
         )
+        pass_ended(s.root / item.op)
         _complete(self, s.root / item.op)  # before the next retry or batch starts
     for item in todo:
         self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)

@@ -9,11 +9,13 @@ import re
 
 import pytest
 
+from .. import _common
 from .._common import op_id
 from ..core.compat import dismissed
 from ..core.rounds import run_order
 from .batches import batches_of, workers
 from .controller import AbController, OpItem
+from .results import RECORDING_PASS, cut_during
 from .shard import apply_shard
 
 #: what an operator id may look like: it names a directory under the screen's root
@@ -24,6 +26,26 @@ def abs_nodeid(item: pytest.Item) -> str:
     nodeid = item.nodeid
     rest = nodeid[nodeid.index("::") :] if "::" in nodeid else ""
     return f"{item.path}{rest}"
+
+
+def cut_before(controller: AbController, ops: list[str]) -> dict[str, str]:
+    """Resumed (``--zl-resume``): the operators an earlier session was cut in, each with the
+    pass it was in (``results.cut_during``), to run after the others, so that one too long for
+    a session's time (a recording pass that tunes for minutes) holds back no other operator.
+    In side-worker modes only those cut in their recording pass, each in a batch of its own: one
+    cut in a later pass replays its batch's recording, which a batch of its own would make
+    again."""
+    s = controller.settings
+    if not s.resume:
+        return {}
+    cut = {op: what for op in ops if (what := cut_during(s.root / op)) is not None}
+    if s.mode != "process":
+        cut = {op: what for op, what in cut.items() if what == RECORDING_PASS}
+    if not _common.is_worker(controller.config) or _common.worker_id(controller.config) == "gw0":
+        for op, what in cut.items():
+            controller.progress(f"{op}: the earlier session was cut in its {what}; measured "
+                                "last (--zl-resume)")  # fmt: skip
+    return cut
 
 
 def op_items(controller: AbController, session: pytest.Session, items: list[pytest.Item]) -> None:
@@ -44,12 +66,14 @@ def op_items(controller: AbController, session: pytest.Session, items: list[pyte
             reasons[op] = dismissed(op)
         except ValueError as exc:
             raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
+    cut = cut_before(controller, [op for op in groups if reasons[op] is None])
     batch_of: dict[str, str] = {}
     if controller.settings.mode != "process":
         batch_of = batches_of(
             controller.config,
             {op: m for op, m in groups.items() if reasons[op] is None},
             controller.settings.batch_size,
+            last=cut,
         )
     new_items: list[pytest.Item] = []
     planned: dict[str, str | None] = {}  # screen_result.json: op -> why it is skipped
@@ -68,6 +92,7 @@ def op_items(controller: AbController, session: pytest.Session, items: list[pyte
             controller=controller,
             path=members[0].path,
         )
+        item.cut = cut.get(op)
         reason = reasons[op]
         if reason is not None:  # ops/dismiss.yaml: verified not measurable here
             item.add_marker(pytest.mark.skip(reason=f"dismissed (ops/dismiss.yaml): {reason}"))
@@ -80,5 +105,7 @@ def op_items(controller: AbController, session: pytest.Session, items: list[pyte
     # stays after the one it followed (core.rounds.run_order)
     number = {batch: j for j, batch in enumerate(dict.fromkeys(batch_of.values()))}
     order = run_order([None if (b := batch_of.get(op)) is None else number[b] for op in groups])
+    ops = list(groups)  # one process per side: the operators a cut interrupted run last
+    order = [i for i in order if ops[i] not in cut] + [i for i in order if ops[i] in cut]
     items[:] = [new_items[i] for i in order]
     controller.result_update(planned)

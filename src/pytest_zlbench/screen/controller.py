@@ -23,11 +23,15 @@ from ..core.rounds import RoundView
 from .children import Children, Deterministic, DtypeFallback, same_failure
 from .cost import starting_pace
 from .results import (
+    RECORDING_PASS,
     add_note,
     aggregate_op_dir,
     caliber_line,
     is_done,
     mark_done,
+    note_cut,
+    pass_ended,
+    pass_started,
     read_screen,
     write_op_result,
 )
@@ -66,6 +70,8 @@ class OpItem(pytest.Item):
         self.members = members if members is not None else list(nodeids)
         #: the batch of side workers it is measured in (not in ``process`` mode)
         self.batch: str | None = None
+        #: resumed: the pass an earlier session was cut in (``screen.collect`` puts it last)
+        self.cut: str | None = None
         self.controller = controller
         self.caliber_lines: list[str] = []
         self.add_marker(pytest.mark.xdist_group(op))
@@ -173,8 +179,10 @@ class AbController:
                 self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
                 shutil.rmtree(op_dir)
             op_dir.mkdir(parents=True)
+            note_cut(op_dir, item.cut)
             self.result_update()  # screen_result.json: this operator is running
             self._measure_or_fall_back(item, op_dir)
+            pass_ended(op_dir)
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
         write_op_result(op_dir, result)
         item.caliber_lines = problems  # the controller prints them and sets the exit status
@@ -216,6 +224,8 @@ class AbController:
         s = self.settings
 
         def run_side(run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
+            # left for a resumed screen, should this pass be cut (removed by the caller)
+            pass_started(op_dir, RECORDING_PASS if rnd == 0 else f"round {rnd}")
             return self.children.run_side(item.op, item.nodeids, run_dir, side, rnd, replay)
 
         if start == 0:

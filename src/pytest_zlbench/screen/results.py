@@ -14,6 +14,7 @@ from ..contract import (
     NOTES_FILE,
     OP_DONE_FILE,
     RECORD_DIR,
+    RUNNING_FILE,
     SCREEN_FILE,
     SKIPPED_FILE,
     round_dirs,
@@ -57,6 +58,39 @@ def mark_done(op_dir: Path) -> None:
 
 def is_done(op_dir: Path) -> bool:
     return (op_dir / OP_DONE_FILE).is_file()
+
+
+#: what ``running.txt`` says during an operator's recording pass (a round: ``round <k>``)
+RECORDING_PASS = "recording pass"
+
+
+def pass_started(op_dir: Path, what: str) -> None:
+    """``what`` of the operator (``recording pass``, ``round 2``) starts: a screen cut before
+    :func:`pass_ended` leaves it for the resumed screen (:func:`cut_during`)."""
+    records.write_atomic(op_dir / RUNNING_FILE, what + "\n")
+
+
+def pass_ended(op_dir: Path) -> None:
+    (op_dir / RUNNING_FILE).unlink(missing_ok=True)
+
+
+def note_cut(op_dir: Path, cut: str | None, batch: bool = False) -> None:
+    """The note of an operator an earlier session was cut in (``cut``: which pass), which a
+    resumed screen measures after the others (``screen.collect``)."""
+    if cut is not None:
+        own = ", in a batch of its own" if batch else ""
+        add_note(op_dir, f"an earlier session was cut in its {cut}; measured last{own}")
+
+
+def cut_during(op_dir: Path) -> str | None:
+    """The pass of an unfinished operator that an earlier session was cut in (``None``: it
+    was cut in none)."""
+    if is_done(op_dir):
+        return None
+    try:
+        return (op_dir / RUNNING_FILE).read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def write_screen(root: Path, lines: Sequence[screening.ScreenLine]) -> Path:

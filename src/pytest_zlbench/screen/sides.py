@@ -46,7 +46,7 @@ from ..core.sidework import ChannelClosed
 from .children import kill_group
 from .messages import Running, read, send
 from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
-from .results import mark_failed
+from .results import RECORDING_PASS, mark_failed, pass_ended, pass_started
 from .side_process import SideProcess, WorkerDied, start_side
 
 if TYPE_CHECKING:
@@ -127,8 +127,7 @@ class SideWorkers:
         if current is not None and current.gone is None and current.round == rnd:
             return current
         if current is not None:
-            current.stop()
-            del self.workers[side]
+            self.workers.pop(side).stop()
         worker = self._spawn(side, rnd, nodeids, replay)
         self._greet(worker)
         return worker
@@ -304,8 +303,7 @@ class SideWorkers:
             run_dir = run_dirs[side]
             mark_failed(run_dir, causes[side])
             kept = run_dir.with_name(run_dir.name + ".worker")
-            if kept.exists():
-                shutil.rmtree(kept)
+            shutil.rmtree(kept, ignore_errors=True)
             run_dir.rename(kept)
 
     def pass_over(
@@ -325,6 +323,8 @@ class SideWorkers:
         for position, item in enumerate(todo):
             t0 = time.monotonic()
             op_dir = self.settings.root / item.op
+            what = RECORDING_PASS if rnd == 0 else f"round {rnd}"
+            pass_started(op_dir, what)  # left for a resumed screen, should this pass be cut
             if rnd == 0:
                 run_dirs = {RECORD_SIDE: op_dir / RECORD_DIR}
             else:
@@ -345,6 +345,7 @@ class SideWorkers:
                     if results[side] is not None:
                         break  # the round is lost: its other side is not run
             causes = {side: cause for side, cause in results.items() if cause is not None}
+            pass_ended(op_dir)
             elapsed = time.monotonic() - t0
             self.units_done += 1
             self.controller.pace.add(elapsed)
@@ -357,8 +358,8 @@ class SideWorkers:
                 for side in sides
                 if side in results
             )
-            where = f"{self.place}operator {position + 1} of {total}, " + (
-                "recording pass" if rnd == 0 else f"round {rnd} of {self.settings.rounds}"
+            where = f"{self.place}operator {position + 1} of {total}, {what}" + (
+                f" of {self.settings.rounds}" if rnd else ""
             )
             eta = self._eta(self._units_left(rnd, position, total))
             self.progress(
