@@ -46,6 +46,7 @@ __all__ = [
     "PARTIAL_ROWS_FILE",
     "PINS_FILE",
     "PROGRESS_FILE",
+    "PUT_LAST_FILE",
     "RECORD_DIR",
     "RECORD_SIDE",
     "ROUND_ENV",
@@ -120,9 +121,13 @@ NOTES_FILE = "notes.txt"
 SKIPPED_FILE = "skipped.txt"
 #: the requested ``--dtypes`` an operator refused: it is measured on its own dtypes
 OWN_DTYPES_FILE = "own_dtypes.txt"
-#: the pass of the operator under way (``record``, ``round 2``, ...), removed when it ends: a
-#: resumed screen finds it where the earlier session was cut
+#: the pass of the operator under way (``recording pass``, ``round 2``, ...), removed when it
+#: ends: a resumed screen finds it where the earlier session was cut
 RUNNING_FILE = "running.txt"
+#: side workers: the pass an earlier session was cut in that put the operator last, in a batch
+#: of its own; kept until the operator is complete, so that every later resume puts it there
+#: again, where its recording is
+PUT_LAST_FILE = "put_last.txt"
 
 #: the screen's root: one line per operator, the settings ``--zl-resume`` checks, the log
 SCREEN_FILE = "screen.tsv"

@@ -592,6 +592,106 @@ def test_the_operator_a_cut_interrupted_runs_after_the_others_when_resumed(
         assert "batch1 (2 of 2): 1 operator, lockstep side workers, at most 1 round" in log
 
 
+#: an operator collected first whose IR the switch changes (it needs every round); its side
+#: named by KILL_SIDE (``record``, ``A``) kills the screen's controller, as a time limit would;
+#: each of its recording passes adds a line to <PROBE_ROOT>.stuck
+STUCK_FIRST = (
+    """
+import os
+import signal
+
+import pytest
+"""
+    + BUSY
+    + WRITE_TTGIR
+    + """
+
+@pytest.mark.zl_op("stuck")
+def test_stuck(zl_bench):
+    switched = os.environ.get("OMP_NUM_THREADS") == "1"
+    body = "tt.func @stuck_kernel() {\\n" + ("a" if switched else "b") + "\\n}\\n"
+    write_ttgir("stuck_kernel", body)
+    zl_bench(lambda: busy(50), op="stuck", dtype="int", shape="[1]")
+    side = os.environ.get("ZLBENCH_SIDE")
+    if side == "record":
+        with open(os.environ["PROBE_ROOT"] + ".stuck", "a") as f:
+            f.write("recorded\\n")
+    if side == os.environ.get("KILL_SIDE"):
+        os.kill(os.getppid(), signal.SIGKILL)
+"""
+)
+
+
+@pytest.mark.parametrize("mode", ["lockstep", "process"])
+def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_complete(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """stuck is cut in its recording pass, then (put last, in a batch of its own, and recorded
+    there) in its round 1: the third session measures it in that batch again, replaying the
+    recording listed there, not in its first batch, whose recording worker never recorded it.
+    One process per side measures an operator cut short from its start each time."""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
+    suite.makepyfile(test_a=STUCK_FIRST, test_ops=TESTS)  # one batch: stuck abs gemm steady relu
+    args = (mode, SWITCH, "--zl-rounds=2")
+    monkeypatch.setenv("KILL_SIDE", "record")
+    killed, root, _ = screen(suite, *args)
+    assert killed.ret != 0
+    monkeypatch.setenv("KILL_SIDE", "A")
+    killed, _, _ = screen(suite, *args, "--zl-resume")
+    assert killed.ret != 0
+    assert (root / "stuck" / "running.txt").read_text() == "round 1\n"
+    others = ["abs", "gemm", "relu", "steady"]
+    assert sorted(p.parent.name for p in root.glob("*/op.complete")) == others
+    before = len(progress(root))
+
+    monkeypatch.delenv("KILL_SIDE")
+    resumed, _, _ = screen(suite, *args, "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    resumed.assert_outcomes(passed=5)
+    log = progress(root)[before:]
+    assert "stuck: the earlier session was cut in its round 1; measured last (--zl-resume)" in log
+    recorded = (suite.path / f"{mode}.stuck").read_text().splitlines()
+    assert len(recorded) == (2 if mode == "lockstep" else 3), log
+    if mode == "lockstep":
+        assert "batch1: the recordings of 1 operator reused (--zl-resume)" in log, log
+        assert "batch1 (2 of 2): 1 operator, lockstep side workers, at most 2 rounds" in log
+    own = ", in a batch of its own" if mode == "lockstep" else ""
+    assert f"an earlier session was cut in its round 1; measured last{own}" in (
+        lines(root)["stuck"].note
+    )
+    assert lines(root)["stuck"].verdict == screening.IR_CHANGED
+    assert run_dirs(root)["stuck"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+    assert not list(root.glob("*/running.txt"))
+
+
+#: with KILL_AT_START the recording worker kills the screen's controller (its parent) while it
+#: collects, before it says hello
+START_CUT = """
+
+if os.environ.get("KILL_AT_START") and os.environ.get("ZLBENCH_SIDE") == "record":
+    if "ZLBENCH_WORKER_FD" in os.environ:
+        os.kill(os.getppid(), signal.SIGKILL)
+"""
+
+
+def test_a_screen_cut_while_its_recording_worker_starts_leaves_no_operator_cut(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recording worker's start-up (imports, collection) is no operator's recording pass:
+    a screen cut then puts no operator last when resumed."""
+    monkeypatch.setenv("KILL_AT_START", "1")
+    suite.makepyfile(test_ops=TESTS + START_CUT)  # one batch: abs gemm steady relu
+    killed, root, _ = screen(suite, "lockstep", SWITCH)
+    assert killed.ret != 0
+    assert not list(root.glob("*/running.txt"))
+
+    monkeypatch.delenv("KILL_AT_START")
+    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    resumed.assert_outcomes(passed=4)
+    assert not any("measured last" in ln for ln in progress(root))
+
+
 #: an operator whose IR the switch changes (so it needs every round) and whose side A in round
 #: CUT_ROUND kills the screen's controller, as a time limit would
 CUT = """
@@ -943,6 +1043,44 @@ def test_a_refusal_found_in_a_batch_cut_before_it_ends_is_not_recorded_again(
     log = progress(root)
     assert [ln for ln in log if re.search(r"fft record: failed", ln)] == refusals
     assert any("fft: --dtypes float16 not supported (an earlier session found)" in ln for ln in log)
+    assert lines(root)["fft"].status == "complete"
+
+
+#: REFUSING_FFT, whose recording pass with KILL_SCREEN first kills the screen's controller (its
+#: parent), as a time limit would
+CUT_FFT = """
+
+@pytest.mark.zl_op("fft")
+def test_fft(zl_bench, request):
+    if os.environ.get("KILL_SCREEN") and os.environ.get("ZLBENCH_SIDE") == "record":
+        os.kill(os.getppid(), signal.SIGKILL)
+    requested = request.config.getoption("dtypes") or ["complex64"]
+    if requested != ["complex64"]:
+        raise ValueError(f"Given dtype(s) {requested} can't be supported by this op benchmark.")
+    zl_bench(lambda: busy(100), op="fft", dtype="complex64", shape="[64]")
+"""
+
+
+def test_an_operator_put_last_on_resume_that_refuses_the_dtypes_keeps_its_note(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fft, cut in its recording pass, is put last in a batch of its own, where it refuses the
+    requested dtypes: its folder starts over for its own dtypes, and its result still says why
+    it was measured last."""
+    suite.makeconftest(CONFTEST + DTYPES_OPTION)
+    monkeypatch.setenv("KILL_SCREEN", "1")
+    suite.makepyfile(test_ops=TESTS + CUT_FFT)
+    args = ("lockstep", SWITCH, "--dtypes", "float16", "--zl-rounds=1", "-k", "abs or fft")
+    killed, root, _ = screen(suite, *args)
+    assert killed.ret != 0
+    assert (root / "fft" / "running.txt").read_text() == "recording pass\n"
+
+    monkeypatch.delenv("KILL_SCREEN")
+    resumed, _, _ = screen(suite, *args, "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    note = lines(root)["fft"].note
+    assert "--dtypes float16 not supported by fft" in note
+    assert "an earlier session was cut in its recording pass; measured last, in a batch" in note
     assert lines(root)["fft"].status == "complete"
 
 

@@ -86,6 +86,16 @@ def test_one_batch_or_xdist_counts_no_later_passes(tmp_path: Path) -> None:
     assert place_of(controller(tmp_path, BATCHES, ("batch1",), xdist=2), "batch1") == (2, 3, 0)
 
 
+def test_a_batch_is_counted_by_its_place_where_numbers_are_left_out(tmp_path: Path) -> None:
+    """An operator put last (``core.rounds.put_last``) may empty its batch, whose number is
+    then left out, and its own batch's number comes after every batch's: the progress lines
+    count the batches in order."""
+    gaps = {"batch1": ["gemm"], "batch2": ["steady", "relu"], "batch5": ["abs"]}
+    assert place_of(controller(tmp_path, gaps, ("batch1",)), "batch1") == (1, 3, 9)
+    assert place_of(controller(tmp_path, gaps, ("batch1", "batch2")), "batch2") == (2, 3, 3)
+    assert place_of(controller(tmp_path, gaps, tuple(gaps)), "batch5") == (3, 3, 0)
+
+
 def test_the_later_batches_use_the_rounds_the_finished_operators_used(tmp_path: Path) -> None:
     """An RLC_ENHANCE-like screen whose operators so far stopped after round 1 expects the same
     of the later batches: a recording pass and one round each, not every round of --zl-rounds

@@ -86,3 +86,41 @@ def test_an_operator_cut_between_rounds_counts_only_the_rounds_it_ran(
     assert "cut after round 1: the screen did not finish this operator (no op.complete)" in (
         res.notes
     )
+
+
+def test_an_operator_put_last_keeps_its_mark_through_a_resume_until_it_is_complete(
+    tmp_path: Path,
+) -> None:
+    """The mark that puts an operator last in a batch of its own outlives the cleanup of a
+    resume (as its recording does) and names the pass that put it there first; a complete
+    operator is put last no more, and one process per side leaves no mark."""
+    from pytest_zlbench.screen.recording_home import clear_but_recording
+    from pytest_zlbench.screen.results import (
+        cut_during,
+        mark_done,
+        note_cut,
+        pass_started,
+        put_last_before,
+    )
+
+    op_dir = tmp_path / "hadamard"
+    op_dir.mkdir()
+    note_cut(op_dir, "recording pass", own_batch=True)
+    pass_started(op_dir, "round 1")
+    assert (cut_during(op_dir), put_last_before(op_dir)) == ("round 1", "recording pass")
+    clear_but_recording(op_dir)
+    assert sorted(p.name for p in op_dir.iterdir()) == ["put_last.txt"]
+    note_cut(op_dir, "round 1", own_batch=True)
+    assert put_last_before(op_dir) == "recording pass"
+    assert (op_dir / "notes.txt").read_text() == (
+        "an earlier session was cut in its round 1; measured last, in a batch of its own\n"
+    )
+    mark_done(op_dir)
+    assert put_last_before(op_dir) is None
+    alone = tmp_path / "mul"
+    alone.mkdir()
+    note_cut(alone, "round 2")
+    assert put_last_before(alone) is None
+    assert (
+        alone / "notes.txt"
+    ).read_text() == "an earlier session was cut in its round 2; measured last\n"

@@ -61,7 +61,8 @@ def batches_of(
     expected cost (``core.rounds.split_batches``): every worker splits the same way. Each list
     is then cut, in its order, into batches of at most ``size`` operators
     (``core.rounds.cut_batches``), numbered over all lists: ``batch0``, ``batch1``, ...; the
-    operators of ``last`` each in a batch of its own after them (``core.rounds.put_last``). The
+    operators of ``last`` each in a batch of its own after them, numbered so that every batch
+    keeps its number on resume (``core.rounds.put_last``: some numbers are left out). The
     controller's scheduler sends each batch to one worker
     (``AbController.pytest_xdist_make_scheduler``)."""
     from ..core.rounds import cut_batches, expected_costs, put_last, split_batches
@@ -78,16 +79,18 @@ def batches_of(
         )
         split = split_batches(costs, count)
     listed = [[ops[i] for i in batch] for batch in cut_batches(split, size)]
-    return {op: f"{BATCH}{j}" for j, batch in enumerate(put_last(listed, last)) for op in batch}
+    return {op: f"{BATCH}{j}" for j, batch in put_last(listed, last).items() for op in batch}
 
 
 def place_of(self: AbController, name: str) -> tuple[int, int, float]:
-    """Where the batch ``name`` stands, for its progress lines: its number (from 1), how many
+    """Where the batch ``name`` stands, for its progress lines: its place among the batches in
+    the order of their numbers (from 1; a number may be left out: ``batches_of``), how many
     batches the screen has, and the operator passes of the batches still to run after it, each
     operator expected to use the rounds the finished ones used (``core.rounds.Pace``); those
     only without xdist, where this process runs them next (under xdist any worker may take a
     batch)."""
-    number, count = int(name.removeprefix(BATCH)) + 1, len(self.batches)
+    numbers = sorted(int(batch.removeprefix(BATCH)) for batch in self.batches)
+    number, count = numbers.index(int(name.removeprefix(BATCH))) + 1, len(numbers)
     if count <= 1 or workers(self.config) > 1:
         return number, count, 0
     s = self.settings
@@ -114,6 +117,7 @@ def _refused_dtypes(self: AbController, workers: SideWorkers) -> list[OpItem]:
             continue
         del workers.alone[item.op]
         self.children.start_on_own_dtypes(item.op, self.settings.root / item.op, dtypes)
+        note_cut(self.settings.root / item.op, item.cut, own_batch=True)  # its folder is new
         self.progress(f"{item.op}: --dtypes {dtypes} not supported; measured again on its own "
                       "dtypes, in side workers of their own")  # fmt: skip
         refused.append(item)
@@ -152,7 +156,7 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
             refused = self.children.refused_before(op_dir)
             clear_but_recording(op_dir)
-            note_cut(op_dir, item.cut, batch=True)
+            note_cut(op_dir, item.cut, own_batch=True)
             if refused is not None:  # straight to its own dtypes, its recording kept
                 self.children.keep_own_dtypes(item.op, op_dir, refused)
                 self.progress(f"{item.op}: --dtypes {refused} not supported (an earlier "

@@ -15,7 +15,7 @@ from ..core.compat import dismissed
 from ..core.rounds import run_order
 from .batches import batches_of, workers
 from .controller import AbController, OpItem
-from .results import RECORDING_PASS, cut_during
+from .results import RECORDING_PASS, cut_during, put_last_before
 from .shard import apply_shard
 
 #: what an operator id may look like: it names a directory under the screen's root
@@ -34,13 +34,23 @@ def cut_before(controller: AbController, ops: list[str]) -> dict[str, str]:
     a session's time (a recording pass that tunes for minutes) holds back no other operator.
     In side-worker modes only those cut in their recording pass, each in a batch of its own: one
     cut in a later pass replays its batch's recording, which a batch of its own would make
-    again."""
+    again. One put last so once stays last until it is complete (``results.put_last_before``):
+    its recording is in that batch.
+
+    Under xdist every worker collects before any operator runs; a worker started later in place
+    of one that died reads what this session has written since, so its collection may differ
+    from the others' (xdist then reports the difference)."""
     s = controller.settings
     if not s.resume:
         return {}
-    cut = {op: what for op in ops if (what := cut_during(s.root / op)) is not None}
-    if s.mode != "process":
-        cut = {op: what for op, what in cut.items() if what == RECORDING_PASS}
+    cut: dict[str, str] = {}
+    for op in ops:
+        what = cut_during(s.root / op)
+        if s.mode != "process":
+            before = put_last_before(s.root / op)
+            what = (what or before) if before is not None or what == RECORDING_PASS else None
+        if what is not None:
+            cut[op] = what
     if not _common.is_worker(controller.config) or _common.worker_id(controller.config) == "gw0":
         for op, what in cut.items():
             controller.progress(f"{op}: the earlier session was cut in its {what}; measured "
@@ -105,7 +115,9 @@ def op_items(controller: AbController, session: pytest.Session, items: list[pyte
     # stays after the one it followed (core.rounds.run_order)
     number = {batch: j for j, batch in enumerate(dict.fromkeys(batch_of.values()))}
     order = run_order([None if (b := batch_of.get(op)) is None else number[b] for op in groups])
-    ops = list(groups)  # one process per side: the operators a cut interrupted run last
+    # the operators put last (``cut``) after all the others: in process mode this moves them;
+    # in side-worker modes their batches are last already
+    ops = list(groups)
     order = [i for i in order if ops[i] not in cut] + [i for i in order if ops[i] in cut]
     items[:] = [new_items[i] for i in order]
     controller.result_update(planned)

@@ -23,7 +23,6 @@ from ..core.rounds import RoundView
 from .children import Children, Deterministic, DtypeFallback, same_failure
 from .cost import starting_pace
 from .results import (
-    RECORDING_PASS,
     add_note,
     aggregate_op_dir,
     caliber_line,
@@ -31,6 +30,7 @@ from .results import (
     mark_done,
     note_cut,
     pass_ended,
+    pass_name,
     pass_started,
     read_screen,
     write_op_result,
@@ -208,6 +208,7 @@ class AbController:
                 f"{item.op}: --dtypes {exc} not supported; measured again on its own dtypes"
             )
             self.children.start_on_own_dtypes(item.op, op_dir, str(exc))
+            note_cut(op_dir, item.cut, own_batch=item.batch is not None)  # its folder is new
             self._measure(item, op_dir)
 
     def _measure(self, item: OpItem, op_dir: Path, since: Since = FROM_START) -> None:
@@ -225,7 +226,7 @@ class AbController:
 
         def run_side(run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
             # left for a resumed screen, should this pass be cut (removed by the caller)
-            pass_started(op_dir, RECORDING_PASS if rnd == 0 else f"round {rnd}")
+            pass_started(op_dir, pass_name(rnd))
             return self.children.run_side(item.op, item.nodeids, run_dir, side, rnd, replay)
 
         if start == 0:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..contract import PINS_FILE, RECORD_DIR, RECORD_SIDE
+from ..contract import PINS_FILE, PUT_LAST_FILE, RECORD_DIR, RECORD_SIDE
 from ..core import records
 from ..core.records import COMPLETE_FILE, is_complete
 
@@ -28,9 +28,10 @@ RECORDED_FILE = "recorded.txt"
 
 def clear_but_recording(op_dir: Path) -> None:
     """Empty an incomplete operator's directory (``--zl-resume``), but for a complete
-    recording, which its batch may reuse (``clear_workdir``)."""
+    recording, which its batch may reuse (``clear_workdir``), and the mark that puts it last,
+    in the batch that recorded it (``PUT_LAST_FILE``)."""
     for child in op_dir.iterdir():
-        if child.name == RECORD_DIR and is_complete(child):
+        if (child.name == RECORD_DIR and is_complete(child)) or child.name == PUT_LAST_FILE:
             continue
         _remove(child)
 

@@ -13,6 +13,7 @@ from ..contract import (
     CHILD_FAILED_FILE,
     NOTES_FILE,
     OP_DONE_FILE,
+    PUT_LAST_FILE,
     RECORD_DIR,
     RUNNING_FILE,
     SCREEN_FILE,
@@ -64,6 +65,11 @@ def is_done(op_dir: Path) -> bool:
 RECORDING_PASS = "recording pass"
 
 
+def pass_name(rnd: int) -> str:
+    """The name of pass ``rnd`` of an operator: its recording pass (0) or a round."""
+    return RECORDING_PASS if rnd == 0 else f"round {rnd}"
+
+
 def pass_started(op_dir: Path, what: str) -> None:
     """``what`` of the operator (``recording pass``, ``round 2``) starts: a screen cut before
     :func:`pass_ended` leaves it for the resumed screen (:func:`cut_during`)."""
@@ -74,23 +80,39 @@ def pass_ended(op_dir: Path) -> None:
     (op_dir / RUNNING_FILE).unlink(missing_ok=True)
 
 
-def note_cut(op_dir: Path, cut: str | None, batch: bool = False) -> None:
+def note_cut(op_dir: Path, cut: str | None, own_batch: bool = False) -> None:
     """The note of an operator an earlier session was cut in (``cut``: which pass), which a
-    resumed screen measures after the others (``screen.collect``)."""
-    if cut is not None:
-        own = ", in a batch of its own" if batch else ""
-        add_note(op_dir, f"an earlier session was cut in its {cut}; measured last{own}")
+    resumed screen measures after the others (``screen.collect``); ``own_batch``: in a batch of
+    its own, which it keeps until it is complete (``PUT_LAST_FILE``, :func:`put_last_before`)."""
+    if cut is None:
+        return
+    own = ", in a batch of its own" if own_batch else ""
+    add_note(op_dir, f"an earlier session was cut in its {cut}; measured last{own}")
+    if own_batch and not (op_dir / PUT_LAST_FILE).is_file():
+        records.write_atomic(op_dir / PUT_LAST_FILE, cut + "\n")
+
+
+def _unfinished_text(op_dir: Path, name: str) -> str | None:
+    """The text of the file ``name`` of an unfinished operator (``None``: it has none, or it is
+    complete)."""
+    if is_done(op_dir):
+        return None
+    try:
+        return (op_dir / name).read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def cut_during(op_dir: Path) -> str | None:
     """The pass of an unfinished operator that an earlier session was cut in (``None``: it
     was cut in none)."""
-    if is_done(op_dir):
-        return None
-    try:
-        return (op_dir / RUNNING_FILE).read_text(encoding="utf-8").strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
+    return _unfinished_text(op_dir, RUNNING_FILE)
+
+
+def put_last_before(op_dir: Path) -> str | None:
+    """The pass that put an unfinished operator last, in a batch of its own, in an earlier
+    session (``None``: none did): its recording is in that batch's folder."""
+    return _unfinished_text(op_dir, PUT_LAST_FILE)
 
 
 def write_screen(root: Path, lines: Sequence[screening.ScreenLine]) -> Path:

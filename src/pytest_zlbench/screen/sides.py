@@ -46,7 +46,7 @@ from ..core.sidework import ChannelClosed
 from .children import kill_group
 from .messages import Running, read, send
 from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
-from .results import RECORDING_PASS, mark_failed, pass_ended, pass_started
+from .results import mark_failed, pass_ended, pass_name, pass_started
 from .side_process import SideProcess, WorkerDied, start_side
 
 if TYPE_CHECKING:
@@ -214,6 +214,8 @@ class SideWorkers:
             except WorkerDied as exc:
                 results[side] = f"its side worker died before it started ({exc})"
                 continue
+            # its worker greeted: left for a resumed screen, should this pass be cut
+            pass_started(self.settings.root / item.op, pass_name(rnd))
             indices = worker.indices(item.members)
             following = worker.indices(after.get(side, []))
             try:
@@ -323,8 +325,6 @@ class SideWorkers:
         for position, item in enumerate(todo):
             t0 = time.monotonic()
             op_dir = self.settings.root / item.op
-            what = RECORDING_PASS if rnd == 0 else f"round {rnd}"
-            pass_started(op_dir, what)  # left for a resumed screen, should this pass be cut
             if rnd == 0:
                 run_dirs = {RECORD_SIDE: op_dir / RECORD_DIR}
             else:
@@ -358,7 +358,7 @@ class SideWorkers:
                 for side in sides
                 if side in results
             )
-            where = f"{self.place}operator {position + 1} of {total}, {what}" + (
+            where = f"{self.place}operator {position + 1} of {total}, {pass_name(rnd)}" + (
                 f" of {self.settings.rounds}" if rnd else ""
             )
             eta = self._eta(self._units_left(rnd, position, total))
