@@ -379,16 +379,19 @@ def test_ctrl_c_kills_the_children_and_leaves_nothing_that_reads_complete(
     assert not is_complete(root / "gate" / "r1_A")
     assert not (root / "relu").exists()
     # every operator is in the screen's result with its status: the one that was running when
-    # the screen was interrupted is failed (issue 18: it was left out), the next not started
+    # the screen was interrupted is cut (not failed: nothing of its own went wrong), the next
+    # not started
     lines = read_lines(root)
     assert {op: line.status for op, line in lines.items()} == {
         "abs": "complete",
-        "gate": "failed",
+        "gate": "cut",
         "relu": "not started",
     }
+    assert lines["gate"].shown_verdict == "cut"
     assert "the screen did not finish this operator" in lines["gate"].note
     doc = json.loads((root / "screen_result.json").read_text())
-    assert [e["status"] for e in doc["operators"]] == ["complete", "failed", "not started"]
+    assert [e["status"] for e in doc["operators"]] == ["complete", "cut", "not started"]
+    assert (doc["counts"]["cut"], doc["counts"]["failed"]) == (1, 0)
     # the document does not read complete either: its session ended before the last operator
     assert doc["status"] == "incomplete"
     resume_and_compare(suite, root)

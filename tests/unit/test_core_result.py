@@ -82,6 +82,7 @@ def test_the_document_of_a_screen_matches_its_schema() -> None:
     assert doc["counts"] == {
         "complete": 2,
         "failed": 0,
+        "cut": 0,
         "running": 1,
         "not started": 1,
         "skipped": 1,
@@ -237,6 +238,7 @@ def test_the_pictures_show_every_label_whole_and_say_one_round(tmp_path: Path) -
         ((result.COMPLETE, result.FAILED), False, "complete"),
         ((result.COMPLETE, result.NOT_STARTED), False, "incomplete"),  # stopped early
         ((result.COMPLETE, result.FAILED), True, "incomplete"),  # cut during the last operator
+        ((result.COMPLETE, result.CUT), False, "incomplete"),  # an operator left unfinished
         ((result.COMPLETE, result.RUNNING), True, "running"),
     ],
 )

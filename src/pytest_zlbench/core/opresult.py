@@ -31,10 +31,12 @@ UNITS = "*_pct: percent of delta; *_ms: milliseconds"
 #: the status of an operator in a screen's result (``core.result``)
 COMPLETE = "complete"
 FAILED = "failed"
+#: an operator an interrupted session left unfinished (``--zl-resume`` measures it again)
+CUT = "cut"
 RUNNING = "running"
 NOT_STARTED = "not started"
 SKIPPED = "skipped"
-STATUSES = (COMPLETE, FAILED, RUNNING, NOT_STARTED, SKIPPED)
+STATUSES = (COMPLETE, FAILED, CUT, RUNNING, NOT_STARTED, SKIPPED)
 
 
 def pct(value: float | None) -> float | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .opresult import (
     COMPLETE,
+    CUT,
     FAILED,
     NOT_STARTED,
     RUNNING,
@@ -36,6 +37,7 @@ INCOMPLETE = "incomplete"
 
 __all__ = [
     "COMPLETE",
+    "CUT",
     "FAILED",
     "INCOMPLETE",
     "NOT_STARTED",
@@ -85,12 +87,12 @@ def document(
     (:data:`COMPARE`), from one entry per operator (``OpResult.to_json()`` or
     :func:`pending`). ``finished``: the session that measured it has ended; ``cut``: it ended
     before measuring every operator (interrupted), as it did when an operator is left not
-    started: the document is ``incomplete``, never ``complete``."""
+    started or cut: the document is ``incomplete``, never ``complete``."""
     ordered = sorted(entries, key=lambda e: str(e["op"]))
     counts = {s: sum(1 for e in ordered if e.get("status") == s) for s in STATUSES}
     if not finished or counts[RUNNING]:
         status = "running"
-    elif cut or counts[NOT_STARTED]:
+    elif cut or counts[NOT_STARTED] or counts[CUT]:
         status = INCOMPLETE
     else:
         status = "complete"

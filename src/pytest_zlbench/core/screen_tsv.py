@@ -188,11 +188,12 @@ class ScreenLine:
 
     @property
     def shown_verdict(self) -> str:
-        """The verdict column of the table and the report: an operator that failed before
-        any shape paired reads ``failed`` (its verdict rule found no rows, ``NO_ROWS``, which
-        ``screen.tsv`` keeps); one without a verdict yet reads its status."""
-        if self.status == "failed" and self.verdict == NO_ROWS:
-            return "failed"
+        """The verdict column of the table and the report: an operator that failed, or was
+        cut, before any shape paired reads ``failed`` or ``cut`` (its verdict rule found no
+        rows, ``NO_ROWS``, which ``screen.tsv`` keeps); one without a verdict yet reads its
+        status."""
+        if self.status in ("failed", "cut") and self.verdict == NO_ROWS:
+            return self.status
         return self.verdict or self.status
 
     @property

@@ -15,7 +15,7 @@ from typing import Any
 from ..adapters.plot import OVERVIEW_FILE, OVERVIEW_PNG
 from ..contract import AB_FILE, RECORD_DIR, ROUND_GLOB, SCREEN_FILE, SETTINGS_FILE
 from ..core import records, result
-from ..core.result import NOT_STARTED, RESULT_FILE, RUNNING, SKIPPED
+from ..core.result import CUT, NOT_STARTED, RESULT_FILE, RUNNING, SKIPPED
 from .results import aggregate_op_dir, is_done, write_screen
 
 LOCK_FILE = ".screen_result.lock"
@@ -46,7 +46,9 @@ def _is_op_dir(path: Path) -> bool:
     )
 
 
-def _entry(root: Path, op: str, planned: Mapping[str, Any], final: bool) -> dict[str, Any]:
+def _entry(
+    root: Path, op: str, planned: Mapping[str, Any], final: bool, cut: bool
+) -> dict[str, Any]:
     op_dir = root / op
     if is_done(op_dir):
         data = records.read_json_object(op_dir / AB_FILE)
@@ -55,8 +57,9 @@ def _entry(root: Path, op: str, planned: Mapping[str, Any], final: bool) -> dict
             return data
         return aggregate_op_dir(op_dir)[0].to_json()  # an ab.json of an earlier version
     if op_dir.is_dir():
-        if final:  # the session ended without finishing it: failed, saying so
-            return aggregate_op_dir(op_dir, require_done=True)[0].to_json()
+        if final:  # the session ended without finishing it: failed, or cut if interrupted
+            entry = aggregate_op_dir(op_dir, require_done=True)[0].to_json()
+            return {**entry, "status": CUT} if cut else entry
         return result.pending(op, RUNNING)
     if planned.get("status") == SKIPPED:
         return result.pending(op, SKIPPED, (planned.get("notes") or [None])[0])
@@ -91,7 +94,7 @@ def update(
         for path in root.iterdir():
             if not path.name.startswith(".") and _is_op_dir(path):
                 known.setdefault(path.name, result.pending(path.name, RUNNING))
-        entries = [_entry(root, op, prior, final) for op, prior in sorted(known.items())]
+        entries = [_entry(root, op, prior, final, cut) for op, prior in sorted(known.items())]
         doc = result.document(
             result.SCREEN,
             entries,
