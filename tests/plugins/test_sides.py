@@ -589,7 +589,7 @@ def test_the_operator_a_cut_interrupted_runs_after_the_others_when_resumed(
     assert not list(root.glob("*/running.txt"))
     if mode == "lockstep":
         assert "batch0 (1 of 2): 4 operators, lockstep side workers, at most 1 round" in log
-        assert "batch1 (2 of 2): 1 operator, lockstep side workers, at most 1 round" in log
+        assert "batch_probe (2 of 2): 1 operator, lockstep side workers, at most 1 round" in log
 
 
 #: an operator collected first whose IR the switch changes (it needs every round); its side
@@ -617,19 +617,29 @@ def test_stuck(zl_bench):
         with open(os.environ["PROBE_ROOT"] + ".stuck", "a") as f:
             f.write("recorded\\n")
     if side == os.environ.get("KILL_SIDE"):
-        os.kill(os.getppid(), signal.SIGKILL)
+        once = os.environ.get("KILL_ONCE")  # a file: kill only while it exists
+        if not once or os.path.exists(once):
+            if once:
+                os.unlink(once)
+            os.kill(os.getppid(), signal.SIGKILL)
 """
 )
 
 
-@pytest.mark.parametrize("mode", ["lockstep", "process"])
+@pytest.mark.parametrize(
+    ("mode", "third"),
+    [("lockstep", ()), ("lockstep", ("--zl-batch-size=1",)), ("process", ())],
+    ids=["lockstep", "lockstep-other-batch-size", "process"],
+)
 def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_complete(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str, third: tuple[str, ...]
 ) -> None:
     """stuck is cut in its recording pass, then (put last, in a batch of its own, and recorded
     there) in its round 1: the third session measures it in that batch again, replaying the
-    recording listed there, not in its first batch, whose recording worker never recorded it.
-    One process per side measures an operator cut short from its start each time."""
+    recording listed there, not in its first batch, whose recording worker never recorded it;
+    with another --zl-batch-size too (the batch of its own is named after it, not numbered
+    after the others, which that option renumbers). One process per side measures an operator
+    cut short from its start each time."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     suite.makepyfile(test_a=STUCK_FIRST, test_ops=TESTS)  # one batch: stuck abs gemm steady relu
     args = (mode, SWITCH, "--zl-rounds=2")
@@ -645,7 +655,7 @@ def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_compl
     before = len(progress(root))
 
     monkeypatch.delenv("KILL_SIDE")
-    resumed, _, _ = screen(suite, *args, "--zl-resume")
+    resumed, _, _ = screen(suite, *args, *third, "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     resumed.assert_outcomes(passed=5)
     log = progress(root)[before:]
@@ -653,8 +663,9 @@ def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_compl
     recorded = (suite.path / f"{mode}.stuck").read_text().splitlines()
     assert len(recorded) == (2 if mode == "lockstep" else 3), log
     if mode == "lockstep":
-        assert "batch1: the recordings of 1 operator reused (--zl-resume)" in log, log
-        assert "batch1 (2 of 2): 1 operator, lockstep side workers, at most 2 rounds" in log
+        assert "batch_stuck: the recordings of 1 operator reused (--zl-resume)" in log, log
+        place = "5 of 5" if third else "2 of 2"  # batch size 1: abs, gemm, relu, steady, stuck
+        assert f"batch_stuck ({place}): 1 operator, lockstep side workers, at most 2 rounds" in log
     own = ", in a batch of its own" if mode == "lockstep" else ""
     assert f"an earlier session was cut in its round 1; measured last{own}" in (
         lines(root)["stuck"].note
@@ -662,6 +673,32 @@ def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_compl
     assert lines(root)["stuck"].verdict == screening.IR_CHANGED
     assert run_dirs(root)["stuck"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
     assert not list(root.glob("*/running.txt"))
+
+
+def test_an_xdist_worker_that_replaces_one_killed_in_a_recording_pass_collects_as_the_others(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resumed under xdist, stuck's recording worker kills its xdist worker: the replacement
+    read stuck's fresh ``running.txt``, put it last and collected other node ids, which xdist
+    does not register (the session then failed inside xdist). Every worker reads the marks the
+    controller found at the session's start."""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    suite.makepyfile(test_a=STUCK_FIRST, test_ops=TESTS)
+    monkeypatch.setenv("KILL_SIDE", "A")
+    killed, root, _ = screen(suite, "lockstep", SWITCH)  # cut in stuck's round 1
+    assert killed.ret != 0
+    assert (root / "stuck" / "running.txt").read_text() == "round 1\n"
+    once = suite.path / "kill.once"
+    once.write_text("")
+    monkeypatch.setenv("KILL_SIDE", "record")
+    monkeypatch.setenv("KILL_ONCE", str(once))
+    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-resume", "-n", "2")
+    out = "\n".join(resumed.outlines + resumed.errlines)
+    assert not once.exists()  # the xdist worker was killed
+    assert "INTERNALERROR" not in out, out
+    assert resumed.ret == pytest.ExitCode.TESTS_FAILED, out  # stuck's item: its worker crashed
+    done = sorted(p.parent.name for p in root.glob("*/op.complete"))
+    assert {"abs", "gemm", "relu", "steady"} <= set(done), (done, out)
 
 
 #: with KILL_AT_START the recording worker kills the screen's controller (its parent) while it

@@ -81,24 +81,17 @@ def test_batches_are_cut_in_order_into_consecutive_batches_of_at_most_the_size()
 
 def test_operators_a_cut_interrupted_go_last_each_in_a_batch_of_its_own() -> None:
     batches = [["abs", "hadamard", "mul"], ["sum"], ["mm", "fft"]]
-    # each batch by its number; one put last is numbered after every batch by its place
-    # among the operators (hadamard: the 2nd)
-    assert put_last(batches, {"hadamard"}) == {
-        0: ["abs", "mul"],
-        1: ["sum"],
-        2: ["mm", "fft"],
-        4: ["hadamard"],
-    }
-    # in the batches' order; a batch left empty is dropped, the others keep their numbers
-    assert put_last(batches, {"mm", "sum"}) == {
-        0: ["abs", "hadamard", "mul"],
-        2: ["fft"],
-        6: ["sum"],
-        7: ["mm"],
-    }
-    # an operator put last keeps its number whichever others are put last with it
-    assert put_last(batches, {"abs", "hadamard"})[4] == ["hadamard"]
-    assert put_last(batches, ()) == dict(enumerate(batches))
+    # each batch by its number, without those put last; they follow in the operators' order
+    assert put_last(batches, {"hadamard"}) == (
+        {0: ["abs", "mul"], 1: ["sum"], 2: ["mm", "fft"]},
+        ["hadamard"],
+    )
+    # a batch left empty is dropped, the others keep their numbers
+    assert put_last(batches, {"mm", "sum"}) == (
+        {0: ["abs", "hadamard", "mul"], 2: ["fft"]},
+        ["sum", "mm"],
+    )
+    assert put_last(batches, ()) == (dict(enumerate(batches)), [])
 
 
 def test_operators_run_batch_by_batch_and_a_dismissed_one_after_the_one_it_followed() -> None:

@@ -14,7 +14,7 @@ import pytest
 import pytest_zlbench.screen.batches as batches
 import pytest_zlbench.screen.sides as sides
 from pytest_zlbench.core.rounds import Pace
-from pytest_zlbench.screen.batches import place_of, run_batch
+from pytest_zlbench.screen.batches import batches_of, place_of, run_batch
 from pytest_zlbench.screen.results import is_done, mark_done
 
 
@@ -94,6 +94,31 @@ def test_a_batch_is_counted_by_its_place_where_numbers_are_left_out(tmp_path: Pa
     assert place_of(controller(tmp_path, gaps, ("batch1",)), "batch1") == (1, 3, 9)
     assert place_of(controller(tmp_path, gaps, ("batch1", "batch2")), "batch2") == (2, 3, 3)
     assert place_of(controller(tmp_path, gaps, tuple(gaps)), "batch5") == (3, 3, 0)
+
+
+def test_an_operator_put_last_keeps_its_batch_whatever_the_batch_size_or_the_split() -> None:
+    """Its recording is found by its batch's name: the name may not depend on
+    ``--zl-batch-size`` (not part of ``screen.json``) nor on the xdist split, which the cost
+    cache a cut session wrote changes (batch size 50 named it batch1, then 2 batch3)."""
+    groups: dict[str, Any] = {op: [op] for op in ("a", "b", "x", "c", "d", "e")}
+    plain = SimpleNamespace()
+    names = {
+        batches_of(plain, groups, size, last={"x": "recording pass"})["x"] for size in (50, 2, 1)
+    }
+    assert names == {"batch_x"}
+    split = SimpleNamespace(workerinput={"workerid": "gw0", "workercount": 2}, cache=None)
+    assert batches_of(split, groups, 2, last={"x": "recording pass"})["x"] == "batch_x"
+    assert batches_of(plain, groups, 2, last={"x": "recording pass"})["a"] == "batch0"
+
+
+def test_a_batch_of_its_own_is_counted_after_the_numbered_ones(tmp_path: Path) -> None:
+    """Those put last run after every numbered batch, in the order collected."""
+    named = {"batch_z": ["z"], "batch1": ["gemm"], "batch_a": ["a"], "batch0": ["abs"]}
+    run = ("batch0",)
+    assert place_of(controller(tmp_path, named, run), "batch0")[:2] == (1, 4)
+    assert place_of(controller(tmp_path, named, run), "batch1")[:2] == (2, 4)
+    assert place_of(controller(tmp_path, named, run), "batch_z")[:2] == (3, 4)
+    assert place_of(controller(tmp_path, named, run), "batch_a")[:2] == (4, 4)
 
 
 def test_the_later_batches_use_the_rounds_the_finished_operators_used(tmp_path: Path) -> None:

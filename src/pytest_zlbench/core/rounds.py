@@ -105,19 +105,16 @@ def cut_batches(batches: Sequence[Sequence[int]], size: int) -> list[list[int]]:
     return [list(b[i : i + size]) for b in batches for i in range(0, len(b), size)]
 
 
-def put_last(batches: Sequence[Sequence[str]], last: Collection[str]) -> dict[int, list[str]]:
-    """The batches of operators by number (their index in ``batches``), each operator of
-    ``last`` taken out of its batch and put after all of them in a batch of its own, in their
-    order. A batch left empty is dropped and the others keep their numbers; one put last is
-    numbered ``len(batches)`` plus its place among all the operators, whichever others are put
-    last with it: a resumed batch finds its folder, and the recordings kept there, by its
-    number (``screen.recording_home``)."""
+def put_last(
+    batches: Sequence[Sequence[str]], last: Collection[str]
+) -> tuple[dict[int, list[str]], list[str]]:
+    """The batches of operators by number (their index in ``batches``) without the operators
+    of ``last``, and those, in their order, each to run after all of them in a batch of its
+    own. A batch left empty is dropped and the others keep their numbers."""
     out = {
         j: kept for j, batch in enumerate(batches) if (kept := [o for o in batch if o not in last])
     }
-    ops = [op for batch in batches for op in batch]
-    out.update((len(batches) + i, [op]) for i, op in enumerate(ops) if op in last)
-    return out
+    return out, [op for batch in batches for op in batch if op in last]
 
 
 def run_order(batches: Sequence[int | None]) -> list[int]:

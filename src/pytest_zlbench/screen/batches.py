@@ -61,10 +61,13 @@ def batches_of(
     expected cost (``core.rounds.split_batches``): every worker splits the same way. Each list
     is then cut, in its order, into batches of at most ``size`` operators
     (``core.rounds.cut_batches``), numbered over all lists: ``batch0``, ``batch1``, ...; the
-    operators of ``last`` each in a batch of its own after them, numbered so that every batch
-    keeps its number on resume (``core.rounds.put_last``: some numbers are left out). The
-    controller's scheduler sends each batch to one worker
-    (``AbController.pytest_xdist_make_scheduler``)."""
+    operators of ``last`` each in a batch of its own after them, named after it
+    (``batch_<op>``), so that a resumed session finds the recording kept in its folder
+    whatever ``--zl-batch-size`` or the xdist split (``core.rounds.put_last``: a batch it
+    leaves empty is dropped, its number left out). A numbered batch keeps its number and
+    folder only with the same split: the same ``--zl-batch-size`` and, under xdist, the same
+    expected costs; otherwise its operators record again. The controller's scheduler sends
+    each batch to one worker (``AbController.pytest_xdist_make_scheduler``)."""
     from ..core.rounds import cut_batches, expected_costs, put_last, split_batches
 
     ops = list(groups)
@@ -79,18 +82,27 @@ def batches_of(
         )
         split = split_batches(costs, count)
     listed = [[ops[i] for i in batch] for batch in cut_batches(split, size)]
-    return {op: f"{BATCH}{j}" for j, batch in put_last(listed, last).items() for op in batch}
+    numbered, alone = put_last(listed, last)
+    out = {op: f"{BATCH}{j}" for j, batch in numbered.items() for op in batch}
+    return out | {op: f"{BATCH}_{op}" for op in alone}
 
 
 def place_of(self: AbController, name: str) -> tuple[int, int, float]:
     """Where the batch ``name`` stands, for its progress lines: its place among the batches in
-    the order of their numbers (from 1; a number may be left out: ``batches_of``), how many
+    the order they run (from 1): the numbered ones by number (one may be left out:
+    ``batches_of``), then those of one operator put last, in the order collected; how many
     batches the screen has, and the operator passes of the batches still to run after it, each
     operator expected to use the rounds the finished ones used (``core.rounds.Pace``); those
     only without xdist, where this process runs them next (under xdist any worker may take a
     batch)."""
-    numbers = sorted(int(batch.removeprefix(BATCH)) for batch in self.batches)
-    number, count = numbers.index(int(name.removeprefix(BATCH))) + 1, len(numbers)
+    names = list(self.batches)
+
+    def rank(batch: str) -> tuple[int, int]:
+        number = batch.removeprefix(BATCH)
+        return (0, int(number)) if number.isdigit() else (1, names.index(batch))
+
+    ordered = sorted(names, key=rank)
+    number, count = ordered.index(name) + 1, len(ordered)
     if count <= 1 or workers(self.config) > 1:
         return number, count, 0
     s = self.settings

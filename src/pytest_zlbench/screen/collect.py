@@ -15,8 +15,11 @@ from ..core.compat import dismissed
 from ..core.rounds import run_order
 from .batches import batches_of, workers
 from .controller import AbController, OpItem
-from .results import RECORDING_PASS, cut_during, put_last_before
+from .results import RECORDING_PASS, marks_of
 from .shard import apply_shard
+
+#: the key of ``workerinput`` that carries the controller's marks (``results.marks_of``)
+MARKS_KEY = "zl_marks"
 
 #: what an operator id may look like: it names a directory under the screen's root
 _OP_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
@@ -37,24 +40,31 @@ def cut_before(controller: AbController, ops: list[str]) -> dict[str, str]:
     again. One put last so once stays last until it is complete (``results.put_last_before``):
     its recording is in that batch.
 
-    Under xdist every worker collects before any operator runs; a worker started later in place
-    of one that died reads what this session has written since, so its collection may differ
-    from the others' (xdist then reports the difference)."""
+    Under xdist every worker reads the marks the controller found when it started the workers
+    (``AbController.pytest_configure_node``), not the files: one started later in place of one
+    that died in an operator's recording pass would put that operator last too, and collect
+    other node ids, which xdist does not register (its next assignment fails inside xdist)."""
     s = controller.settings
     if not s.resume:
         return {}
+    given = getattr(controller.config, "workerinput", {}).get(MARKS_KEY)
+    marks = given if isinstance(given, dict) else marks_of(s.root)
     cut: dict[str, str] = {}
+    said: dict[str, str] = {}
     for op in ops:
-        what = cut_during(s.root / op)
+        what, before = marks.get(op, (None, None))
         if s.mode != "process":
-            before = put_last_before(s.root / op)
-            what = (what or before) if before is not None or what == RECORDING_PASS else None
+            if what is None and before is not None:  # put last before, cut in no pass since
+                cut[op] = before
+                said[op] = f"put last since an earlier session was cut in its {before}"
+                continue
+            what = what if before is not None or what == RECORDING_PASS else None
         if what is not None:
             cut[op] = what
+            said[op] = f"the earlier session was cut in its {what}"
     if not _common.is_worker(controller.config) or _common.worker_id(controller.config) == "gw0":
-        for op, what in cut.items():
-            controller.progress(f"{op}: the earlier session was cut in its {what}; measured "
-                                "last (--zl-resume)")  # fmt: skip
+        for op, text in said.items():
+            controller.progress(f"{op}: {text}; measured last (--zl-resume)")
     return cut
 
 

@@ -119,6 +119,8 @@ class AbController:
         #: the operators this session's batches measured (complete, but not reused)
         self.measured: set[str] = set()
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
+        #: xdist: the unfinished operators' marks when the first worker started (resumed)
+        self.marks: dict[str, list[str | None]] | None = None
         #: why --zl-floor-from's control was not applied at the end (its caliber differs)
         self.floor_refused: str | None = None
         # the operators judged at the session's end: their plots, drawn after screen.tsv (those
@@ -293,6 +295,17 @@ class AbController:
         from xdist.scheduler import LoadGroupScheduling
 
         return LoadGroupScheduling(config, log)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist: every worker (a replacement too) puts last the operators the marks found
+        before the first worker started name (``screen.collect.cut_before``)."""
+        from .collect import MARKS_KEY
+        from .results import marks_of
+
+        if self.settings.resume and self.marks is None:
+            self.marks = marks_of(self.settings.root)
+        node.workerinput[MARKS_KEY] = self.marks
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -115,6 +115,18 @@ def put_last_before(op_dir: Path) -> str | None:
     return _unfinished_text(op_dir, PUT_LAST_FILE)
 
 
+def marks_of(root: Path) -> dict[str, list[str | None]]:
+    """Every unfinished operator of ``root`` with a mark: the pass it was cut in
+    (:func:`cut_during`) and the one that put it last (:func:`put_last_before`)."""
+    out: dict[str, list[str | None]] = {}
+    if root.is_dir():
+        for op_dir in sorted(p for p in root.iterdir() if p.is_dir() and p.name[0] != "."):
+            marks = [cut_during(op_dir), put_last_before(op_dir)]
+            if marks != [None, None]:
+                out[op_dir.name] = marks
+    return out
+
+
 def write_screen(root: Path, lines: Sequence[screening.ScreenLine]) -> Path:
     """Write ``screen.tsv`` into ``root``; returns its path."""
     path = root / SCREEN_FILE
