@@ -197,7 +197,7 @@ def cmd_screen(root: str, wall: str = "") -> None:
     if seconds:
         per_op = sorted(seconds.values())
         line = f"seconds per operator (side workers): median {statistics.median(per_op):.1f}"
-        measured = [op for op in ops if op["status"] in ("complete", "failed")]
+        measured = [op for op in ops if op["status"] in ("complete", "failed", "cut")]
         log = path / "progress.log"
         resumed = log.is_file() and "(--zl-resume)" in log.read_text()
         if wall and measured and not resumed:  # resumed, the wall is one session's of several

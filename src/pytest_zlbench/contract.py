@@ -125,7 +125,7 @@ OWN_DTYPES_FILE = "own_dtypes.txt"
 #: ends: a resumed screen finds it where the earlier session was cut
 RUNNING_FILE = "running.txt"
 #: side workers: the pass an earlier session was cut in that put the operator last, in a batch
-#: of its own (``batch_<op>``); read until the operator is complete (never removed: ignored
+#: of its own (``batch_<op>_last``); read until the operator is complete (never removed: ignored
 #: after), so that every later resume puts it there again, where its recording is
 PUT_LAST_FILE = "put_last.txt"
 

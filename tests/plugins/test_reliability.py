@@ -825,3 +825,28 @@ def test_bad_input_is_one_line_and_exit_status_4(
         assert lines, text  # one line per side whose identity is the problem
         assert all(line.startswith("!!! [caliber] ") and needle in line for line in lines)
         assert error_lines(result) == []
+
+
+def test_a_cut_operator_stays_cut_when_the_root_is_reported_or_merged(
+    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``zlbench report`` re-aggregates a root and ``zlbench merge`` joins parts: both read
+    the operator an interrupted session left unfinished as failed again."""
+    from pytest_zlbench import cli
+
+    suite.makepyfile(**GATED)
+    root = suite.path / "interrupted"
+    proc, child = start_gated(suite, root)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
+    assert _gone(child)
+    merged = suite.path / "merged"
+    for args in (["report", str(root)], ["merge", str(root), "-o", str(merged)]):
+        rc = cli.main(args)
+        out = capsys.readouterr()
+        assert rc == 0, (args, out)
+        where = root if args[0] == "report" else merged
+        doc = json.loads((where / "screen_result.json").read_text())
+        statuses = {e["op"]: e["status"] for e in doc["operators"]}
+        assert statuses["gate"] == "cut", (args, statuses)
+        assert (doc["status"], doc["counts"]["failed"]) == ("incomplete", 0), args

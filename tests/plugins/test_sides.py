@@ -589,7 +589,9 @@ def test_the_operator_a_cut_interrupted_runs_after_the_others_when_resumed(
     assert not list(root.glob("*/running.txt"))
     if mode == "lockstep":
         assert "batch0 (1 of 2): 4 operators, lockstep side workers, at most 1 round" in log
-        assert "batch_probe (2 of 2): 1 operator, lockstep side workers, at most 1 round" in log
+        assert (
+            "batch_probe_last (2 of 2): 1 operator, lockstep side workers, at most 1 round" in log
+        )
 
 
 #: an operator collected first whose IR the switch changes (it needs every round); its side
@@ -663,9 +665,12 @@ def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_compl
     recorded = (suite.path / f"{mode}.stuck").read_text().splitlines()
     assert len(recorded) == (2 if mode == "lockstep" else 3), log
     if mode == "lockstep":
-        assert "batch_stuck: the recordings of 1 operator reused (--zl-resume)" in log, log
+        assert "batch_stuck_last: the recordings of 1 operator reused (--zl-resume)" in log, log
         place = "5 of 5" if third else "2 of 2"  # batch size 1: abs, gemm, relu, steady, stuck
-        assert f"batch_stuck ({place}): 1 operator, lockstep side workers, at most 2 rounds" in log
+        assert (
+            f"batch_stuck_last ({place}): 1 operator, lockstep side workers, at most 2 rounds"
+            in log
+        )
     own = ", in a batch of its own" if mode == "lockstep" else ""
     assert f"an earlier session was cut in its round 1; measured last{own}" in (
         lines(root)["stuck"].note

@@ -248,3 +248,16 @@ def test_a_session_that_ended_before_every_operator_is_incomplete(
     entries = [{"op": f"op{i}", "status": status, "notes": []} for i, status in enumerate(statuses)]
     doc = result.document(result.SCREEN, entries, cut=cut)
     assert doc["status"] == expected
+
+
+def test_a_cut_operator_matches_the_schema_and_an_older_document_still_does() -> None:
+    mm, abs_ = h200_like()[:2]
+    doc = result.document(
+        result.SCREEN, [mm.to_json(), {**abs_.to_json(), "status": result.CUT}], cut=True
+    )
+    validate(doc)
+    assert (doc["status"], doc["counts"]["cut"]) == ("incomplete", 1)
+    older = {**doc, "counts": {k: v for k, v in doc["counts"].items() if k != result.CUT}}
+    validate({**older, "operators": [doc["operators"][0]]})  # written before the status
+    with pytest.raises(jsonschema.ValidationError):  # a cut operator has its measured fields
+        validate({**doc, "operators": [{"op": "abs", "status": result.CUT, "notes": []}]})

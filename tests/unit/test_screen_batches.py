@@ -105,10 +105,19 @@ def test_an_operator_put_last_keeps_its_batch_whatever_the_batch_size_or_the_spl
     names = {
         batches_of(plain, groups, size, last={"x": "recording pass"})["x"] for size in (50, 2, 1)
     }
-    assert names == {"batch_x"}
+    assert names == {"batch_x_last"}
     split = SimpleNamespace(workerinput={"workerid": "gw0", "workercount": 2}, cache=None)
-    assert batches_of(split, groups, 2, last={"x": "recording pass"})["x"] == "batch_x"
+    assert batches_of(split, groups, 2, last={"x": "recording pass"})["x"] == "batch_x_last"
     assert batches_of(plain, groups, 2, last={"x": "recording pass"})["a"] == "batch0"
+
+
+def test_no_batch_of_one_operator_put_last_shares_a_folder_with_an_own_dtypes_batch() -> None:
+    """x's own-dtypes batch is ``<its batch>_own`` (``run_batch``): with x and x_own both put
+    last, it must not be x_own's batch."""
+    groups: dict[str, Any] = {op: [op] for op in ("a", "x", "x_own")}
+    names = batches_of(SimpleNamespace(), groups, 50, last={"x": "recording pass", "x_own": "r"})
+    assert len(set(names.values())) == 3
+    assert f"{names['x']}_own" not in set(names.values()), names
 
 
 def test_a_batch_of_its_own_is_counted_after_the_numbered_ones(tmp_path: Path) -> None:

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 #: the pytest cache key of each operator's side-worker seconds in the last screen (the cards
 #: split of the next one balances batches by them)
 COST_KEY = "zlbench/screen_costs"
-#: a batch's name is this and its number (``batch0``, ``batch1``, ...)
+#: a batch's name is this and its number (``batch0``, ``batch1``, ...), or for one operator put
+#: last ``batch_<op>_last`` (``batches_of``); its own-dtypes batch adds ``_own``
 BATCH = "batch"
 
 
@@ -62,7 +63,8 @@ def batches_of(
     is then cut, in its order, into batches of at most ``size`` operators
     (``core.rounds.cut_batches``), numbered over all lists: ``batch0``, ``batch1``, ...; the
     operators of ``last`` each in a batch of its own after them, named after it
-    (``batch_<op>``), so that a resumed session finds the recording kept in its folder
+    (``batch_<op>_last``: no name ends so but these, not even an own-dtypes batch's,
+    ``<batch>_own``), so that a resumed session finds the recording kept in its folder
     whatever ``--zl-batch-size`` or the xdist split (``core.rounds.put_last``: a batch it
     leaves empty is dropped, its number left out). A numbered batch keeps its number and
     folder only with the same split: the same ``--zl-batch-size`` and, under xdist, the same
@@ -84,7 +86,7 @@ def batches_of(
     listed = [[ops[i] for i in batch] for batch in cut_batches(split, size)]
     numbered, alone = put_last(listed, last)
     out = {op: f"{BATCH}{j}" for j, batch in numbered.items() for op in batch}
-    return out | {op: f"{BATCH}_{op}" for op in alone}
+    return out | {op: f"{BATCH}_{op}_last" for op in alone}
 
 
 def place_of(self: AbController, name: str) -> tuple[int, int, float]:

@@ -23,7 +23,8 @@ from ..core.parsing import parse_bool
 from ..core.records import RecordError
 from ..core.rundir import IdentityError, Side, load_side
 from .outputs import exit_status, fail_beyond, publish
-from .results import aggregate_op_dir, caliber_line, write_op_result
+from .result_file import cut_ops
+from .results import aggregate_op_dir, caliber_line, is_done, write_op_result
 from .settings import default_root
 
 
@@ -261,7 +262,12 @@ def reaggregate(
             f"{words.root} {root}: not writable ({exc.strerror or exc})"
         ) from None
     settings = records.read_json_object(root / SETTINGS_FILE)  # None: a root of an older version
-    doc = result.document(result.SCREEN, [r.to_json() for _, r in results], settings=settings)
+    # unfinished when their session was interrupted: still cut, and no failure of their own
+    cut = {d.name for d, _ in results if d.name in cut_ops(root) and not is_done(d)}
+    entries = [
+        {**r.to_json(), "status": result.CUT} if d.name in cut else r.to_json() for d, r in results
+    ]
+    doc = result.document(result.SCREEN, entries, settings=settings, cut=bool(cut))
     out = publish(root, doc, tw, limit, words.fail_beyond)
-    failed = any(r.rounds_failed for _, r in results)
+    failed = any(r.rounds_failed for d, r in results if d.name not in cut)
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)

@@ -4,6 +4,7 @@ the controller plugin collects those lines into ``screen.tsv`` and the terminal 
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -119,6 +120,8 @@ class AbController:
         #: the operators this session's batches measured (complete, but not reused)
         self.measured: set[str] = set()
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
+        #: the operators whose items failed: unfinished, they read failed, not cut
+        self.failed: set[str] = set()
         #: xdist: the unfinished operators' marks when the first worker started (resumed)
         self.marks: dict[str, list[str | None]] | None = None
         #: why --zl-floor-from's control was not applied at the end (its caliber differs)
@@ -267,6 +270,8 @@ class AbController:
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and (found := re.search(r"::zlbench\[([^\]]+)\]", report.nodeid)):
+            self.failed.add(found.group(1))  # a crashed xdist worker's reads when="???"
         if report.when != "call":
             return
         for name, value in report.user_properties:
@@ -288,7 +293,7 @@ class AbController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        """Side workers: every batch (``...@zlbatch<j>`` in its operators' node ids) goes to one
+        """Side workers: every batch (``...@zl<batch name>`` in its operators' node ids) goes to one
         xdist worker, whose card its side workers share."""
         if self.settings.mode == "process":
             return None
@@ -327,7 +332,9 @@ class AbController:
         from . import outputs  # screen_result.json, screen.tsv, the gate, the report
 
         cut = int(exitstatus) == pytest.ExitCode.INTERRUPTED
-        self.outputs = outputs.finish_screen(self.config, self.settings.root, cut, self.replot)
+        self.outputs = outputs.finish_screen(
+            self.config, self.settings.root, cut, self.replot, failed=self.failed
+        )
         session.exitstatus = outputs.exit_status(int(session.exitstatus), self.outputs)
         self.progress(f"wrote {self.outputs.tsv} ({len(self.lines)} operators)", terminal=False)
 

@@ -131,5 +131,8 @@ def merge(roots: Sequence[str | Path], out: str | Path, tw: Any) -> int:
     from .outputs import publish
 
     planned: dict[str, str | None] = {line.op: None for p in parts for line in p.lines}
-    publish(target, result_file.update(target, planned, final=True), tw, None)
+    cut = set().union(*(result_file.cut_ops(p.root) for p in parts))  # their sessions' cuts
+    unfinished = {op for op in planned if op not in cut}
+    doc = result_file.update(target, planned, final=True, cut=bool(cut), failed=unfinished)
+    publish(target, doc, tw, None)
     return 0

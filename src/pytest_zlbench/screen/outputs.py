@@ -4,7 +4,7 @@ pictures, ``report.html``), and the CI gate's verdict (``--zl-fail-beyond``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,11 +72,13 @@ def finish_screen(
     root: Path,
     cut: bool = False,
     replot: Sequence[tuple[Path, screening.OpResult]] = (),
+    failed: Collection[str] = (),
 ) -> Outputs:
-    """The end of a screen session (``cut``: interrupted): every operator's status, judged
-    results, views, the plots of ``replot``, gate."""
+    """The end of a screen session (``cut``: interrupted; ``failed``: the operators whose
+    items failed): every operator's status, judged results, views, the plots of ``replot``,
+    gate."""
     limit = fail_beyond(config)  # a bad value was refused before any test ran (preflight)
-    doc = result_file.update(root, final=True, cut=cut)
+    doc = result_file.update(root, final=True, cut=cut, failed=failed)
     return finish(root, doc, limit, write_doc=False, replot=replot)
 
 

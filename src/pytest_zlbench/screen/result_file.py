@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,17 @@ def _is_op_dir(path: Path) -> bool:
     )
 
 
+def cut_ops(root: Path) -> set[str]:
+    """The operators ``root``'s result file names ``cut``: a later re-aggregation of the root
+    (``zlbench report``, ``zlbench merge``) keeps them so while they are unfinished."""
+    doc = read_result(root) or {}
+    return {
+        str(e["op"])
+        for e in doc.get("operators", ())
+        if isinstance(e, dict) and e.get("status") == CUT
+    }
+
+
 def _entry(
     root: Path, op: str, planned: Mapping[str, Any], final: bool, cut: bool
 ) -> dict[str, Any]:
@@ -71,13 +82,15 @@ def update(
     planned: Mapping[str, str | None] | None = None,
     final: bool = False,
     cut: bool = False,
+    failed: Collection[str] = (),
 ) -> dict[str, Any]:
     """Write ``screen_result.json`` of a screen root from what its directories hold; returns
     the document. ``planned``: operators collected (op -> the reason it is skipped, or
     ``None``), added to those the file already lists, at the session's start, which also
     removes the views an earlier session left (``screen.tsv``, the report and overview): they
     would contradict the document until this session writes its own at its end; ``final``:
-    the session is ending, ``cut``: interrupted (``result.document``)."""
+    the session is ending, ``cut``: interrupted (``result.document``): its unfinished
+    operators read ``cut``, but those of ``failed`` (reported failed: a crashed xdist worker's)."""
     with _locked(root):
         if planned is not None:
             for name in VIEW_FILES:
@@ -94,7 +107,10 @@ def update(
         for path in root.iterdir():
             if not path.name.startswith(".") and _is_op_dir(path):
                 known.setdefault(path.name, result.pending(path.name, RUNNING))
-        entries = [_entry(root, op, prior, final, cut) for op, prior in sorted(known.items())]
+        entries = [
+            _entry(root, op, prior, final, cut and op not in failed)
+            for op, prior in sorted(known.items())
+        ]
         doc = result.document(
             result.SCREEN,
             entries,
