@@ -365,15 +365,22 @@ def resume_and_compare(suite: pytest.Pytester, root: Path) -> None:
     }
 
 
-def test_ctrl_c_kills_the_children_and_leaves_nothing_that_reads_complete(
-    suite: pytest.Pytester,
-) -> None:
+def interrupt_gated(suite: pytest.Pytester) -> Path:
+    """A screen of the gated suite stopped by Ctrl-C while gate runs: it ends interrupted and
+    its child is gone. Returns its root."""
     suite.makepyfile(**GATED)
     root = suite.path / "interrupted"
     proc, child = start_gated(suite, root)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
     assert _gone(child)
+    return root
+
+
+def test_ctrl_c_kills_the_children_and_leaves_nothing_that_reads_complete(
+    suite: pytest.Pytester,
+) -> None:
+    root = interrupt_gated(suite)
     assert (root / "abs" / "op.complete").is_file()
     assert not (root / "gate" / "op.complete").exists()
     assert not is_complete(root / "gate" / "r1_A")
@@ -834,12 +841,7 @@ def test_a_cut_operator_stays_cut_when_the_root_is_reported_or_merged(
     the operator an interrupted session left unfinished as failed again."""
     from pytest_zlbench import cli
 
-    suite.makepyfile(**GATED)
-    root = suite.path / "interrupted"
-    proc, child = start_gated(suite, root)
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
-    assert _gone(child)
+    root = interrupt_gated(suite)
     merged = suite.path / "merged"
     for args in (["report", str(root)], ["merge", str(root), "-o", str(merged)]):
         rc = cli.main(args)
