@@ -16,6 +16,9 @@
 # SHARED_INPUTS=1 adds --zl-shared-inputs to those screens (lockstep only).
 # SCREEN_ARGS: more options for those screens, split on spaces (e.g. "--zl-graph-budget-ms=200":
 # every graph of a microsecond op then holds the 2000 calls a graph holds at most).
+# RUN_TIMEOUT (900) bounds each pytest run (SIGINT, then SIGKILL 30 s later); DEADLINE (seconds
+# since the epoch, e.g. $(( $(date +%s) + 540 ))) bounds them all: each run gets what is left
+# of it, and a run with less than 20 s left is not started (a lent machine's one command).
 #
 # Options:
 #   -o DIR       output folder (default ./zl_validate); every stage writes DIR/<stage>/ and
@@ -166,13 +169,25 @@ stage_dir() {  # stage_dir NAME: a fresh DIR/NAME, or the stage is refused
   [ -e "$O/$1" ] && { echo "stage $1: $O/$1 exists; choose another -o"; return 1; }
   mkdir -p "$O/$1"
 }
+# limit [SECONDS]: the seconds a run may take, SECONDS (RUN_TIMEOUT, 900) or what is left of
+# DEADLINE when that is less; fails (prints nothing) when less than 20 s are left
+limit() {
+  local s=${1:-${RUN_TIMEOUT:-900}}
+  if [ -n "${DEADLINE:-}" ]; then
+    local left=$(( DEADLINE - $(date +%s) ))
+    [ "$left" -ge 20 ] || { echo "gpu_validate: DEADLINE reached, run not started" >&2; return 1; }
+    [ "$left" -ge "$s" ] || s=$left
+  fi
+  echo "$s"
+}
 # zl NAME [ARGS...]: one recorded pytest run into DIR/NAME, its console in DIR/NAME.log, stopped
-# by SIGINT after RUN_TIMEOUT seconds (900); prints its exit status (also left in ZL_RC), wall
-# time and last line
+# by SIGINT after limit's seconds; prints its exit status (also left in ZL_RC), wall time and
+# last line
 zl() {
   local name=$1; shift
-  local t0; t0=$(date +%s)
-  timeout -s INT -k 30 "${RUN_TIMEOUT:-900}" $PY -m pytest "$@" --zl-out="$O/$name" > "$O/$name.log" 2>&1
+  local t0 s; t0=$(date +%s)
+  s=$(limit) || { ZL_RC=124; echo "$name: not started (DEADLINE)"; return; }
+  timeout -s INT -k 30 "$s" $PY -m pytest "$@" --zl-out="$O/$name" > "$O/$name.log" 2>&1
   ZL_RC=$?
   echo "$name: rc=$ZL_RC $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$name.log")"
 }
@@ -377,6 +392,7 @@ screen() {
   local name=$1; shift
   local t0; t0=$(date +%s)
   zl "$name" "$@" ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"}
+  [ -d "$O/$name" ] || return 0
   sed -n '/^op  /,/passed\|failed/p' "$O/$name.log"
   grep -E "^zlbench: (switch|--zl-fail-beyond)" "$O/$name.log"
   $PY "$BENCH/gpu_validate.py" screen "$O/$name" "$(( $(date +%s) - t0 ))"
@@ -495,8 +511,9 @@ stage_scale() {
   fi
   local log=scale/screen
   [ ${#resume[@]} -eq 0 ] || log=scale/screen_resumed_$(date +%s)
-  local t0; t0=$(date +%s)
-  timeout -s INT -k 30 "${RUN_TIMEOUT:-900}" $PY -m pytest $(cat "$c/functions.txt") "${COMMON[@]}" \
+  local t0 s; t0=$(date +%s)
+  s=$(limit) || return
+  timeout -s INT -k 30 "$s" $PY -m pytest $(cat "$c/functions.txt") "${COMMON[@]}" \
     --shape_file="$SMOKE" --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout="${SCALE_TIMEOUT:-300}" \
     --zl-record-timeout="${SCALE_RECORD_TIMEOUT:-900}" \
     ${SCALE_BATCH:+--zl-batch-size="$SCALE_BATCH"} ${resume[@]+"${resume[@]}"} ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"} \

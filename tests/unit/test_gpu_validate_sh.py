@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ echo "1 passed"
 
 def run_cost(tmp_path: Path, **env: str) -> list[list[str]]:
     """The cost stage into ``tmp_path/V``; the pytest commands it ran, as argument lists."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     stub = tmp_path / "py"
     stub.write_text(STUB)
     stub.chmod(0o755)
@@ -90,3 +92,14 @@ def test_cost_resume_continues_the_cut_screens_and_keeps_their_logs(tmp_path: Pa
     assert len(logs) == 2  # the cut run's log beside the resumed one's
     # without COST_RESUME an existing stage folder is refused
     assert run_cost(tmp_path, **env) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+def test_a_run_with_less_than_20_s_left_of_the_deadline_is_not_started(tmp_path: Path) -> None:
+    """DEADLINE bounds a lent machine's one command: no run starts that could not finish."""
+    env = {"DTYPES": "float16", "SCREEN_MODES": "one-process", "COST_SCREENS": "aa"}
+    assert run_cost(tmp_path / "past", DEADLINE=str(int(time.time()) + 5), **env) == []
+    log = (tmp_path / "past" / "V" / "validate.log").read_text()
+    assert "seed: not started (DEADLINE)" in log
+    runs = run_cost(tmp_path / "ahead", DEADLINE=str(int(time.time()) + 600), **env)
+    assert [out_of(r) for r in runs] == ["seed", "aa_one-process", "aa_one-process_own"]
