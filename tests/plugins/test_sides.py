@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -744,7 +745,7 @@ def test_cut(zl_bench):
     write_ttgir("cut_kernel", "tt.func @cut_kernel() {\\n" + ("a" if switched else "b") + "\\n}\\n")
     zl_bench(lambda: busy(50), op="cut", dtype="int", shape="[1]")
     root = os.environ["PROBE_ROOT"]
-    if os.environ.get("ZLBENCH_SIDE") == "A":
+    if os.environ.get("ZLBENCH_SIDE") in ("A", "AB"):  # AB: one process measures both sides
         with open(root + ".cut", "a") as f:
             f.write("x")
         if len(Path(root + ".cut").read_text()) == int(os.environ["CUT_ROUND"]):
@@ -792,9 +793,13 @@ def test_an_operator_whose_verdict_is_settled_is_complete_before_its_batch_ends(
     log = progress(root)
     for op in ("abs", "gemm", "steady", "relu", "cut"):
         reused = f"{op}: complete, reused (--zl-resume)"
+        finished = cut_round - 1 if op == "cut" else cut_round  # the rounds kept
         if op in complete:
             assert reused in log, log
-        else:  # measured again, and not said to be reused once its batch measured it
+        elif finished:  # goes on from the next, and is not said to be reused once measured
+            assert f"{op}: incomplete; round 1 kept, measured from round 2 (--zl-resume)" in log
+            assert reused not in log, log
+        else:
             assert f"{op}: incomplete, measured again (--zl-resume)" in log, log
             assert reused not in log, log
     assert {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in kept} == kept
@@ -1051,6 +1056,8 @@ def test_a_resumed_refusing_operator_keeps_the_recording_its_own_dtypes_batch_ma
     # not finished either: both batches run again
     for op in ("abs", "fft"):
         (root / op / "op.complete").unlink()
+        for run in root.glob(f"{op}/r*_[AB]"):  # no round finished: each is measured again
+            shutil.rmtree(run)
     resumed, _, _ = screen(suite, *args, "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     log = progress(root)
@@ -1226,9 +1233,73 @@ def test_a_resumed_batch_replays_the_choices_its_finished_operators_recorded(
     assert tunings.read_text().splitlines() == tuned
     assert '"(1000,)"' not in (root / "second" / "record" / "autotune.json").read_text()
 
-    (root / "second" / "op.complete").unlink()  # as if the screen stopped before second ended
+    (root / "second" / "op.complete").unlink()  # as if the screen stopped in second's round 1
+    shutil.rmtree(root / "second" / "r1_B")
     resumed, _, _ = screen(suite, *args, "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     assert any("recordings of 1 operator reused" in ln for ln in progress(root))
     assert tunings.read_text().splitlines() == tuned  # no side tuned
     assert "replay had to tune" not in lines(root)["second"].note
+
+
+@pytest.mark.parametrize("mode", ["lockstep", "sequential", "one-process"])
+def test_a_resumed_batch_goes_on_from_the_rounds_its_operators_finished(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A batch runs round-major, so a screen cut in its last round had finished no operator: a
+    resume that measured them all again from round 1 never got further than the cut. Each
+    operator keeps its rounds measured on both sides and goes on from the next."""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
+    monkeypatch.setenv("CUT_ROUND", "2")
+    suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
+    killed, root, _ = screen(suite, mode, "--zl-rounds=3")  # A/A: every round measured
+    assert killed.ret != 0
+    assert not list(root.glob("*/op.complete"))
+    kept = {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in lines_of(root)}
+    kept["abs", 2] = (root / "abs" / "r2_B" / "rows.jsonl").stat().st_mtime_ns
+
+    monkeypatch.setenv("CUT_ROUND", "0")
+    resumed, _, _ = screen(suite, mode, "--zl-rounds=3", "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    log = progress(root)
+    for op in ("abs", "gemm", "steady", "relu"):
+        assert f"{op}: incomplete; rounds 1-2 kept, measured from round 3 (--zl-resume)" in log
+    assert "cut: incomplete; round 1 kept, measured from round 2 (--zl-resume)" in log, log
+    later = log[min(i for i, ln in enumerate(log) if "(--zl-resume)" in ln) :]
+    passes = [m.group(1, 2) for ln in later if (m := re.match(r"(\w+) (r\d): (?!still)", ln))]
+    assert passes == [
+        ("cut", "r2"),
+        *((op, "r3") for op in ("abs", "gemm", "steady", "relu", "cut")),
+    ]
+    now = {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in lines_of(root)}
+    now["abs", 2] = (root / "abs" / "r2_B" / "rows.jsonl").stat().st_mtime_ns
+    assert now == kept
+    rounds = [f"r{k}_{side}" for k in (1, 2, 3) for side in "AB"]
+    assert all(run_dirs(root)[op] == [*rounds, "record"] for op in kept if isinstance(op, str))
+    assert {line.rounds_run for line in lines(root).values()} == {"3"}
+
+
+def test_a_resumed_operator_whose_recording_is_made_again_starts_from_round_1(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its finished rounds replayed the recording it had: they are measured again with the new."""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    monkeypatch.setenv("CUT_ROUND", "2")
+    suite.makepyfile(test_ops=TESTS + CUT)
+    killed, root, _ = screen(suite, "lockstep", "--zl-rounds=3")
+    assert killed.ret != 0
+    (root / WORKERS_DIR / "batch0" / "record" / "recorded.txt").unlink()
+
+    monkeypatch.setenv("CUT_ROUND", "0")
+    resumed, _, _ = screen(suite, "lockstep", "--zl-rounds=3", "--zl-resume")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    log = progress(root)
+    assert "abs: incomplete, measured again (--zl-resume)" in log, log
+    assert not any("kept, measured from" in ln for ln in log), log
+    later = log[min(i for i, ln in enumerate(log) if "(--zl-resume)" in ln) :]
+    assert len([ln for ln in later if re.match(r"\w+ r1: (?!still)", ln)]) == 5
+
+
+def lines_of(root: Path) -> list[str]:
+    """The operators of ``root`` (their directories)."""
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))

@@ -193,7 +193,7 @@ def test_an_operator_is_complete_and_counted_in_the_pace_when_its_verdict_is_fin
     ctl._measure_or_fall_back = lambda item, op_dir, since: None
     ctl.children = SimpleNamespace(refused_dtypes=lambda op, why: None)
     for item, op in zip(ctl.batches["batch0"], ops, strict=True):
-        item.batch, item.nodeids = "batch0", [op]
+        item.batch, item.nodeids, item.kept = "batch0", [op], 0
     run_batch(ctl, ctl.batches["batch0"])
     assert sorted(ctl.pace.rounds_used) == [1, 3]
     assert written == ["abs", "gemm", "dies"]  # in the order they finished
@@ -352,3 +352,47 @@ def test_a_batchs_worker_starts_count_in_the_pace_of_what_is_left(tmp_path: Path
     assert lines[0].startswith("batch batch0: 2 operator passes in 100s")
     assert pace.passes == 2
     assert pace.seconds == pytest.approx(100.0, abs=1.0)  # 50 s a pass, not 30
+
+
+def test_a_resumed_operator_keeps_the_rounds_measured_on_both_sides_with_the_same_options(
+    tmp_path: Path,
+) -> None:
+    """Rounds count from round 1 while both sides are complete, not failed, and their workers
+    had the options a worker gets now (what each replays aside); a side worker's failure
+    (``*.worker``) keeps none."""
+    import json
+
+    from pytest_zlbench.screen.recording_home import clear_but_recording, rounds_done
+
+    opts = ["--dtypes", "float16", "-o", "zl_out=", "-p", "pytest_zlbench.screen.worker"]
+    tests = ["/fg/benchmark/test_abs.py::test_abs"]
+    now = ["python", "-m", "pytest", *tests, *opts, "-o", "zl_replay_from="]
+
+    def run(k: int, side: str, options: list[str], complete: bool = True) -> None:
+        run_dir = tmp_path / "abs" / f"r{k}_{side}"
+        run_dir.mkdir(parents=True)
+        argv = ["/x/pytest/__main__.py", *tests, "/fg/benchmark/test_mul.py", *options,
+                "--zl-replay-from=/seed"]  # fmt: skip
+        identity = {"backend": "cuda", "device": "H200", "timer": "kernel", "bench_level": "core",
+                    "shape_mode": "upstream", "tuner_cache": "isolated", "direct_repeat": "-",
+                    "autotune_mode": "replay", "argv": argv}  # fmt: skip
+        (run_dir / "run_identity.json").write_text(json.dumps(identity))
+        if complete:
+            (run_dir / ".complete").write_text("")
+
+    op_dir = tmp_path / "abs"
+    for side in "AB":
+        run(1, side, opts)
+        run(2, side, opts)
+    run(3, "A", opts)
+    run(3, "B", opts, complete=False)
+    assert rounds_done(op_dir, now, len(tests)) == 2
+    other = [*now[:4], "--dtypes", "float32", *now[6:]]
+    assert rounds_done(op_dir, other, len(tests)) == 0  # measured on other dtypes
+    (op_dir / "r2_B" / "child.failed").write_text("x\n")
+    assert rounds_done(op_dir, now, len(tests)) == 1
+    (op_dir / "notes.txt").write_text("x\n")
+    clear_but_recording(op_dir, 1)
+    assert sorted(p.name for p in op_dir.iterdir()) == ["r1_A", "r1_B"]
+    (op_dir / "r2_A.worker").mkdir()
+    assert rounds_done(op_dir, now, len(tests)) == 0

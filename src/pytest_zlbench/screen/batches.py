@@ -5,8 +5,8 @@ refused the requested ``--dtypes`` in a batch of their own on their own dtypes, 
 process per side, the operators that fell out of either, and the rule that stops an operator's
 rounds early (``core.rounds``). An operator is marked complete as soon as its verdict cannot
 change (it stopped early, or ran its last round) or its retry alone ends, and a batch is
-measured to its end before the next one starts: a screen cut short loses at most the operators
-of the batch it was in that were still to finish."""
+measured to its end before the next one starts: a screen cut short loses at most the passes
+its batch was in (a resumed operator keeps the rounds it finished: ``_rounds_kept``)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .. import _common
+from ..contract import WORKERS_DIR
 from ..core import screening
 from ..core.rounds import IDENTICAL_IR, RoundView, batch_passes, stop_reason
-from .recording_home import clear_but_recording
+from .recording_home import clear_but_recording, command_key, rounds_done, still_recorded
 from .results import (
     add_note,
     aggregate_op_dir,
@@ -156,6 +157,7 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
     from .sides import SideWorkers
 
     s = self.settings
+    name = items[0].batch or f"{BATCH}0"
     todo: list[OpItem] = []
     known_own: list[OpItem] = []  # resumed: refused the dtypes in an earlier session
     # resumed: complete in an earlier session, where the batch's recording worker may have
@@ -167,9 +169,10 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             done.append(item)
             continue  # reused by run_op
         if op_dir.exists():
-            self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
             refused = self.children.refused_before(op_dir)
-            clear_but_recording(op_dir)
+            item.kept = _rounds_kept(self, item, op_dir, name, refused is not None)
+            clear_but_recording(op_dir, item.kept)
+            self.progress(f"{item.op}: incomplete" + _resumed_from(item.kept))
             note_cut(op_dir, item.cut, own_batch=True)
             if refused is not None:  # straight to its own dtypes, its recording kept
                 self.children.keep_own_dtypes(item.op, op_dir, refused)
@@ -192,7 +195,15 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             self.pace.finished(k)
         return reason
 
-    name = items[0].batch or f"{BATCH}0"
+    for item in [item for item in todo if item.kept]:
+        # what the rounds before the last kept one settled is in that one's verdict
+        histories[item.op] = [RoundView(k, "", failed=True) for k in range(1, item.kept)]
+        if after_round(item, item.kept) is not None or item.kept >= s.rounds:
+            todo.remove(item)  # complete: cut after its last round, before it was marked
+            done.append(item)
+            known_own = [i for i in known_own if i is not item]
+    if not todo:
+        return
     number, count, passes_after = place_of(self, name)
     place = (f"batch {number} of {count}, " if count > 1 else "", passes_after)
     main = [item for item in todo if item not in known_own]
@@ -206,10 +217,11 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
         )
         workers = SideWorkers(self, main, name, place=place, earlier=done)
         batches.append((workers, workers.run(after_round)))
-        own += _refused_dtypes(self, workers)
-    if own:
-        for item in own:
+        moved = _refused_dtypes(self, workers)
+        for item in moved:
             histories[item.op] = []
+        own += moved
+    if own:
         mine = SideWorkers(self, own, f"{name}_own", own_dtypes=True, place=place, earlier=done)
         batches.append((mine, mine.run(after_round)))
     alone = {op: (fell, replay) for w, replay in batches for op, fell in w.alone.items()}
@@ -232,6 +244,29 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
         _complete(self, s.root / item.op)  # before the next retry or batch starts
     for item in todo:
         self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)
+
+
+def _rounds_kept(self: AbController, item: OpItem, op_dir: Path, batch: str, own: bool) -> int:
+    """Resumed: the rounds ``item`` finished in an earlier session with the options its workers
+    get now (``recording_home.rounds_done``; ``own``: on its own dtypes), which its batch goes
+    on from; none where the batch records it again (they replayed the recording it had): the
+    batch ``batch`` (its own-dtypes batch when ``own``) lists the recordings it keeps."""
+    s = self.settings
+    cmd = self.children.worker_cmd(item.nodeids, None, own)
+    finished = rounds_done(op_dir, cmd, len(item.nodeids))
+    if finished and s.replay_from is None and s.backend != "cpu":
+        key = command_key(cmd)
+        workdir = s.root / WORKERS_DIR / (f"{batch}_own" if own else batch)
+        if not still_recorded(workdir, {item.op: key}, s.root):
+            return 0
+    return finished
+
+
+def _resumed_from(kept: int) -> str:
+    if not kept:
+        return ", measured again (--zl-resume)"
+    which = "round 1" if kept == 1 else f"rounds 1-{kept}"
+    return f"; {which} kept, measured from round {kept + 1} (--zl-resume)"
 
 
 def stop_after(

@@ -73,6 +73,8 @@ class OpItem(pytest.Item):
         self.batch: str | None = None
         #: resumed: the pass an earlier session was cut in (``screen.collect`` puts it last)
         self.cut: str | None = None
+        #: resumed: the rounds it finished before, which its batch does not run again
+        self.kept = 0
         self.controller = controller
         self.caliber_lines: list[str] = []
         self.add_marker(pytest.mark.xdist_group(op))

@@ -6,7 +6,8 @@ A batch cut short and resumed (``--zl-resume``) keeps the home and the recording
 ``recorded.txt``: each operator once its recording pass ended, with a key of the recording
 worker's command for it (its tests, the options they were given) and the second its
 ``<root>/<op>/record/`` was completed. An operator whose key and record are still those is not
-recorded again.
+recorded again, and keeps the rounds it finished (:func:`rounds_done`), which replayed that
+recording.
 """
 
 from __future__ import annotations
@@ -14,11 +15,18 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..contract import PINS_FILE, PUT_LAST_FILE, RECORD_DIR, RECORD_SIDE
+from ..contract import (
+    CHILD_FAILED_FILE,
+    PINS_FILE,
+    PUT_LAST_FILE,
+    RECORD_DIR,
+    RECORD_SIDE,
+    round_dirs,
+)
 from ..core import records
 from ..core.records import COMPLETE_FILE, is_complete
 
@@ -26,14 +34,54 @@ from ..core.records import COMPLETE_FILE, is_complete
 RECORDED_FILE = "recorded.txt"
 
 
-def clear_but_recording(op_dir: Path) -> None:
+def rounds_done(op_dir: Path, cmd: Sequence[str], tests: int) -> int:
+    """How many rounds of an unfinished operator were measured on both sides, from round 1
+    without a gap, by side workers given the options of ``cmd`` (a worker's command over
+    ``tests`` tests: ``--dtypes`` or a refusal of them may have changed since); ``--zl-resume``
+    goes on from the next. None once a side worker failed it (its directories ``*.worker``: it
+    was measured again alone, one process per side)."""
+    if any(op_dir.glob("*.worker")):
+        return 0
+    wanted = _options(cmd[3 + tests :])  # after ``python -m pytest`` and the tests
+    done = 0
+    for rnd, *sides in round_dirs(op_dir):
+        for run in sides:
+            if not is_complete(run) or (run / CHILD_FAILED_FILE).exists():
+                return done
+            try:
+                argv = records.read_identity(run).info.get("argv")
+            except records.RecordError:
+                return done
+            if not isinstance(argv, list):
+                return done
+            # after the worker's program and its tests (which vary with the batch's)
+            first = next((i for i, a in enumerate(argv) if i and a.startswith("-")), len(argv))
+            if _options(argv[first:]) != wanted:
+                return done
+        done = rnd
+    return done
+
+
+def _options(args: Sequence[str]) -> list[str]:
+    """A side worker's options but for the recording it replays (the batch's, or a seed)."""
+    out: list[str] = []
+    for arg in args:
+        if arg == "zl_replay_from=" and out[-1:] == ["-o"]:
+            out.pop()
+        elif not arg.startswith("--zl-replay-from="):
+            out.append(arg)
+    return out
+
+
+def clear_but_recording(op_dir: Path, rounds: int = 0) -> None:
     """Empty an incomplete operator's directory (``--zl-resume``), but for a complete
-    recording, which its batch may reuse (``clear_workdir``), and the mark that puts it last,
-    in the batch that recorded it (``PUT_LAST_FILE``)."""
+    recording, which its batch may reuse (``clear_workdir``), the mark that puts it last, in
+    the batch that recorded it (``PUT_LAST_FILE``), and its first ``rounds`` rounds."""
+    keep = {RECORD_DIR} if is_complete(op_dir / RECORD_DIR) else set()
+    keep |= {PUT_LAST_FILE, *(f"r{k}_{side}" for k in range(1, rounds + 1) for side in "AB")}
     for child in op_dir.iterdir():
-        if (child.name == RECORD_DIR and is_complete(child)) or child.name == PUT_LAST_FILE:
-            continue
-        _remove(child)
+        if child.name not in keep:
+            _remove(child)
 
 
 def _remove(path: Path) -> None:
@@ -62,12 +110,7 @@ def clear_workdir(workdir: Path, keys: Mapping[str, str], root: Path, resume: bo
     recording worker's command); resumed, it keeps the recording worker's home and returns the
     operators whose listed recordings are still theirs, unchanged."""
     listed = workdir / RECORD_SIDE / RECORDED_FILE
-    reused: dict[str, str] = {}
-    if resume and listed.is_file():
-        for line in listed.read_text(encoding="utf-8").splitlines():
-            op, key, stamp = [*line.split(), "", "", ""][:3]
-            if op in keys and key == keys[op] and _seconds(stamp) == _stamp(root, op) != "-":
-                reused[op] = line
+    reused = still_recorded(workdir, keys, root) if resume else {}
     if reused:
         for child in workdir.iterdir():
             if child.name != RECORD_SIDE:
@@ -77,6 +120,20 @@ def clear_workdir(workdir: Path, keys: Mapping[str, str], root: Path, resume: bo
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     return set(reused)
+
+
+def still_recorded(workdir: Path, keys: Mapping[str, str], root: Path) -> dict[str, str]:
+    """The operators of ``keys`` whose recordings ``workdir`` lists as still theirs, each with
+    its line of the list."""
+    listed = workdir / RECORD_SIDE / RECORDED_FILE
+    if not listed.is_file():
+        return {}
+    found = {}
+    for line in listed.read_text(encoding="utf-8").splitlines():
+        op, key, stamp = [*line.split(), "", "", ""][:3]
+        if op in keys and key == keys[op] and _seconds(stamp) == _stamp(root, op) != "-":
+            found[op] = line
+    return found
 
 
 def command_key(cmd: list[str]) -> str:

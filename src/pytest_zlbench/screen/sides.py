@@ -2,7 +2,8 @@
 round one long-lived pytest process per side (one for both in one-process mode) over a whole
 batch of operators (``screen.worker``), driven over a socket pair (``core.sidework``,
 ``screen.messages``); the recording pass is one worker over the batch before round 1. The
-screen runs round-major: record the batch, then round 1 over the batch, round 2, ...
+screen runs round-major: record the batch, then round 1 over the batch, round 2, ... (resumed,
+each operator from the round after those it finished before: ``OpItem.kept``).
 
 * **lockstep**: both sides run each operator at once and time in the turns ``core.lockstep``
   grants (A B B A within a measurement, mirrored in even rounds); the side whose process starts
@@ -408,11 +409,10 @@ class SideWorkers:
             elif replay is not None:
                 self.progress(f"every side replays {replay} (no recording pass)")
             for k in range(1, s.rounds + 1):
-                todo = [
-                    i for i in self.items if i.op not in self.alone and i.op not in self.stopped
-                ]
-                if not todo:
-                    break
+                left = [i for i in self.items if i.kept < k and i.op not in self.alone]
+                todo = [i for i in left if i.op not in self.stopped]
+                if not todo:  # none left, or all of them finished this round before
+                    continue
                 first = (first_of(k), first_of(k + 1))
                 workers = (BOTH_SIDES,) if self.one_process else first
                 self.start(workers, k, [n for item in todo for n in item.nodeids], replay)
