@@ -261,3 +261,15 @@ def test_a_cut_operator_matches_the_schema_and_an_older_document_still_does() ->
     validate({**older, "operators": [doc["operators"][0]]})  # written before the status
     with pytest.raises(jsonschema.ValidationError):  # a cut operator has its measured fields
         validate({**doc, "operators": [{"op": "abs", "status": result.CUT, "notes": []}]})
+
+
+def test_a_footnote_names_the_status_once() -> None:
+    """A cut operator's note begins with ``cut after round k``: its footnote read ``cut; cut
+    after round 2: ...``."""
+    note = "cut after round 2: the screen did not finish this operator"
+    line = screening.ScreenLine(op="abs", verdict="NO_IR_DIFF", status="cut", note=note)
+    assert line.footnote() == note
+    other = screening.ScreenLine(
+        op="sin", verdict="NO_IR_DIFF", status="cut", note="round 3 failed"
+    )
+    assert other.footnote() == "cut; round 3 failed"

@@ -220,8 +220,8 @@ class ScreenLine:
         """What the terminal table's ``note`` column refers to: the range's label, a status
         other than complete, the notes."""
         parts = []
-        if self.status and self.status not in ("complete", "failed"):
-            parts.append(self.status)
+        if self.status not in ("", "complete", "failed") and not self.note.startswith(self.status):
+            parts.append(self.status)  # unless the note begins with it (``cut after round 2``)
         if self.range_label:
             parts.append(f"range: {self.range_label}")
         if self.note:
