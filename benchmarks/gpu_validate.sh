@@ -16,9 +16,10 @@
 # SHARED_INPUTS=1 adds --zl-shared-inputs to those screens (lockstep only).
 # SCREEN_ARGS: more options for those screens, split on spaces (e.g. "--zl-graph-budget-ms=200":
 # every graph of a microsecond op then holds the 2000 calls a graph holds at most).
-# RUN_TIMEOUT (900) bounds each pytest run (SIGINT, then SIGKILL 30 s later); DEADLINE (seconds
-# since the epoch, e.g. $(( $(date +%s) + 540 ))) bounds them all: each run gets what is left
-# of it, and a run with less than 20 s left is not started (a lent machine's one command).
+# RUN_TIMEOUT (900) bounds each recorded run and screen (SIGINT, then SIGKILL 30 s later);
+# DEADLINE (seconds since the epoch, e.g. $(( $(date +%s) + 540 ))) bounds them all: each gets
+# what is left of it, and one with less than 20 s left is not started (a lent machine's one
+# command; leave 30 s after it for a run's SIGKILL and the summaries).
 #
 # Options:
 #   -o DIR       output folder (default ./zl_validate); every stage writes DIR/<stage>/ and
@@ -186,7 +187,9 @@ limit() {
 zl() {
   local name=$1; shift
   local t0 s; t0=$(date +%s)
+  ZL_STARTED=0
   s=$(limit) || { ZL_RC=124; echo "$name: not started (DEADLINE)"; return; }
+  ZL_STARTED=1
   timeout -s INT -k 30 "$s" $PY -m pytest "$@" --zl-out="$O/$name" > "$O/$name.log" 2>&1
   ZL_RC=$?
   echo "$name: rc=$ZL_RC $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$name.log")"
@@ -392,7 +395,7 @@ screen() {
   local name=$1; shift
   local t0; t0=$(date +%s)
   zl "$name" "$@" ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"}
-  [ -d "$O/$name" ] || return 0
+  [ "$ZL_STARTED" = 1 ] || return 0  # no summary of an earlier call's root
   sed -n '/^op  /,/passed\|failed/p' "$O/$name.log"
   grep -E "^zlbench: (switch|--zl-fail-beyond)" "$O/$name.log"
   $PY "$BENCH/gpu_validate.py" screen "$O/$name" "$(( $(date +%s) - t0 ))"

@@ -1246,9 +1246,9 @@ def test_a_resumed_batch_replays_the_choices_its_finished_operators_recorded(
 def test_a_resumed_batch_goes_on_from_the_rounds_its_operators_finished(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    """A batch runs round-major, so a screen cut in its last round had finished no operator: a
-    resume that measured them all again from round 1 never got further than the cut. Each
-    operator keeps its rounds measured on both sides and goes on from the next."""
+    """A batch runs round-major, so a screen cut before its last round finishes no operator of
+    an A/A: a resume that measured them all again from round 1 never got further than the cut.
+    Each operator keeps its rounds measured on both sides and goes on from the next."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     monkeypatch.setenv("CUT_ROUND", "2")
     suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut

@@ -354,14 +354,25 @@ def test_a_batchs_worker_starts_count_in_the_pace_of_what_is_left(tmp_path: Path
     assert pace.seconds == pytest.approx(100.0, abs=1.0)  # 50 s a pass, not 30
 
 
+def side_run(run_dir: Path, argv: list[str], complete: bool = True) -> None:
+    """A side's run directory of a round, its worker given ``argv`` (after its program)."""
+    import json
+
+    run_dir.mkdir(parents=True)
+    identity = {"backend": "cuda", "device": "H200", "timer": "kernel", "bench_level": "core",
+                "shape_mode": "upstream", "tuner_cache": "isolated", "direct_repeat": "-",
+                "autotune_mode": "replay", "argv": ["/x/pytest/__main__.py", *argv]}  # fmt: skip
+    (run_dir / "run_identity.json").write_text(json.dumps(identity))
+    if complete:
+        (run_dir / ".complete").write_text("")
+
+
 def test_a_resumed_operator_keeps_the_rounds_measured_on_both_sides_with_the_same_options(
     tmp_path: Path,
 ) -> None:
     """Rounds count from round 1 while both sides are complete, not failed, and their workers
     had the options a worker gets now (what each replays aside); a side worker's failure
     (``*.worker``) keeps none."""
-    import json
-
     from pytest_zlbench.screen.recording_home import clear_but_recording, rounds_done
 
     opts = ["--dtypes", "float16", "-o", "zl_out=", "-p", "pytest_zlbench.screen.worker"]
@@ -369,16 +380,8 @@ def test_a_resumed_operator_keeps_the_rounds_measured_on_both_sides_with_the_sam
     now = ["python", "-m", "pytest", *tests, *opts, "-o", "zl_replay_from="]
 
     def run(k: int, side: str, options: list[str], complete: bool = True) -> None:
-        run_dir = tmp_path / "abs" / f"r{k}_{side}"
-        run_dir.mkdir(parents=True)
-        argv = ["/x/pytest/__main__.py", *tests, "/fg/benchmark/test_mul.py", *options,
-                "--zl-replay-from=/seed"]  # fmt: skip
-        identity = {"backend": "cuda", "device": "H200", "timer": "kernel", "bench_level": "core",
-                    "shape_mode": "upstream", "tuner_cache": "isolated", "direct_repeat": "-",
-                    "autotune_mode": "replay", "argv": argv}  # fmt: skip
-        (run_dir / "run_identity.json").write_text(json.dumps(identity))
-        if complete:
-            (run_dir / ".complete").write_text("")
+        argv = [*tests, "/fg/benchmark/test_mul.py", *options, "--zl-replay-from=/seed"]
+        side_run(tmp_path / "abs" / f"r{k}_{side}", argv, complete)
 
     op_dir = tmp_path / "abs"
     for side in "AB":
@@ -396,3 +399,30 @@ def test_a_resumed_operator_keeps_the_rounds_measured_on_both_sides_with_the_sam
     assert sorted(p.name for p in op_dir.iterdir()) == ["r1_A", "r1_B"]
     (op_dir / "r2_A.worker").mkdir()
     assert rounds_done(op_dir, now, len(tests)) == 0
+
+
+def test_rounds_are_kept_only_by_a_resumed_screen_and_not_past_a_move_to_own_dtypes(
+    tmp_path: Path,
+) -> None:
+    """An xdist worker that replaces one that died meets the operators it left unfinished
+    without --zl-resume: their batch records them again, so no round is kept. An operator that
+    refuses the dtypes starts over in a batch of its own: so do its rounds."""
+    item = SimpleNamespace(op="fft", nodeids=["/t.py::test_fft"], kept=2, cut=None)
+    for side in "AB":
+        side_run(tmp_path / "fft" / f"r1_{side}", ["/t.py::test_fft", "--dtypes", "float16"])
+    settings = SimpleNamespace(resume=True, root=tmp_path, replay_from=tmp_path, backend="sim")
+    ctl = SimpleNamespace(
+        settings=settings,
+        children=SimpleNamespace(
+            worker_cmd=lambda ids, replay, own: ["py", "-m", "pytest", *ids, "--dtypes", "float16"],
+            refused_dtypes=lambda op, why: "float16",
+            start_on_own_dtypes=lambda op, op_dir, dtypes: None,
+        ),
+        progress=lambda text: None,
+    )
+    assert batches._rounds_kept(ctl, item, tmp_path / "fft", "batch0", False) == 1
+    settings.resume = False
+    assert batches._rounds_kept(ctl, item, tmp_path / "fft", "batch0", False) == 0
+    workers = SimpleNamespace(items=[item], alone={"fft": (3, "refused")})
+    assert batches._refused_dtypes(ctl, workers) == [item]
+    assert item.kept == 0

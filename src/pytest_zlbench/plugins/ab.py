@@ -34,7 +34,10 @@ RECORD_TIMEOUT_HELP = (
     "Wall-clock limit in seconds for one operator's recording pass, where autotuning runs "
     "(default: --zl-timeout)"
 )
-RESUME_HELP = "In an existing --zl-out root, skip operators whose results are complete"
+RESUME_HELP = (
+    "In an existing --zl-out root, skip operators whose results are complete; with side "
+    "workers an unfinished one goes on from the rounds it finished"
+)
 SHARD_HELP = (
     "Screen part K of N of the operators (the same split on every host); zlbench merge joins "
     "the parts"
@@ -63,7 +66,7 @@ SCREEN_MODE_HELP = (
 BATCH_SIZE_HELP = (
     "Side workers (lockstep, sequential, one-process): the most operators of one batch "
     "(default 50); each batch is measured and its operators marked complete before the next "
-    "starts, so a screen cut short loses at most one batch to --zl-resume"
+    "starts, so a screen cut short loses at most the passes of one batch to --zl-resume"
 )
 
 SHARED_INPUTS_HELP = (

@@ -131,6 +131,7 @@ def _refused_dtypes(self: AbController, workers: SideWorkers) -> list[OpItem]:
         if dtypes is None:
             continue
         del workers.alone[item.op]
+        item.kept = 0  # its directory starts over: so do its rounds
         self.children.start_on_own_dtypes(item.op, self.settings.root / item.op, dtypes)
         note_cut(self.settings.root / item.op, item.cut, own_batch=True)  # its folder is new
         self.progress(f"{item.op}: --dtypes {dtypes} not supported; measured again on its own "
@@ -252,6 +253,8 @@ def _rounds_kept(self: AbController, item: OpItem, op_dir: Path, batch: str, own
     on from; none where the batch records it again (they replayed the recording it had): the
     batch ``batch`` (its own-dtypes batch when ``own``) lists the recordings it keeps."""
     s = self.settings
+    if not s.resume:  # an xdist worker that replaces one that died: its batch records again
+        return 0
     cmd = self.children.worker_cmd(item.nodeids, None, own)
     finished = rounds_done(op_dir, cmd, len(item.nodeids))
     if finished and s.replay_from is None and s.backend != "cpu":

@@ -38,7 +38,7 @@ def rounds_done(op_dir: Path, cmd: Sequence[str], tests: int) -> int:
     """How many rounds of an unfinished operator were measured on both sides, from round 1
     without a gap, by side workers given the options of ``cmd`` (a worker's command over
     ``tests`` tests: ``--dtypes`` or a refusal of them may have changed since); ``--zl-resume``
-    goes on from the next. None once a side worker failed it (its directories ``*.worker``: it
+    goes on from the next. Zero once a side worker failed it (its directories ``*.worker``: it
     was measured again alone, one process per side)."""
     if any(op_dir.glob("*.worker")):
         return 0
