@@ -116,8 +116,7 @@ def place_of(self: AbController, name: str) -> tuple[int, int, float]:
         for item in items
         if not (s.resume and is_done(s.root / item.op))
     ]
-    recording = s.replay_from is None and s.backend != "cpu"
-    return number, count, batch_passes(len(later), self.pace.rounds_expected(s.rounds), recording)
+    return number, count, batch_passes(len(later), self.pace.rounds_expected(s.rounds), s.records)
 
 
 def _refused_dtypes(self: AbController, workers: SideWorkers) -> list[OpItem]:
@@ -257,7 +256,7 @@ def _rounds_kept(self: AbController, item: OpItem, op_dir: Path, batch: str, own
         return 0
     cmd = self.children.worker_cmd(item.nodeids, None, own)
     finished = rounds_done(op_dir, cmd, len(item.nodeids))
-    if finished and s.replay_from is None and s.backend != "cpu":
+    if finished and s.records:
         key = command_key(cmd)
         workdir = s.root / WORKERS_DIR / (f"{batch}_own" if own else batch)
         if not still_recorded(workdir, {item.op: key}, s.root):

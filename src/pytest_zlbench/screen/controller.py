@@ -240,7 +240,7 @@ class AbController:
             replay = s.replay_from
             if replay is not None:
                 self.progress(f"{item.op}: every side replays {replay} (no recording pass)")
-            elif s.backend != "cpu":
+            elif s.records:
                 rec_dir = op_dir / RECORD_DIR
                 if run_side(rec_dir, RECORD_SIDE, 0, None) is not None:
                     # each side would tune its own configs: the delta would mix tuning and switch

@@ -58,6 +58,12 @@ class AbSettings:
     #: block of memory both map (``adapters.shared_inputs``)
     shared_inputs: bool = False
 
+    @property
+    def records(self) -> bool:
+        """Whether a batch makes a recording pass before round 1: no recording is replayed
+        (``--zl-replay-from``) and the backend autotunes (not ``cpu``)."""
+        return self.replay_from is None and self.backend != "cpu"
+
     def limit(self, side: str) -> float | None:
         """The wall-clock limit of one operator's pass of ``side`` (``RECORD_SIDE``: the
         recording pass, where autotuning runs; ``BOTH_SIDES``: a one-process worker, which

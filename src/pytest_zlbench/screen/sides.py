@@ -390,7 +390,7 @@ class SideWorkers:
         reused = self._clear_workdir()
         replay = s.replay_from
         try:
-            if replay is None and s.backend != "cpu":
+            if s.records:
                 todo = [item for item in self.items if item.op not in reused]
                 if reused:
                     self.progress(
