@@ -21,8 +21,9 @@ python benchmarks/gpu_validate.py screen ROOT [WALL_S]
     side-worker batch): per operator the verdict, rounds used, shapes beyond noise and its seconds;
     the median seconds per operator (WALL_S, the screen's wall time, divided by the operators
     too), the share of the side workers' wall time spent inside timed turns; over every shape
-    with two rounds or more: |median over rounds of the delta| (median, worst), shapes beyond
-    noise
+    with two rounds or more: |median over rounds of the delta| (median, worst) and the screen's
+    own per-shape median (``median_pct``: each order of the rounds weighed alike), shapes
+    beyond noise
 python benchmarks/gpu_validate.py identity DIR TIMER DIRECT_REPEAT DEVICE
     writes a hand-made run_identity.json beside a plain FlagGems log (DIR/run.log), so that
     timer_noise.py and --zl-compare read FlagGems' own timers: backend cuda, --level core,
@@ -175,8 +176,10 @@ def cmd_screen(root: str, wall: str = "") -> None:
         f"{root}: status {result['status']}, switch {result['switch'] or 'none (A/A)'}, "
         f"{len(ops)} operators, floor: {(result.get('noise_floor') or {}).get('text', '-')}"
     )
-    plain, beyond, shapes = [], 0, 0
-    split: dict[tuple[str, str], list[float]] = {}  # (timer, size class): |median over rounds|
+    # per shape: |plain median over rounds|, |the screen's balanced median|, which shape
+    plain: list[tuple[float, float, str]] = []
+    beyond = 0
+    split: dict[tuple[str, str], list[tuple[float, float, str]]] = {}  # by (timer, size class)
     for op in ops:
         verdict = ScreenLine.from_entry(op).shown_verdict  # as the screen's table shows it
         judged = op.get("judged")
@@ -189,9 +192,11 @@ def cmd_screen(root: str, wall: str = "") -> None:
             deltas = [r["delta_pct"] for r in shape["rounds"] if r["delta_pct"] is not None]
             if len(deltas) < 2:
                 continue
-            shapes += 1
             beyond += bool(shape.get("beyond_noise"))
-            plain.append(abs(statistics.median(deltas)))
+            balanced = shape.get("median_pct")
+            balanced = abs(balanced) if balanced is not None else abs(statistics.median(deltas))
+            name = f"{op['op']} {shape.get('shape', '[?]')}"
+            plain.append((abs(statistics.median(deltas)), balanced, name))
             size = "< 10 us" if (shape.get("latency_a_ms") or 0) < 0.010 else ">= 10 us"
             split.setdefault((shape.get("timer") or "?", size), []).append(plain[-1])
     if seconds:
@@ -212,13 +217,15 @@ def cmd_screen(root: str, wall: str = "") -> None:
         print(f"side workers: {w:.0f}s wall, {t:.0f}s inside timed turns ({t / w:.0%})")
     if plain:
         print(
-            f"{shapes} shapes with 2+ rounds: |median over rounds| median "
-            f"{statistics.median(plain):.3f}% worst {max(plain):.3f}%; beyond noise {beyond}"
+            f"{len(plain)} shapes with 2+ rounds: |median over rounds| {_worst(plain, 0)}; "
+            f"|balanced median| {_worst(plain, 1)}; beyond noise {beyond}"
         )
         for (timer, size), values in sorted(split.items()):
+            a, b = ([v[i] for v in values] for i in (0, 1))
             print(
                 f"  {timer} timer, rows {size}: {len(values)}, median "
-                f"{statistics.median(values):.3f}% worst {max(values):.3f}%"
+                f"{statistics.median(a):.3f}% worst {max(a):.3f}%; balanced "
+                f"{statistics.median(b):.3f}%, {max(b):.3f}%"
             )
     widths = _spread_widths(path)
     if widths:
@@ -226,6 +233,13 @@ def cmd_screen(root: str, wall: str = "") -> None:
             "spread inside one measurement, (p80 - p20) / p50, median over rows and rounds: "
             + ", ".join(f"{who} {statistics.median(v):.2f}% ({len(v)})" for who, v in widths)
         )
+
+
+def _worst(values: list[tuple[float, float, str]], i: int) -> str:
+    """The median and the worst of the ``i``-th figure of each shape, the worst shape named."""
+    worst = max(values, key=lambda v: v[i])
+    median = statistics.median(v[i] for v in values)
+    return f"median {median:.3f}% worst {worst[i]:.3f}% ({worst[2]})"
 
 
 def _spread_widths(root: Path) -> list[tuple[str, list[float]]]:

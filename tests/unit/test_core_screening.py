@@ -406,6 +406,43 @@ def test_sign_flips_are_counted_and_named() -> None:
     assert key_text(("mm", "float16", "[2]", 0), "abs") == "mm: float16 [2]"
 
 
+def test_a_shapes_median_weighs_both_orders_of_the_rounds_alike() -> None:
+    """The first side alternates by round (A B B A, then B A A B): an offset that goes with the
+    order (the side measured first reads faster, say) flips sign from round to round, and the
+    plain median of an odd number of rounds keeps it. The shape's median is the mean of each
+    order's median, so the offset cancels and a change that holds in every round stays."""
+    k = ir(("k", "h"))
+    a = [based("[1]", 1.0, 1.0), based("[2]", 1.0, 1.0)]
+
+    def b(offset: float) -> list[Row]:  # [1]: the offset alone; [2]: a 20 % change with it
+        return [based("[1]", 1.0 + offset, 1.0 + offset), based("[2]", 1.2 + offset, 1.0)]
+
+    rounds = [rnd(1, a, b(0.009), k, k), rnd(2, a, b(-0.009), k, k), rnd(3, a, b(0.008), k, k)]
+    result = aggregate("abs", rounds, control=True)
+    aa, changed = result.shapes
+    assert aa.deltas == pytest.approx((0.009, -0.009, 0.008))
+    assert aa.median == pytest.approx((0.0085 - 0.009) / 2)  # not 0.008, the plain median
+    assert aa.base_median == pytest.approx(-0.00025)
+    assert changed.median == pytest.approx((0.2085 + 0.191) / 2)
+    assert changed.corrected_median == pytest.approx(changed.median)  # its baseline held
+    assert aa.corrected_median == pytest.approx(0.0)  # the baseline moved with it
+    data = result.to_json()
+    assert data["shapes"][0]["median_pct"] == pytest.approx(-0.025)
+    assert [r["round"] for r in data["shapes"][0]["rounds"]] == [1, 2, 3]
+    assert data["low_pct"] == pytest.approx(-0.025)
+
+
+def test_a_shapes_rounds_are_numbered_as_measured() -> None:
+    """Rounds 2 and 3 only (round 1 on disk from another session, say): the result names them
+    by their numbers and groups them by their orders."""
+    k = ir(("k", "h"))
+    a = [row("[1]", 1.0)]
+    rounds = [rnd(2, a, [row("[1]", 0.99)], k, k), rnd(3, a, [row("[1]", 1.01)], k, k)]
+    shape = aggregate("abs", rounds, control=True).to_json()["shapes"][0]
+    assert [r["round"] for r in shape["rounds"]] == [2, 3]
+    assert shape["median_pct"] == pytest.approx(0.0)
+
+
 def test_within_side_and_delta_spread_are_reported_separately() -> None:
     noisy = Spread(p20=0.9, p50=1.0, p80=1.3, n=10)  # rel 0.4
     quiet = Spread(p20=0.99, p50=1.0, p80=1.01, n=10)  # rel 0.02

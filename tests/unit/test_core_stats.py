@@ -97,3 +97,16 @@ def test_delta(a: float, b: float, expected: float) -> None:
 def test_delta_refuses(a: float, b: float) -> None:
     with pytest.raises(ValueError, match="two positive latencies"):
         delta(a, b)
+
+
+def test_a_balanced_median_weighs_each_group_alike() -> None:
+    from pytest_zlbench.core.stats import balanced_median
+
+    # an offset that follows the order of the round (A B B A, then B A A B) cancels
+    assert balanced_median([0.9, -0.9, 0.8], ["AB", "BA", "AB"]) == pytest.approx(-0.025)
+    assert balanced_median([1.0, 3.0, 2.0, 10.0, 4.0], "xyxyx") == pytest.approx((2.0 + 6.5) / 2)
+    # one group (or none given): the plain median
+    assert balanced_median([0.9, -0.9, 0.8], ["AB"] * 3) == pytest.approx(0.8)
+    assert balanced_median([0.9, -0.9, 0.8]) == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="groups"):
+        balanced_median([1.0, 2.0], ["AB"])

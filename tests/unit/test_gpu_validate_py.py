@@ -50,3 +50,26 @@ def test_an_operator_the_screen_did_not_finish_reads_failed_as_in_its_table(
     gpu_validate.cmd_screen(str(tmp_path))  # a batch of 0 s: no share to divide
     line = next(t for t in capsys.readouterr().out.splitlines() if "diag" in t)
     assert line.split()[1] == "failed", line
+
+
+def test_the_summary_gives_the_screens_balanced_median_beside_the_plain_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 17 names the median over rounds; the screen's per-shape median weighs each order
+    of the rounds alike (``median_pct``). The summary gives both, each with its worst shape."""
+    rounds = [{"round": k, "delta_pct": d} for k, d in ((1, 0.9), (2, -0.9), (3, 0.8))]
+    shape = {"rounds": rounds, "median_pct": -0.025, "latency_a_ms": 0.007, "timer": "kernel"}
+    entry = {"op": "fft", "verdict": "NO_IR_DIFF", "status": "complete", "shapes": [shape]}
+    (tmp_path / "screen_result.json").write_text(
+        json.dumps({"status": "complete", "switch": {}, "operators": [entry]})
+    )
+    gpu_validate.cmd_screen(str(tmp_path))
+    out = capsys.readouterr().out
+    assert (
+        "1 shapes with 2+ rounds: |median over rounds| median 0.800% worst 0.800% "
+        "(fft [?]); |balanced median| median 0.025% worst 0.025% (fft [?]); beyond noise 0"
+    ) in out
+    assert (
+        "  kernel timer, rows < 10 us: 1, median 0.800% worst 0.800%; balanced 0.025%, 0.025%"
+        in out
+    )

@@ -14,7 +14,7 @@ from typing import Any
 from .noise import NoiseFloor, size_class
 from .pairing import Key
 from .screen_tsv import ScreenLine
-from .stats import median
+from .stats import balanced_median, median
 from .verdicts import (
     DEFAULT_STAGE,
     IR_CHANGED,
@@ -67,10 +67,20 @@ class ShapeResult:
     #: the median width of one measurement of it, (p80 - p20) / p50 over its rows of both sides
     #: and every round (None: its rows carry no spread)
     width: float | None = None
+    #: per delta, the number of its round and that round's order ("AB": side A first; empty:
+    #: rounds 1, 2, ... of one order)
+    rounds: tuple[int, ...] = ()
+    orders: tuple[str, ...] = ()
+
+    def _centre(self, values: tuple[float, ...]) -> float:
+        """The balanced median over rounds (:func:`.stats.balanced_median`: each order's
+        rounds weighed alike) of per-round values aligned with :attr:`deltas`."""
+        aligned = len(self.orders) == len(values) == len(self.deltas)
+        return balanced_median(values, self.orders if aligned else ())
 
     @property
     def median(self) -> float:
-        return median(self.deltas)
+        return self._centre(self.deltas)
 
     @property
     def round_spread(self) -> float:
@@ -82,11 +92,11 @@ class ShapeResult:
 
     @property
     def base_median(self) -> float | None:
-        return median(self.base_deltas) if self.base_deltas else None
+        return self._centre(self.base_deltas) if self.base_deltas else None
 
     @property
     def corrected_median(self) -> float | None:
-        return median(self.corrected) if self.corrected else None
+        return self._centre(self.corrected) if self.corrected else None
 
     def to_json(self) -> dict[str, Any]:
         """The shape in a result file: every round's delta, the baseline's and the corrected
@@ -95,9 +105,10 @@ class ShapeResult:
         n = len(self.deltas)
         bases = self.base_deltas if len(self.base_deltas) == n else ()
         corrected = self.corrected if len(self.corrected) == n else ()
+        numbers = self.rounds if len(self.rounds) == n else tuple(range(1, n + 1))
         rounds = [
             {
-                "round": i + 1,
+                "round": numbers[i],
                 "delta_pct": pct(d),
                 "baseline_delta_pct": pct(bases[i]) if bases else None,
                 "corrected_pct": pct(corrected[i]) if corrected else None,

@@ -145,7 +145,13 @@ def pair_rounds(ok: Sequence[RoundInput]) -> Paired:
             per_key.setdefault(p.key, []).append(p)
         spreads += _rel_spreads(r.rows_a) + _rel_spreads(r.rows_b)
     # a key that paired in some rounds only would read like a complete one: leave it out
-    shapes = tuple(_shape(k, pairs) for k, pairs in per_key.items() if len(pairs) == len(ok))
+    numbers = tuple(r.round for r in ok)
+    orders = tuple(r.order for r in ok)
+    shapes = tuple(
+        replace(_shape(k, pairs), rounds=numbers, orders=orders)
+        for k, pairs in per_key.items()
+        if len(pairs) == len(ok)
+    )
     notes = []
     timers = sum(1 for pairs in per_key.values() if any(p.timers_differ for p in pairs))
     if timers:

@@ -27,6 +27,22 @@ def median(values: Sequence[float]) -> float:
     return quantile(values, 0.5)
 
 
+def balanced_median(values: Sequence[float], groups: Sequence[str] = ()) -> float:
+    """The median of ``values`` with every group weighed alike: the mean over the groups of
+    the median of each group's values (``groups[i]`` names the group of ``values[i]``); the
+    plain median when they are of one group or no groups are given. A screen's rounds
+    alternate their order (A B B A, then B A A B), so an offset that goes with the order
+    cancels in it, where the plain median of an odd number of rounds keeps it."""
+    if not groups:
+        return median(values)
+    if len(groups) != len(values):
+        raise ValueError(f"{len(values)} values and {len(groups)} groups")
+    by_group: dict[str, list[float]] = {}
+    for value, group in zip(values, groups, strict=True):
+        by_group.setdefault(group, []).append(value)
+    return math.fsum(median(v) for v in by_group.values()) / len(by_group)
+
+
 def spread(samples: Sequence[float]) -> Spread:
     """p20/p50/p80 of a sample list (milliseconds). Non-finite or negative samples are refused."""
     if not samples:
