@@ -4,6 +4,7 @@ a few fields of the controller, so a stand-in controller is enough."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,6 +17,16 @@ import pytest_zlbench.screen.sides as sides
 from pytest_zlbench.core.rounds import Pace
 from pytest_zlbench.screen.batches import batches_of, place_of, run_batch
 from pytest_zlbench.screen.results import is_done, mark_done
+from pytest_zlbench.screen.settings import AbSettings
+
+
+def ab_settings(**kw: Any) -> AbSettings:
+    """A screen's settings: those ``kw`` names, the rest as a plain screen has them."""
+    fields: dict[str, Any] = {
+        "switches": (), "env_b": {}, "rounds": 2, "allow_no_ir_diff": False, "timeout": None,
+        "resume": False, "backend": "sim", "flagtree_prefix": "FLAGTREE_",
+    }  # fmt: skip
+    return AbSettings(**{**fields, **kw})
 
 
 def controller(
@@ -36,7 +47,7 @@ def controller(
     config = SimpleNamespace()
     if xdist:
         config.workerinput = {"workerid": "gw0", "workercount": xdist}
-    settings = SimpleNamespace(
+    settings = ab_settings(
         resume=resume, root=root, replay_from=replay, backend=backend, rounds=rounds
     )
     return SimpleNamespace(
@@ -186,8 +197,7 @@ def test_an_operator_is_complete_and_counted_in_the_pace_when_its_verdict_is_fin
     )
     ops = ["abs", "gemm", "dies"]
     ctl = controller(tmp_path, {"batch0": ops}, ("batch0",), rounds=3)
-    ctl.settings.mode = "lockstep"
-    ctl.settings.allow_caliber_mismatch = False
+    ctl.settings = dataclasses.replace(ctl.settings, mode="lockstep")
     ctl.stopped, ctl.costs, ctl.measured = set(), {}, set()
     ctl.progress = ctl.result_update = lambda *a, **k: None
     ctl._measure_or_fall_back = lambda item, op_dir, since: None
@@ -410,7 +420,7 @@ def test_rounds_are_kept_only_by_a_resumed_screen_and_not_past_a_move_to_own_dty
     item = SimpleNamespace(op="fft", nodeids=["/t.py::test_fft"], kept=2, cut=None)
     for side in "AB":
         side_run(tmp_path / "fft" / f"r1_{side}", ["/t.py::test_fft", "--dtypes", "float16"])
-    settings = SimpleNamespace(resume=True, root=tmp_path, replay_from=tmp_path, backend="sim")
+    settings = ab_settings(resume=True, root=tmp_path, replay_from=tmp_path, backend="sim")
     ctl = SimpleNamespace(
         settings=settings,
         children=SimpleNamespace(
@@ -421,7 +431,7 @@ def test_rounds_are_kept_only_by_a_resumed_screen_and_not_past_a_move_to_own_dty
         progress=lambda text: None,
     )
     assert batches._rounds_kept(ctl, item, tmp_path / "fft", "batch0", False) == 1
-    settings.resume = False
+    ctl.settings = dataclasses.replace(settings, resume=False)
     assert batches._rounds_kept(ctl, item, tmp_path / "fft", "batch0", False) == 0
     workers = SimpleNamespace(items=[item], alone={"fft": (3, "refused")})
     assert batches._refused_dtypes(ctl, workers) == [item]

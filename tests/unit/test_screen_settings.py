@@ -104,3 +104,9 @@ def test_a_screen_resumes_in_one_process_only_if_it_began_so(
     # the two-process modes resume one another, as before the one-process mode existed
     (tmp_path / SETTINGS_FILE).write_text(json.dumps(settings(tmp_path, mode="process").describe()))
     check_resume(tmp_path, settings(tmp_path, mode="lockstep"))
+
+
+def test_a_screen_records_unless_it_replays_a_recording_or_runs_on_the_cpu(tmp_path: Path) -> None:
+    assert settings(tmp_path).records
+    assert not settings(tmp_path, replay_from=tmp_path).records
+    assert not settings(tmp_path, backend="cpu").records
