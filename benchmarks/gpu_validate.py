@@ -195,7 +195,9 @@ def cmd_screen(root: str, wall: str = "") -> None:
             beyond += bool(shape.get("beyond_noise"))
             balanced = shape.get("median_pct")
             balanced = abs(balanced) if balanced is not None else abs(statistics.median(deltas))
-            name = f"{op['op']} {shape.get('shape', '[?]')}"
+            name = " ".join(
+                x for x in (op["op"], shape.get("dtype"), shape.get("shape", "[?]")) if x
+            )
             plain.append((abs(statistics.median(deltas)), balanced, name))
             size = "< 10 us" if (shape.get("latency_a_ms") or 0) < 0.010 else ">= 10 us"
             split.setdefault((shape.get("timer") or "?", size), []).append(plain[-1])

@@ -273,3 +273,18 @@ def test_a_footnote_names_the_status_once() -> None:
         op="sin", verdict="NO_IR_DIFF", status="cut", note="round 3 failed"
     )
     assert other.footnote() == "cut; round 3 failed"
+
+
+def test_the_reports_shape_table_puts_each_delta_under_its_rounds_number() -> None:
+    """A shape whose round 2 failed has rounds 1 and 3: round 3's delta is read under r3."""
+    shape = {
+        "test": "t::test_abs", "dtype": "float16", "shape": "[64]", "occurrence": 0,
+        "latency_a_ms": 0.001, "median_pct": 0.5, "beyond_noise": False,
+        "rounds": [{"round": 1, "delta_pct": 0.25}, {"round": 3, "delta_pct": 0.75}],
+    }  # fmt: skip
+    cells = report._shapes_table({"shapes": [shape]})
+    head = re.findall(r"<th>([^<]*)</th>", cells[0])
+    row = re.findall(r"<td[^>]*>([^<]*)</td>", cells[1])
+    by_head = dict(zip(head, row, strict=True))
+    assert "r2_delta_pct" not in head
+    assert (by_head["r1_delta_pct"], by_head["r3_delta_pct"]) == ("+0.250", "+0.750")

@@ -443,6 +443,22 @@ def test_a_shapes_rounds_are_numbered_as_measured() -> None:
     assert shape["median_pct"] == pytest.approx(0.0)
 
 
+def test_a_baseline_missing_from_a_round_keeps_the_orders_of_the_others() -> None:
+    """Round 2's baseline is missing: the baseline's median weighs round 3 (an A B B A round)
+    and round 4 (B A A B) alike, not the plain median of rounds 1, 3 and 4."""
+    k = ir(("k", "h"))
+    a = [based("[1]", 1.0, 1.0)]
+    rounds = [
+        rnd(1, a, [based("[1]", 1.0, 1.01)], k, k),
+        rnd(2, a, [Row(op="mm", dtype="float16", shape="[1]", latency=1.0)], k, k),
+        rnd(3, a, [based("[1]", 1.0, 1.01)], k, k),
+        rnd(4, a, [based("[1]", 1.0, 0.99)], k, k),
+    ]
+    (shape,) = aggregate("mm", rounds, control=True).shapes
+    assert shape.base_deltas == pytest.approx((0.01, 0.01, -0.01))
+    assert shape.base_median == pytest.approx(0.0)  # the plain median reads 0.01
+
+
 def test_within_side_and_delta_spread_are_reported_separately() -> None:
     noisy = Spread(p20=0.9, p50=1.0, p80=1.3, n=10)  # rel 0.4
     quiet = Spread(p20=0.99, p50=1.0, p80=1.01, n=10)  # rel 0.02

@@ -205,7 +205,9 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
         s=28,
         color=["tab:red" if b else "tab:blue" for b in beyond],
         zorder=4,
-        label="median over rounds (red: beyond noise)" if rounds > 1 else "delta",
+        label="median over rounds, both orders alike (red: beyond noise)"
+        if rounds > 1
+        else "delta",
     )
     base = [(s["baseline_median_pct"], y) for y, s in zip(ys, shapes, strict=True)]
     _marks(ax, base, "baseline (torch) delta: the machine's move", _BASELINE_MARK)

@@ -4,7 +4,8 @@ A shape is **beyond noise** only when
 
 1. its delta (B/A − 1) has one sign in every measured round, and there are at least two rounds
    (one round never shows whether a delta repeats: nothing is beyond noise with one round); and
-2. the magnitude of its median over rounds exceeds the noise measured for that row in the same
+2. the magnitude of its median over rounds (each order of the rounds weighed alike:
+   :func:`.stats.balanced_median`) exceeds the noise measured for that row in the same
    screen: the larger of its own between-round spread (max − min of its per-round deltas) and
    the floor of its size class, or, where that class has no floor, the median width of its
    measurements ((p80 − p20) / p50 of the samples, its rows of both sides and every round).

@@ -71,16 +71,18 @@ class ShapeResult:
     #: rounds 1, 2, ... of one order)
     rounds: tuple[int, ...] = ()
     orders: tuple[str, ...] = ()
+    #: per baseline delta, its round's order (``base_deltas`` skips rounds without one)
+    base_orders: tuple[str, ...] = ()
 
-    def _centre(self, values: tuple[float, ...]) -> float:
-        """The balanced median over rounds (:func:`.stats.balanced_median`: each order's
-        rounds weighed alike) of per-round values aligned with :attr:`deltas`."""
-        aligned = len(self.orders) == len(values) == len(self.deltas)
-        return balanced_median(values, self.orders if aligned else ())
+    @staticmethod
+    def _centre(values: tuple[float, ...], orders: tuple[str, ...]) -> float:
+        """The median over rounds with each order's rounds weighed alike
+        (:func:`.stats.balanced_median`); the plain median where ``orders`` is not aligned."""
+        return balanced_median(values, orders if len(orders) == len(values) else ())
 
     @property
     def median(self) -> float:
-        return self._centre(self.deltas)
+        return self._centre(self.deltas, self.orders)
 
     @property
     def round_spread(self) -> float:
@@ -92,11 +94,11 @@ class ShapeResult:
 
     @property
     def base_median(self) -> float | None:
-        return self._centre(self.base_deltas) if self.base_deltas else None
+        return self._centre(self.base_deltas, self.base_orders) if self.base_deltas else None
 
     @property
     def corrected_median(self) -> float | None:
-        return self._centre(self.corrected) if self.corrected else None
+        return self._centre(self.corrected, self.orders) if self.corrected else None
 
     def to_json(self) -> dict[str, Any]:
         """The shape in a result file: every round's delta, the baseline's and the corrected

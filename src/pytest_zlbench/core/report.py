@@ -64,14 +64,15 @@ def _shapes_table(entry: Mapping[str, Any]) -> list[str]:
     shapes = entry.get("shapes") or ()
     if not shapes:
         return []
-    rounds = max(len(s["rounds"]) for s in shapes)
+    # each delta under its round's number (a round that failed leaves a gap)
+    numbers = sorted({r.get("round", i + 1) for s in shapes for i, r in enumerate(s["rounds"])})
     head = ["test", "dtype", "shape", "latency_a_ms"]
-    head += [f"r{k}_delta_pct" for k in range(1, rounds + 1)]
+    head += [f"r{k}_delta_pct" for k in numbers]
     head += ["median_pct", "baseline_median_pct", "corrected_median_pct", "noise_pct", "beyond"]
     out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
     for s in shapes:
-        deltas = [_pct(r["delta_pct"]) for r in s["rounds"]]
-        deltas += [""] * (rounds - len(deltas))
+        by_round = {r.get("round", i + 1): r["delta_pct"] for i, r in enumerate(s["rounds"])}
+        deltas = [_pct(by_round[k]) if k in by_round else "" for k in numbers]
         latency = s.get("latency_a_ms")
         row = [
             _cell((s.get("test") or "").rsplit("::", 1)[-1]),

@@ -145,13 +145,7 @@ def pair_rounds(ok: Sequence[RoundInput]) -> Paired:
             per_key.setdefault(p.key, []).append(p)
         spreads += _rel_spreads(r.rows_a) + _rel_spreads(r.rows_b)
     # a key that paired in some rounds only would read like a complete one: leave it out
-    numbers = tuple(r.round for r in ok)
-    orders = tuple(r.order for r in ok)
-    shapes = tuple(
-        replace(_shape(k, pairs), rounds=numbers, orders=orders)
-        for k, pairs in per_key.items()
-        if len(pairs) == len(ok)
-    )
+    shapes = tuple(_shape(k, pairs, ok) for k, pairs in per_key.items() if len(pairs) == len(ok))
     notes = []
     timers = sum(1 for pairs in per_key.values() if any(p.timers_differ for p in pairs))
     if timers:
@@ -166,10 +160,12 @@ def pair_rounds(ok: Sequence[RoundInput]) -> Paired:
     return Paired(shapes, len(all_keys), tuple(notes), tuple(spreads))
 
 
-def _shape(key: Key, pairs: Sequence[Pair]) -> ShapeResult:
+def _shape(key: Key, pairs: Sequence[Pair], ok: Sequence[RoundInput]) -> ShapeResult:
+    """One key's result from its pair in each round of ``ok`` (in that order)."""
     deltas = tuple(p.delta for p in pairs)
     bases = [p.base_delta for p in pairs]
     known = tuple(b for b in bases if b is not None)
+    orders = tuple(r.order for r in ok)
     corrected: tuple[float, ...] = ()
     if len(known) == len(pairs):
         corrected = tuple((1 + d) / (1 + b) - 1 for d, b in zip(deltas, known, strict=True))
@@ -181,6 +177,8 @@ def _shape(key: Key, pairs: Sequence[Pair]) -> ShapeResult:
     return ShapeResult(
         key, deltas, known, latency, corrected, node=first.node, detail=first.shape_detail,
         timer=timer, width=median(widths) if widths else None,
+        rounds=tuple(r.round for r in ok), orders=orders,
+        base_orders=tuple(o for o, b in zip(orders, bases, strict=True) if b is not None),
     )  # fmt: skip
 
 
