@@ -443,6 +443,24 @@ def test_a_shapes_rounds_are_numbered_as_measured() -> None:
     assert shape["median_pct"] == pytest.approx(0.0)
 
 
+def test_a_shape_after_a_failed_round_names_the_rounds_it_has() -> None:
+    """Round 2 failed: the operator has no range, and its shapes list rounds 1 and 3, both run
+    A B B A, so their median is the plain one; four rounds give the mean of all four."""
+    k = ir(("k", "h"))
+    a = [row("[1]", 1.0)]
+    failed = RoundInput(round=2, order="BA", failed="B: exit status 1")
+    rounds = [rnd(1, a, [row("[1]", 1.01)], k, k), failed, rnd(3, a, [row("[1]", 1.03)], k, k)]
+    result = aggregate("abs", rounds, control=True)
+    assert not result.has_range
+    (shape,) = result.to_json()["shapes"]
+    assert [r["round"] for r in shape["rounds"]] == [1, 3]
+    assert shape["median_pct"] == pytest.approx(2.0)
+    four = [
+        rnd(n, a, [row("[1]", 1.0 + d)], k, k) for n, d in enumerate((0.01, 0.0, 0.03, 0.08), 1)
+    ]
+    assert aggregate("abs", four, control=True).shapes[0].median == pytest.approx(0.03)
+
+
 def test_a_baseline_missing_from_a_round_keeps_the_orders_of_the_others() -> None:
     """Round 2's baseline is missing: the baseline's median weighs round 3 (an A B B A round)
     and round 4 (B A A B) alike, not the plain median of rounds 1, 3 and 4."""

@@ -222,7 +222,7 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
             histories[item.op] = []
         own += moved
     if own:
-        mine = SideWorkers(self, own, f"{name}_own", own_dtypes=True, place=place, earlier=done)
+        mine = SideWorkers(self, own, own_batch(name), own_dtypes=True, place=place, earlier=done)
         batches.append((mine, mine.run(after_round)))
     alone = {op: (fell, replay) for w, replay in batches for op, fell in w.alone.items()}
     for item in todo:
@@ -246,6 +246,12 @@ def run_batch(self: AbController, items: list[OpItem]) -> None:
         self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)
 
 
+def own_batch(name: str) -> str:
+    """The name of the batch that measures batch ``name``'s operators that refused the
+    requested ``--dtypes``, on their own dtypes (its workers' folder under ``.workers``)."""
+    return f"{name}_own"
+
+
 def _rounds_kept(self: AbController, item: OpItem, op_dir: Path, batch: str, own: bool) -> int:
     """Resumed: the rounds ``item`` finished in an earlier session with the options its workers
     get now (``recording_home.rounds_done``; ``own``: on its own dtypes), which its batch goes
@@ -258,7 +264,7 @@ def _rounds_kept(self: AbController, item: OpItem, op_dir: Path, batch: str, own
     finished = rounds_done(op_dir, cmd, len(item.nodeids))
     if finished and s.records:
         key = command_key(cmd)
-        workdir = s.root / WORKERS_DIR / (f"{batch}_own" if own else batch)
+        workdir = s.root / WORKERS_DIR / (own_batch(batch) if own else batch)
         if not still_recorded(workdir, {item.op: key}, s.root):
             return 0
     return finished

@@ -25,6 +25,7 @@ from ..contract import (
     PUT_LAST_FILE,
     RECORD_DIR,
     RECORD_SIDE,
+    round_dir,
     round_dirs,
 )
 from ..core import records
@@ -78,7 +79,8 @@ def clear_but_recording(op_dir: Path, rounds: int = 0) -> None:
     recording, which its batch may reuse (``clear_workdir``), the mark that puts it last, in
     the batch that recorded it (``PUT_LAST_FILE``), and its first ``rounds`` rounds."""
     keep = {RECORD_DIR} if is_complete(op_dir / RECORD_DIR) else set()
-    keep |= {PUT_LAST_FILE, *(f"r{k}_{side}" for k in range(1, rounds + 1) for side in "AB")}
+    kept = (round_dir(op_dir, k, side).name for k in range(1, rounds + 1) for side in "AB")
+    keep |= {PUT_LAST_FILE, *kept}
     for child in op_dir.iterdir():
         if child.name not in keep:
             _remove(child)

@@ -60,7 +60,8 @@ class AbSettings:
 
     @property
     def records(self) -> bool:
-        """Whether a batch makes a recording pass before round 1: no recording is replayed
+        """Whether the screen makes a recording pass before round 1 (one per batch of side
+        workers, one per operator in process mode): no recording is replayed
         (``--zl-replay-from``) and the backend autotunes (not ``cpu``)."""
         return self.replay_from is None and self.backend != "cpu"
 
