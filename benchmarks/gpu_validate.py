@@ -193,12 +193,12 @@ def cmd_screen(root: str, wall: str = "") -> None:
             if len(deltas) < 2:
                 continue
             beyond += bool(shape.get("beyond_noise"))
-            balanced = shape.get("median_pct")
-            balanced = abs(balanced) if balanced is not None else abs(statistics.median(deltas))
+            median = abs(statistics.median(deltas))
+            screen = shape.get("median_pct")  # the screen's own: both orders weighed alike
             name = " ".join(
                 x for x in (op["op"], shape.get("dtype"), shape.get("shape", "[?]")) if x
             )
-            plain.append((abs(statistics.median(deltas)), balanced, name))
+            plain.append((median, median if screen is None else abs(screen), name))
             size = "< 10 us" if (shape.get("latency_a_ms") or 0) < 0.010 else ">= 10 us"
             split.setdefault((shape.get("timer") or "?", size), []).append(plain[-1])
     if seconds:
