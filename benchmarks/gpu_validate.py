@@ -24,6 +24,10 @@ python benchmarks/gpu_validate.py screen ROOT [WALL_S]
     with two rounds or more: |median over rounds of the delta| (median, worst) and the screen's
     own per-shape median (``median_pct``: each order of the rounds weighed alike), shapes
     beyond noise
+python benchmarks/gpu_validate.py cheapest ROOT N
+    the test functions of the N complete operators of screen ROOT that kept its side workers
+    busy the fewest seconds (those measured on their own dtypes left out), one per line: a
+    list for gpu_validate.sh's CARDS_OPS
 python benchmarks/gpu_validate.py identity DIR TIMER DIRECT_REPEAT DEVICE
     writes a hand-made run_identity.json beside a plain FlagGems log (DIR/run.log), so that
     timer_noise.py and --zl-compare read FlagGems' own timers: backend cuda, --level core,
@@ -153,6 +157,20 @@ def _op_seconds(root: Path) -> dict[str, float]:
     return seconds
 
 
+def cmd_cheapest(root: str, count: str) -> None:
+    path = Path(root)
+    seconds = _op_seconds(path)
+    done = [
+        op
+        for op in sorted(seconds, key=lambda op: (seconds[op], op))
+        if (path / op / "op.complete").is_file() and not (path / op / "own_dtypes.txt").exists()
+    ]
+    for op in done[: int(count)]:
+        identity = path / op / "r1_A" / "run_identity.json"
+        if identity.is_file():
+            print("\n".join(json.loads(identity.read_text())["test_nodes"]))
+
+
 def _batch_totals(root: Path) -> tuple[float, float] | None:
     """The side workers' wall and timed seconds over every session of the screen: each batch
     line of progress.log (a batch measured again on resume rewrites its cost.json), else the
@@ -280,6 +298,8 @@ def main(argv: list[str]) -> int:
         cmd_nodes()
     elif command == "screen" and 1 <= len(args) <= 2:
         cmd_screen(*args)
+    elif command == "cheapest" and len(args) == 2 and args[1].isdigit():
+        cmd_cheapest(*args)
     elif command == "identity" and len(args) == 4:
         cmd_identity(*args)
     else:

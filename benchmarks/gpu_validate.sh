@@ -29,7 +29,8 @@
 #                seed stage when it is missing
 #   --pack       at the end, DIR.tgz of everything but the Triton and FlagGems code caches
 #
-# Stages, in the order given (all: every stage but sample). Cost on one H200 (FlagGems v5.3.4):
+# Stages, in the order given (all: every stage but scale, cards and sample). Cost on one H200
+# (FlagGems v5.3.4):
 #   env       cards, versions, the zlbench options pytest sees (always run first; seconds)
 #   seed      record the LibTuner seed: abs, mul, sum, fft, mm at --level core (~4.5 min)
 #   record    LibTuner record/replay (abs, mul, mm fp16) and plain triton.autotune record/replay
@@ -81,6 +82,12 @@
 #             SCALE_RECORD_TIMEOUT --zl-record-timeout (900 s: tuning); SCALE_RESUME=1
 #             continues a scale screen that an earlier run of this stage into the same -o folder
 #             left cut (--zl-resume)
+#   cards     one card against all of them: the scale screen's settings (RLC_ENHANCE=1, the smoke
+#             shapes, no seed) over the test functions listed in the file CARDS_OPS, one batch per
+#             card (CARDS_BATCH, 100 operators), first on card 0 alone, then with -n <cards>
+#             --zl-devices=0,..., which splits the operators by the side-worker seconds the first
+#             run recorded (their pytest cache, DIR/cards/cache); CARDS_RUNS ("one all") picks the
+#             runs, so that a later call may run "all" into the same -o folder
 #   capture   capture fallbacks (nonzero, unique), a capture that breaks cuSOLVER
 #             (linalg_eigvals), ops/no_capture.yaml (cholesky_solve, cholesky_solve_out), cold
 #             cache, the random generator after a failed capture, a fatal device error (~5 min)
@@ -112,9 +119,9 @@ while [ $# -gt 0 ]; do
     --seed) [ $# -ge 2 ] || die "--seed needs a folder"; SEED=$2; shift 2 ;;
     --pack) PACK=1; shift ;;
     all) STAGES+=(seed record noise capnoise placement oneproc timers caliber ab aa refuse aa3 mma rlc crash cost capture xdist kill); shift ;;
-    env|seed|record|noise|capnoise|placement|oneproc|timers|caliber|ab|aa|refuse|aa3|mma|rlc|crash|cost|scale|capture|xdist|kill|sample)
+    env|seed|record|noise|capnoise|placement|oneproc|timers|caliber|ab|aa|refuse|aa3|mma|rlc|crash|cost|scale|cards|capture|xdist|kill|sample)
       STAGES+=("$1"); shift ;;
-    *) die "unknown argument '$1' (stages: env seed record noise capnoise placement oneproc timers caliber ab aa refuse aa3 mma rlc crash cost scale capture xdist kill sample all)" ;;
+    *) die "unknown argument '$1' (stages: env seed record noise capnoise placement oneproc timers caliber ab aa refuse aa3 mma rlc crash cost scale cards capture xdist kill sample all)" ;;
   esac
 done
 [ ${#STAGES[@]} -gt 0 ] || die "name at least one stage (see the head of $0)"
@@ -523,6 +530,40 @@ stage_scale() {
     --zl-out="$c/screen" > "$O/$log.log" 2>&1
   echo "$log: rc=$? $(( $(date +%s) - t0 )) s: $(tail -n 1 "$O/$log.log")"
   $PY "$BENCH/gpu_validate.py" screen "$c/screen" "$(( $(date +%s) - t0 ))"
+}
+
+stage_cards() {
+  step "cards: one card against $CARDS, RLC_ENHANCE=1 over the functions of ${CARDS_OPS:-}"
+  [ -f "${CARDS_OPS:-}" ] || { echo "cards: CARDS_OPS names no file of test functions"; return; }
+  local c=$O/cards run devices
+  mkdir -p "$c"
+  for run in ${CARDS_RUNS:-one all}; do
+    [ ! -e "$c/$run" ] || { echo "cards: $c/$run exists; choose another -o"; continue; }
+    local cards=()
+    case $run in
+      one) cards=(--zl-devices=0) ;;
+      all) [ "$CARDS" -ge 2 ] || { echo "cards: one card; -n needs two"; continue; }
+        devices=$(seq -s, 0 $(( CARDS - 1 )))
+        cards=(-n "$CARDS" --zl-devices="$devices") ;;
+      *) echo "cards: unknown run '$run' (one, all)"; continue ;;
+    esac
+    local t0 s; t0=$(date +%s)
+    s=$(limit) || return
+    # BASE but its -p no:cacheprovider: the split reads the cache the first run wrote
+    timeout -s INT -k 30 "$s" $PY -m pytest $(cat "$CARDS_OPS") --level core -q -rfEs \
+      -o cache_dir="$c/cache" ${DTYPES:+--dtypes "$DTYPES"} --shape_file="$SMOKE" \
+      --zl-ab=RLC_ENHANCE=1 --zl-rounds=3 --zl-timeout="${SCALE_TIMEOUT:-300}" \
+      --zl-record-timeout="${SCALE_RECORD_TIMEOUT:-900}" --zl-batch-size="${CARDS_BATCH:-100}" \
+      "${cards[@]}" ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"} --zl-out="$c/$run" > "$c/$run.log" 2>&1
+    local rc=$? wall=$(( $(date +%s) - t0 ))
+    echo "cards/$run: rc=$rc $wall s: $(tail -n 1 "$c/$run.log")"
+    echo "$wall" > "$c/$run.wall"
+    $PY "$BENCH/gpu_validate.py" screen "$c/$run" "$wall"
+  done
+  if [ -f "$c/one.wall" ] && [ -f "$c/all.wall" ]; then
+    echo "cards: one card $(cat "$c/one.wall") s, $CARDS cards $(cat "$c/all.wall") s:" \
+      "x$($PY -c "print(f'{$(cat "$c/one.wall") / $(cat "$c/all.wall"):.2f}')")"
+  fi
 }
 
 stage_capture() {

@@ -73,3 +73,35 @@ def test_the_summary_gives_the_screens_balanced_median_beside_the_plain_one(
         "  kernel timer, rows < 10 us: 1, median 0.800% worst 0.800%; balanced 0.025%, 0.025%"
         in out
     )
+
+
+def test_cheapest_lists_the_test_functions_of_the_least_busy_complete_operators(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cards stage's list: the complete operators by their side-worker seconds over every
+    pass; one measured on its own dtypes (another batch, other start-ups) and an unfinished one
+    left out."""
+    (tmp_path / "progress.log").write_text(
+        "[zlbench     9.0s] mv record: ok (9.0s) [operator 1 of 4, recording pass; 9s elapsed]\n"
+        "[zlbench     9.5s] abs record: ok (0.5s) [operator 2 of 4, recording pass; 9s elapsed]\n"
+        "[zlbench    10.0s] fft record: ok (0.2s) [operator 3 of 4, recording pass; 10s elapsed]\n"
+        "[zlbench    10.1s] cat record: ok (0.1s) [operator 4 of 4, recording pass; 10s elapsed]\n"
+        "[zlbench    20.0s] abs r1: A ok, B ok (4.0s) [operator 1 of 4, round 1 of 3; 20s]\n"
+        "[zlbench    22.0s] mv r1: A ok, B ok (2.0s) [operator 2 of 4, round 1 of 3; 22s]\n"
+    )
+    nodes = {"mv": ["t_mv.py::test_mv"], "abs": ["t_abs.py::test_abs", "t_abs.py::test_abs_"]}
+    for op in ("mv", "abs", "fft", "cat"):
+        identity = tmp_path / op / "r1_A" / "run_identity.json"
+        identity.parent.mkdir(parents=True)
+        identity.write_text(json.dumps({"test_nodes": nodes.get(op, [f"t_{op}.py::test_{op}"])}))
+        if op != "cat":
+            (tmp_path / op / "op.complete").touch()
+    (tmp_path / "fft" / "own_dtypes.txt").write_text("complex64\n")
+    assert gpu_validate.main(["cheapest", str(tmp_path), "5"]) == 0
+    assert capsys.readouterr().out.split() == [
+        "t_abs.py::test_abs",
+        "t_abs.py::test_abs_",
+        "t_mv.py::test_mv",
+    ]
+    assert gpu_validate.main(["cheapest", str(tmp_path), "1"]) == 0
+    assert capsys.readouterr().out.split() == ["t_abs.py::test_abs", "t_abs.py::test_abs_"]

@@ -1,6 +1,6 @@
-"""``benchmarks/gpu_validate.sh``'s cost stage, run against a stand-in Python that records each
-command and makes each ``--zl-out`` folder: which test functions it screens, and how
-``COST_RESUME=1`` continues a cut run."""
+"""``benchmarks/gpu_validate.sh``'s cost and cards stages, run against a stand-in Python that
+records each command and makes each ``--zl-out`` folder: which test functions they screen, how
+``COST_RESUME=1`` continues a cut run, and how the cards stage compares one card with all."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ STUB = """#!/usr/bin/env bash
 # its arguments and makes its --zl-out folder (a complete run when STUB_COMPLETE=1)
 echo "$*" >> "$STUB_CALLS"
 if [ "$1" = -c ]; then
-  case "$2" in *SHAPES_DIR*) echo /x/smoke.yaml ;; *device_count*) echo 1 ;; *) echo stub ;; esac
+  case "$2" in
+    *SHAPES_DIR*) echo /x/smoke.yaml ;; *device_count*) echo "${STUB_CARDS:-1}" ;; *) echo stub ;;
+  esac
   exit 0
 fi
 for a in "$@"; do
@@ -29,8 +31,8 @@ echo "1 passed"
 """
 
 
-def run_cost(tmp_path: Path, **env: str) -> list[list[str]]:
-    """The cost stage into ``tmp_path/V``; the pytest commands it ran, as argument lists."""
+def run_cost(tmp_path: Path, stage: str = "cost", **env: str) -> list[list[str]]:
+    """``stage`` into ``tmp_path/V``; the pytest commands it ran, as argument lists."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     stub = tmp_path / "py"
     stub.write_text(STUB)
@@ -48,7 +50,7 @@ def run_cost(tmp_path: Path, **env: str) -> list[list[str]]:
         **env,
     }
     done = subprocess.run(
-        ["bash", str(SCRIPT), "-o", str(tmp_path / "V"), "cost"],
+        ["bash", str(SCRIPT), "-o", str(tmp_path / "V"), stage],
         cwd=checkout,
         env=environ,
         capture_output=True,
@@ -103,3 +105,37 @@ def test_a_run_with_less_than_20_s_left_of_the_deadline_is_not_started(tmp_path:
     assert "seed: not started (DEADLINE)" in log
     runs = run_cost(tmp_path / "ahead", DEADLINE=str(int(time.time()) + 600), **env)
     assert [out_of(r) for r in runs] == ["seed", "aa_one-process", "aa_one-process_own"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+def test_the_cards_stage_runs_one_card_then_all_on_the_cache_of_the_first(tmp_path: Path) -> None:
+    """The same functions on card 0 alone, then over both cards under xdist; both keep pytest's
+    cache in one folder (the second splits the operators by the costs the first recorded)."""
+    functions = tmp_path / "F"
+    functions.write_text("benchmark/test_abs.py::test_abs\nbenchmark/test_mul.py::test_mul\n")
+    runs = run_cost(tmp_path, "cards", CARDS_OPS=str(functions), STUB_CARDS="2")
+    assert [out_of(r) for r in runs] == ["one", "all"]
+    one, both = runs
+    for args in runs:
+        assert [a for a in args if a.startswith("benchmark/")] == [
+            "benchmark/test_abs.py::test_abs",
+            "benchmark/test_mul.py::test_mul",
+        ]
+        assert "no:cacheprovider" not in args
+        assert f"cache_dir={tmp_path}/V/cards/cache" in args
+        assert "--zl-ab=RLC_ENHANCE=1" in args
+    assert "--zl-devices=0" in one
+    assert "-n" not in one
+    assert both[both.index("-n") + 1] == "2"
+    assert "--zl-devices=0,1" in both
+    log = (tmp_path / "V" / "validate.log").read_text()
+    assert "cards: one card" in log
+    assert "2 cards" in log
+    # the two runs as two calls into one folder; a run whose folder exists is refused
+    env = {"CARDS_OPS": str(functions), "STUB_CARDS": "2"}
+    split = tmp_path / "split"
+    assert [out_of(r) for r in run_cost(split, "cards", CARDS_RUNS="one", **env)] == ["one"]
+    assert [out_of(r) for r in run_cost(split, "cards", CARDS_RUNS="all", **env)] == ["all"]
+    assert run_cost(split, "cards", CARDS_RUNS="all", **env) == []
+    # one card has no second run
+    assert run_cost(tmp_path / "single", "cards", CARDS_OPS=str(functions), CARDS_RUNS="all") == []
