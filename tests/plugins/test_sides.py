@@ -131,6 +131,15 @@ def test_dies(zl_bench, n):
         os._exit(3)
 """
 
+#: an operator of twelve shapes (with two rounds, enough deltas for a noise floor)
+WIDE = """
+
+@pytest.mark.zl_op("wide")
+@pytest.mark.parametrize("n", range(12))
+def test_wide(zl_bench, n):
+    zl_bench(lambda: busy(20 + n), op="wide", dtype="int", shape=str(n))
+"""
+
 #: an operator busy for a while (the heartbeat)
 SLOW = """
 
@@ -1303,3 +1312,43 @@ def test_a_resumed_operator_whose_recording_is_made_again_starts_from_round_1(
 def lines_of(root: Path) -> list[str]:
     """The operators of ``root`` (their directories)."""
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def test_each_operators_plot_is_drawn_once_at_the_end_of_the_screen(
+    suite: pytest.Pytester,
+) -> None:
+    """An operator's plot shows its judged result, which only the screen's end knows (one noise
+    floor for all): drawn when its item ended too, every plot was drawn twice (on the H200, 60
+    operators spent about 10 s of their screen's last 16 s drawing)."""
+    suite.makeconftest(
+        CONFTEST
+        + """
+
+import pytest_zlbench.adapters.plot as _plot
+
+_save_svg = _plot._save_svg
+
+
+def _counted(fig, path, description=None):
+    with open(os.environ["PLOT_LOG"], "a") as handle:
+        handle.write(f"{path.parent.name}/{path.name}\\n")
+    _save_svg(fig, path, description)
+
+
+_plot._save_svg = _counted
+"""
+    )
+    # enough shapes for a noise floor, which every operator is then judged against
+    suite.makepyfile(test_ops=TESTS + WIDE)
+    log = suite.path / "plots.log"
+    os.environ["PLOT_LOG"] = str(log)
+    try:
+        result, root, _ = screen(suite, "lockstep", "--zl-rounds=2")  # an A/A control
+    finally:
+        del os.environ["PLOT_LOG"]
+    assert result.ret == 0, result.stdout.str()
+    assert "too few" not in result.stdout.str()
+    drawn = [line for line in log.read_text().splitlines() if line.endswith("/delta.svg")]
+    plotted = sorted(p.parent.name for p in root.glob("*/delta.svg"))
+    assert plotted == ["abs", "gemm", "relu", "steady", "wide"]
+    assert sorted(drawn) == [f"{op}/delta.svg" for op in plotted]

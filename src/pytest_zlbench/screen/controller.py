@@ -191,7 +191,8 @@ class AbController:
             self._measure_or_fall_back(item, op_dir)
             pass_ended(op_dir)
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-        write_op_result(op_dir, result)
+        # its plot shows the judged result, known at the session's end (``judge``): drawn there
+        write_op_result(op_dir, result, plot=False)
         item.caliber_lines = problems  # the controller prints them and sets the exit status
         for problem in problems:
             self.progress(problem, terminal=False)
