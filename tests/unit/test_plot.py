@@ -202,3 +202,74 @@ def test_a_result_written_without_its_plot_removes_a_plot_of_another(tmp_path: P
     assert (op_dir / plot.PLOT_FILE).is_file()  # it still shows this result
     write_op_result(op_dir, result(screening.NO_IR_DIFF), plot=False)
     assert not (op_dir / plot.PLOT_FILE).exists()
+
+
+def _op_dirs(tmp_path: Path, count: int) -> list[tuple[Path, screening.OpResult]]:
+    """``count`` operator directories, each with the ``ab.json`` of its result."""
+    from pytest_zlbench.screen.results import write_op_result
+
+    out = []
+    for k in range(count):
+        op_dir = tmp_path / f"op{k}"
+        op_dir.mkdir()
+        res = result(op=f"op{k}")
+        write_op_result(op_dir, res, plot=False)
+        out.append((op_dir, res))
+    return out
+
+
+def test_many_plots_are_drawn_in_a_few_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    import subprocess
+
+    from pytest_zlbench.screen import results
+
+    plots = _op_dirs(tmp_path, 6)
+    monkeypatch.setattr(results, "PLOTS_PER_PROCESS", 3)
+    monkeypatch.setattr(results.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    commands: list[list[str]] = []
+    popen = subprocess.Popen
+
+    def recorded(command: list[str], **kw: Any) -> Any:
+        commands.append(command)
+        return popen(command, **kw)
+
+    monkeypatch.setattr(results.subprocess, "Popen", recorded)
+    drawn: list[str] = []
+    monkeypatch.setattr(results, "draw_op_plot", lambda d, r: drawn.append(d.name))
+    results.draw_op_plots(plots)
+    assert [c[1:3] for c in commands] == [["-m", "pytest_zlbench.adapters.plot"]] * 2
+    assert sorted(a for c in commands for a in c[3:]) == sorted(str(d) for d, _ in plots)
+    for op_dir, res in plots:  # drawn there, from ab.json, as this process would have
+        assert plot.shows(op_dir / plot.PLOT_FILE, res)
+    assert drawn == [d.name for d, _ in plots]  # each checked here after (it stands: shown)
+
+
+def test_a_plot_the_processes_did_not_draw_is_drawn_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    from pytest_zlbench.screen import results
+
+    plots = _op_dirs(tmp_path, 4)
+    (plots[0][0] / "ab.json").unlink()  # its process cannot read it
+    monkeypatch.setattr(results, "PLOTS_PER_PROCESS", 2)
+    monkeypatch.setattr(results.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    results.draw_op_plots(plots)
+    for op_dir, res in plots:
+        assert plot.shows(op_dir / plot.PLOT_FILE, res)
+
+
+def test_few_plots_are_drawn_in_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    from pytest_zlbench.screen import results
+
+    plots = _op_dirs(tmp_path, 3)
+    monkeypatch.setattr(results.subprocess, "Popen", None)  # would fail if called
+    results.draw_op_plots(plots)
+    for op_dir, res in plots:
+        assert plot.shows(op_dir / plot.PLOT_FILE, res)

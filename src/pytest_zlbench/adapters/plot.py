@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..contract import AB_FILE
 from ..core import records, screening
 
 PLOT_FILE = "delta.svg"
@@ -285,3 +287,23 @@ def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
     tmp.write_bytes(buffer.getvalue())
     tmp.replace(png)
     return True
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m pytest_zlbench.adapters.plot OP_DIR...``: each operator's plot from its
+    ``ab.json`` (the end of a screen of many operators draws them in a few such processes:
+    ``screen.results.draw_op_plots``). A plot that cannot be drawn is one line on stderr; the
+    caller draws what is missing."""
+    for name in argv:
+        op_dir = Path(name)
+        try:
+            entry = json.loads((op_dir / AB_FILE).read_text(encoding="utf-8"))
+            write(op_dir / PLOT_FILE, entry)
+        except Exception as exc:  # a plot is an extra: one line, and on to the next
+            first = (str(exc).splitlines() or [""])[0]
+            sys.stderr.write(f"zlbench: {op_dir.name}: no plot ({type(exc).__name__}: {first})\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -256,7 +256,7 @@ def reaggregate(
     results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
     try:
         for op_dir, res in results:
-            write_op_result(op_dir, res)
+            write_op_result(op_dir, res, plot=False)  # drawn by publish, after the table
     except OSError as exc:
         raise pytest.UsageError(
             f"{words.root} {root}: not writable ({exc.strerror or exc})"
@@ -268,6 +268,6 @@ def reaggregate(
         {**r.to_json(), "status": result.CUT} if d.name in cut else r.to_json() for d, r in results
     ]
     doc = result.document(result.SCREEN, entries, settings=settings, cut=bool(cut))
-    out = publish(root, doc, tw, limit, words.fail_beyond)
+    out = publish(root, doc, tw, limit, words.fail_beyond, replot=results)
     failed = any(r.rounds_failed for d, r in results if d.name not in cut)
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)

@@ -17,7 +17,7 @@ from ..core.gate import Verdict, judge, parse_percent
 from ..core.gate import exit_status as gated
 from ..core.result import RESULT_FILE
 from . import result_file
-from .results import draw_op_plot, read_screen
+from .results import draw_op_plots, read_screen
 
 
 @dataclass
@@ -60,8 +60,7 @@ def finish(
     if write_doc:
         result_file.write_document(root, doc)
     tsv = result_file.write_views(root, doc)
-    for op_dir, op_result in replot:
-        draw_op_plot(op_dir, op_result)
+    draw_op_plots(replot)
     files = result_file.write_report(root, doc)
     verdict = judge(doc, limit, option) if limit is not None else None
     return Outputs(root, doc, tsv, verdict, files)
@@ -88,11 +87,12 @@ def publish(
     tw: Any,
     limit: float | None,
     option: str = "--zl-fail-beyond",
+    replot: Sequence[tuple[Path, screening.OpResult]] = (),
 ) -> Outputs:
     """:func:`finish`, then the table read back from ``screen.tsv`` and the lines under it."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        out = finish(root, doc, limit, option=option)
+        out = finish(root, doc, limit, option=option, replot=replot)
     except OSError as exc:
         raise pytest.UsageError(f"{root}: not writable ({exc.strerror})") from None
     tw.sep("=", "zlbench screen")

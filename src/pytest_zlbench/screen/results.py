@@ -3,7 +3,10 @@ screen's one line per operator (``screen.tsv``) written, read back and shown."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -171,6 +174,55 @@ def draw_op_plot(op_dir: Path, result: screening.OpResult) -> None:
     except Exception as exc:  # a plot is an extra: it never costs a screen its results
         first = (str(exc).splitlines() or [""])[0]
         sys.stderr.write(f"zlbench: {result.op}: no plot ({type(exc).__name__}: {first})\n")
+
+
+#: the end of a screen draws its plots in other processes once each gets at least this many
+#: (a process spends about a second importing matplotlib; a plot 0.1–0.4 s, nearly all of it
+#: matplotlib's text layout, so a thousand operators' plots took minutes in one process)
+PLOTS_PER_PROCESS = 16
+#: at most this many such processes
+PLOT_PROCESSES = 8
+
+
+def draw_op_plots(plots: Sequence[tuple[Path, screening.OpResult]]) -> None:
+    """Each operator's plot (``draw_op_plot``) of ``plots`` (operator directories whose
+    ``ab.json`` holds the result beside each): many of them in up to :data:`PLOT_PROCESSES`
+    processes at once (``python -m pytest_zlbench.adapters.plot``), then here any plot that does
+    not show its result yet (one those processes did not draw: ``adapters.plot.write`` keeps a
+    plot that shows it)."""
+    from ..adapters import plot as plots_module
+
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        cpus = os.cpu_count() or 1
+    count = min(PLOT_PROCESSES, cpus, len(plots) // PLOTS_PER_PROCESS)
+    if count >= 2 and plots_module.available():
+        _draw_in_processes([op_dir for op_dir, _ in plots], count)
+    for op_dir, result in plots:
+        draw_op_plot(op_dir, result)
+
+
+def _draw_in_processes(op_dirs: Sequence[Path], count: int) -> None:
+    """Draw the plots of ``op_dirs`` from their ``ab.json`` in ``count`` processes and wait for
+    them (a minute and a second per plot at most); none outlives this call."""
+    chunks = [op_dirs[k::count] for k in range(count)]
+    module = "pytest_zlbench.adapters.plot"
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for chunk in chunks:
+            command = [sys.executable, "-m", module, *map(str, chunk)]
+            started.append(subprocess.Popen(command, stdin=subprocess.DEVNULL))
+        deadline = time.monotonic() + 60.0 + max(len(chunk) for chunk in chunks)
+        for process in started:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except (OSError, subprocess.TimeoutExpired):
+        pass  # what they did not draw is drawn in this process
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def failure_of(run_dir: Path) -> str | None:
