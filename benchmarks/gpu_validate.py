@@ -160,15 +160,17 @@ def _op_seconds(root: Path) -> dict[str, float]:
 def cmd_cheapest(root: str, count: str) -> None:
     path = Path(root)
     seconds = _op_seconds(path)
-    done = [
-        op
-        for op in sorted(seconds, key=lambda op: (seconds[op], op))
-        if (path / op / "op.complete").is_file() and not (path / op / "own_dtypes.txt").exists()
-    ]
-    for op in done[: int(count)]:
+    listed = 0
+    for op in sorted(seconds, key=lambda op: (seconds[op], op)):
+        if listed == int(count):
+            break
         identity = path / op / "r1_A" / "run_identity.json"
-        if identity.is_file():
-            print("\n".join(json.loads(identity.read_text())["test_nodes"]))
+        if not (path / op / "op.complete").is_file() or (path / op / "own_dtypes.txt").exists():
+            continue
+        nodes = json.loads(identity.read_text()).get("test_nodes") if identity.is_file() else None
+        if nodes:
+            print("\n".join(nodes))
+            listed += 1
 
 
 def _batch_totals(root: Path) -> tuple[float, float] | None:

@@ -12,7 +12,8 @@
 # those apart on their own dtypes (a screen would measure them after its batch, in side workers
 # of their own);
 # SCREEN_MODES (lockstep) the screen modes aa3 and cost run, e.g. "lockstep one-process process";
-# ZL_TIMER (e.g. kernel) the --zl-timer of every screen (aa3, mma, rlc, crash, cost, scale).
+# ZL_TIMER (e.g. kernel) the --zl-timer of every screen (aa3, mma, rlc, crash, cost, scale and
+# cards).
 # SHARED_INPUTS=1 adds --zl-shared-inputs to those screens (lockstep only).
 # SCREEN_ARGS: more options for those screens, split on spaces (e.g. "--zl-graph-budget-ms=200":
 # every graph of a microsecond op then holds the 2000 calls a graph holds at most).
@@ -87,7 +88,8 @@
 #             card (CARDS_BATCH, 100 operators), first on card 0 alone, then with -n <cards>
 #             --zl-devices=0,..., which splits the operators by the side-worker seconds the first
 #             run recorded (their pytest cache, DIR/cards/cache); CARDS_RUNS ("one all") picks the
-#             runs, so that a later call may run "all" into the same -o folder
+#             runs, so that a later call may run "all" into the same -o folder; SCALE_TIMEOUT and
+#             SCALE_RECORD_TIMEOUT as for scale
 #   capture   capture fallbacks (nonzero, unique), a capture that breaks cuSOLVER
 #             (linalg_eigvals), ops/no_capture.yaml (cholesky_solve, cholesky_solve_out), cold
 #             cache, the random generator after a failed capture, a fatal device error (~5 min)
@@ -543,6 +545,7 @@ stage_cards() {
     case $run in
       one) cards=(--zl-devices=0) ;;
       all) [ "$CARDS" -ge 2 ] || { echo "cards: one card; -n needs two"; continue; }
+        [ -d "$c/cache" ] || echo "cards: no run on one card before: the cards split by test count"
         devices=$(seq -s, 0 $(( CARDS - 1 )))
         cards=(-n "$CARDS" --zl-devices="$devices") ;;
       *) echo "cards: unknown run '$run' (one, all)"; continue ;;
@@ -557,12 +560,12 @@ stage_cards() {
       "${cards[@]}" ${SCREEN_TIMER[@]+"${SCREEN_TIMER[@]}"} --zl-out="$c/$run" > "$c/$run.log" 2>&1
     local rc=$? wall=$(( $(date +%s) - t0 ))
     echo "cards/$run: rc=$rc $wall s: $(tail -n 1 "$c/$run.log")"
-    echo "$wall" > "$c/$run.wall"
+    [ "$rc" != 0 ] || echo "$wall" > "$c/$run.wall"  # a cut or failed run has no wall to compare
     $PY "$BENCH/gpu_validate.py" screen "$c/$run" "$wall"
   done
-  if [ -f "$c/one.wall" ] && [ -f "$c/all.wall" ]; then
-    echo "cards: one card $(cat "$c/one.wall") s, $CARDS cards $(cat "$c/all.wall") s:" \
-      "x$($PY -c "print(f'{$(cat "$c/one.wall") / $(cat "$c/all.wall"):.2f}')")"
+  if [ -s "$c/one.wall" ] && [ -s "$c/all.wall" ]; then
+    local one all; one=$(cat "$c/one.wall"); all=$(cat "$c/all.wall")
+    echo "cards: one card $one s, $CARDS cards $all s: x$($PY -c "print(f'{$one / max($all, 1):.2f}')")"
   fi
 }
 

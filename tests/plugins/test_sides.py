@@ -1315,11 +1315,10 @@ def lines_of(root: Path) -> list[str]:
 
 
 def test_each_operators_plot_is_drawn_once_at_the_end_of_the_screen(
-    suite: pytest.Pytester,
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An operator's plot shows its judged result, which only the screen's end knows (one noise
-    floor for all): drawn when its item ended too, every plot was drawn twice (on the H200, 60
-    operators spent about 10 s of their screen's last 16 s drawing)."""
+    floor for all): drawn when its item ends too, it would be drawn twice."""
     suite.makeconftest(
         CONFTEST
         + """
@@ -1341,11 +1340,8 @@ _plot._save_svg = _counted
     # enough shapes for a noise floor, which every operator is then judged against
     suite.makepyfile(test_ops=TESTS + WIDE)
     log = suite.path / "plots.log"
-    os.environ["PLOT_LOG"] = str(log)
-    try:
-        result, root, _ = screen(suite, "lockstep", "--zl-rounds=2")  # an A/A control
-    finally:
-        del os.environ["PLOT_LOG"]
+    monkeypatch.setenv("PLOT_LOG", str(log))
+    result, root, _ = screen(suite, "lockstep", "--zl-rounds=2")  # an A/A control
     assert result.ret == 0, result.stdout.str()
     assert "too few" not in result.stdout.str()
     drawn = [line for line in log.read_text().splitlines() if line.endswith("/delta.svg")]

@@ -28,6 +28,7 @@ for a in "$@"; do
     [ "${STUB_COMPLETE:-0}" = 1 ] && touch "$d/.complete" ;; esac
 done
 echo "1 passed"
+exit "${STUB_RC:-0}"
 """
 
 
@@ -129,13 +130,19 @@ def test_the_cards_stage_runs_one_card_then_all_on_the_cache_of_the_first(tmp_pa
     assert both[both.index("-n") + 1] == "2"
     assert "--zl-devices=0,1" in both
     log = (tmp_path / "V" / "validate.log").read_text()
-    assert "cards: one card" in log
-    assert "2 cards" in log
+    assert "2 cards 0 s: x" in log  # the ratio (the stand-in takes no time)
     # the two runs as two calls into one folder; a run whose folder exists is refused
     env = {"CARDS_OPS": str(functions), "STUB_CARDS": "2"}
     split = tmp_path / "split"
     assert [out_of(r) for r in run_cost(split, "cards", CARDS_RUNS="one", **env)] == ["one"]
     assert [out_of(r) for r in run_cost(split, "cards", CARDS_RUNS="all", **env)] == ["all"]
     assert run_cost(split, "cards", CARDS_RUNS="all", **env) == []
+    # a run cut by its limit (or failed) gives no wall time to compare
+    cut = tmp_path / "cut"
+    run_cost(cut, "cards", CARDS_RUNS="one", **env)
+    run_cost(cut, "cards", CARDS_RUNS="all", STUB_RC="124", **env)
+    cut_log = (cut / "V" / "validate.log").read_text()
+    assert "cards/all: rc=124" in cut_log
+    assert " s: x" not in cut_log  # no ratio
     # one card has no second run
     assert run_cost(tmp_path / "single", "cards", CARDS_OPS=str(functions), CARDS_RUNS="all") == []

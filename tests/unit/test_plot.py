@@ -257,9 +257,30 @@ def test_a_plot_the_processes_did_not_draw_is_drawn_here(
     (plots[0][0] / "ab.json").unlink()  # its process cannot read it
     monkeypatch.setattr(results, "PLOTS_PER_PROCESS", 2)
     monkeypatch.setattr(results.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    here: list[str] = []
+    save = plot._save_svg
+    monkeypatch.setattr(
+        plot, "_save_svg", lambda f, p, d=None: (here.append(p.parent.name), save(f, p, d))
+    )
     results.draw_op_plots(plots)
     for op_dir, res in plots:
         assert plot.shows(op_dir / plot.PLOT_FILE, res)
+    assert here == ["op0"]  # the others by the processes
+
+
+def test_plots_that_show_their_results_start_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    from pytest_zlbench.screen import results
+
+    plots = _op_dirs(tmp_path, 4)
+    for op_dir, res in plots:
+        plot.write(op_dir / plot.PLOT_FILE, res)
+    monkeypatch.setattr(results, "PLOTS_PER_PROCESS", 2)
+    monkeypatch.setattr(results.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(results.subprocess, "Popen", None)  # would fail if called
+    results.draw_op_plots(plots)  # a second report of the same root
 
 
 def test_few_plots_are_drawn_in_this_process(

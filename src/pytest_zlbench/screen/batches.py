@@ -140,9 +140,9 @@ def _refused_dtypes(self: AbController, workers: SideWorkers) -> list[OpItem]:
 
 
 def _complete(self: AbController, op_dir: Path) -> None:
-    """An operator whose verdict can no longer change: its ``ab.json`` (the plot waits for
-    ``run_op``), then complete, so that a cut keeps it for --zl-resume and
-    ``screen_result.json`` reads it without aggregating it again."""
+    """An operator whose verdict can no longer change: its ``ab.json`` (the plot waits for the
+    session's end, ``AbController.judge``), then complete, so that a cut keeps it for
+    --zl-resume and ``screen_result.json`` reads it without aggregating it again."""
     result, _ = aggregate_op_dir(op_dir, allow=self.settings.allow_caliber_mismatch)
     write_op_result(op_dir, result, plot=False)
     mark_done(op_dir)

@@ -186,38 +186,56 @@ PLOT_PROCESSES = 8
 
 def draw_op_plots(plots: Sequence[tuple[Path, screening.OpResult]]) -> None:
     """Each operator's plot (``draw_op_plot``) of ``plots`` (operator directories whose
-    ``ab.json`` holds the result beside each): many of them in up to :data:`PLOT_PROCESSES`
-    processes at once (``python -m pytest_zlbench.adapters.plot``), then here any plot that does
-    not show its result yet (one those processes did not draw: ``adapters.plot.write`` keeps a
-    plot that shows it)."""
+    ``ab.json`` holds the result beside each): when many are to be drawn, first in up to
+    :data:`PLOT_PROCESSES` processes at once (``python -m pytest_zlbench.adapters.plot``), then
+    here every plot that does not show its result yet (those processes say nothing: what they
+    did not draw is drawn, or its failure told, here)."""
     from ..adapters import plot as plots_module
 
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on every platform
         cpus = os.cpu_count() or 1
-    count = min(PLOT_PROCESSES, cpus, len(plots) // PLOTS_PER_PROCESS)
+    todo = [
+        op_dir
+        for op_dir, result in plots
+        if not plots_module.shows(op_dir / plots_module.PLOT_FILE, result)
+    ]
+    count = min(PLOT_PROCESSES, cpus, len(todo) // PLOTS_PER_PROCESS)
     if count >= 2 and plots_module.available():
-        _draw_in_processes([op_dir for op_dir, _ in plots], count)
+        _draw_in_processes(todo, count)
     for op_dir, result in plots:
         draw_op_plot(op_dir, result)
 
 
 def _draw_in_processes(op_dirs: Sequence[Path], count: int) -> None:
     """Draw the plots of ``op_dirs`` from their ``ab.json`` in ``count`` processes and wait for
-    them (a minute and a second per plot at most); none outlives this call."""
+    them (a minute and a second per plot at most); none outlives this call, nor this process
+    (``lifeline``)."""
+    from .. import lifeline
+
     chunks = [op_dirs[k::count] for k in range(count)]
     module = "pytest_zlbench.adapters.plot"
     started: list[subprocess.Popen[bytes]] = []
     try:
         for chunk in chunks:
-            command = [sys.executable, "-m", module, *map(str, chunk)]
-            started.append(subprocess.Popen(command, stdin=subprocess.DEVNULL))
+            try:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", module, *map(str, chunk)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,  # a Ctrl-C reaches the session, which stops them
+                    preexec_fn=lifeline.preexec(),
+                )
+            except OSError:
+                break  # the chunks not started are drawn here
+            started.append(process)
         deadline = time.monotonic() + 60.0 + max(len(chunk) for chunk in chunks)
         for process in started:
             process.wait(timeout=max(0.1, deadline - time.monotonic()))
-    except (OSError, subprocess.TimeoutExpired):
-        pass  # what they did not draw is drawn in this process
+    except subprocess.TimeoutExpired:
+        pass  # what they did not draw is drawn here
     finally:
         for process in started:
             if process.poll() is None:
