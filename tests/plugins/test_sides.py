@@ -1348,3 +1348,28 @@ _plot._save_svg = _counted
     plotted = sorted(p.parent.name for p in root.glob("*/delta.svg"))
     assert plotted == ["abs", "gemm", "relu", "steady", "wide"]
     assert sorted(drawn) == [f"{op}/delta.svg" for op in plotted]
+
+
+def test_a_lone_xdist_worker_killed_is_replaced_and_the_screen_ends(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under ``-n 1`` each operator is a unit of work of one item, and xdist gave the worker
+    that replaced a killed one a single unit: a worker runs an item only once it holds the next
+    one (or is told to stop), so the screen waited for ever."""
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
+    suite.makepyfile(test_a=STUCK_FIRST, test_ops=TESTS)
+    once = suite.path / "kill.once"
+    once.write_text("")
+    monkeypatch.setenv("KILL_SIDE", "record")  # stuck's recording worker kills its xdist worker
+    monkeypatch.setenv("KILL_ONCE", str(once))
+    root = suite.path / "lockstep"
+    result = suite.runpytest_subprocess(
+        "--zl-backend=sim", "-p", "no:cacheprovider", *NO_HYPOTHESIS, f"--zl-out={root}",
+        "--zl-screen-mode=lockstep", SWITCH, "-n", "1", timeout=120,
+    )  # fmt: skip
+    out = "\n".join(result.outlines + result.errlines)
+    assert not once.exists()  # the xdist worker was killed
+    assert "replacing crashed worker gw0" in out
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out  # stuck's item: its worker crashed
+    done = sorted(p.parent.name for p in root.glob("*/op.complete"))
+    assert {"abs", "gemm", "relu", "steady"} <= set(done), (done, out)

@@ -296,13 +296,12 @@ class AbController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        """Side workers: every batch (``...@zl<batch name>`` in its operators' node ids) goes to one
-        xdist worker, whose card its side workers share."""
+        """Side workers: every batch goes to one xdist worker (``screen.scheduling``)."""
         if self.settings.mode == "process":
             return None
-        from xdist.scheduler import LoadGroupScheduling
+        from .scheduling import BatchScheduling
 
-        return LoadGroupScheduling(config, log)
+        return BatchScheduling(config, log)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
