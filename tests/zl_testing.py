@@ -71,12 +71,16 @@ def test_plain():
 
 #: a faster CPU timer for acceptance tests: the default one spends ~60 ms per measurement
 FAST_CPU_TIMER_CONFTEST = """
+import importlib
+
 import pytest
-from pytest_zlbench.adapters import timers
 
 
 @pytest.fixture(autouse=True)
 def _fast_cpu_timer(monkeypatch):
+    # the module this run's timer will come from: an in-process run drops the modules it
+    # imported, while the package keeps its attribute to the dropped one
+    timers = importlib.import_module("pytest_zlbench.adapters.timers")
     init = timers.CpuTimer.__init__
 
     def fast(self, warmup_ms=1.0, rep_ms=2.0, min_samples=5, min_sample_ms=0.05, **kw):
