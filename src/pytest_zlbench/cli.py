@@ -198,12 +198,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """draw each operator's delta.svg of an A/B root (needs matplotlib)
 
     Draw <ROOT>/<op>/delta.svg for every operator with a range, as a screen does; exit status 1
-    when matplotlib is not installed."""
+    when matplotlib is not installed or a plot could not be drawn (one line each)."""
     import importlib.util
 
     from .adapters import plot
     from .contract import ROUND_GLOB
-    from .screen.results import aggregate_op_dir
+    from .screen.results import aggregate_op_dir, draw_in_processes
 
     root = Path(args.root)
     if not root.is_dir():
@@ -235,11 +235,18 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from .core import screening
 
     judged = screening.judge_screen(results, floor)
+    plots = list(zip(op_dirs, judged, strict=True))
+    failed = 0
     try:
-        for op_dir, result in zip(op_dirs, judged, strict=True):
+        if floor is None:  # ab.json holds these results: many plots drawn in a few processes
+            draw_in_processes(plots)
+        for op_dir, result in plots:
             path = op_dir / plot.PLOT_FILE
-            if plot.write(path, result):
+            drawn = plot.draw(path, result, result.op, fatal=(OSError,))
+            if drawn:
                 tw.line(f"zlbench: drew {path}")
+            elif drawn is None:
+                failed += 1  # its line is on stderr
             else:
                 tw.line(f"zlbench: {result.op}: {result.verdict}, no range: no plot")
         doc = result_doc.document(result_doc.SCREEN, [r.to_json() for r in judged])
@@ -247,7 +254,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")
     except OSError as exc:
         raise Usage(f"zlbench plot: {root}: not writable ({exc.strerror or exc})") from None
-    return 0
+    return 1 if failed else 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

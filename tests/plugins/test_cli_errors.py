@@ -213,6 +213,29 @@ def test_plot_without_matplotlib_checks_its_arguments_first(
     assert not list(root.rglob("*.svg"))
 
 
+def test_plot_that_fails_on_one_operator_draws_the_others_and_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plot matplotlib cannot draw (here a ValueError from the drawing) is one line naming
+    its operator and exit status 1; the other operators' plots are drawn, no traceback."""
+    pytest.importorskip("matplotlib")
+    root = synthetic_screen(tmp_path / "screen")
+    write = plot.write
+
+    def failing(path: Path, result: object) -> bool:
+        if path.parent.name == "mm":
+            raise ValueError("no room for the labels\nsecond line")
+        return write(path, result)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plot, "write", failing)
+    rc, out, err = zlbench(capsys, "plot", root)
+    assert rc == 1, (out, err)
+    assert err == ["zlbench: mm: no plot (ValueError: no room for the labels)"]
+    drawn = sorted(p.parent.name for p in root.glob("*/delta.svg"))
+    assert drawn == ["abs"]
+    assert f"zlbench: drew {root / drawn[0] / plot.PLOT_FILE}" in out
+
+
 def test_merge_names_the_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a, _ = two_runs(tmp_path)
     _, error = refused(capsys, "merge", a, "-o", tmp_path / "m")

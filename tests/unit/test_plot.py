@@ -238,7 +238,7 @@ def test_many_plots_are_drawn_in_a_few_processes(
 
     monkeypatch.setattr(results.subprocess, "Popen", recorded)
     drawn: list[str] = []
-    monkeypatch.setattr(results, "draw_op_plot", lambda d, r: drawn.append(d.name))
+    monkeypatch.setattr(plot, "draw", lambda path, r, name: drawn.append(path.parent.name))
     results.draw_op_plots(plots)
     assert [c[1:3] for c in commands] == [["-m", "pytest_zlbench.adapters.plot"]] * 2
     assert sorted(a for c in commands for a in c[3:]) == sorted(str(d) for d, _ in plots)

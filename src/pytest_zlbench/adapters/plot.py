@@ -289,19 +289,43 @@ def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
     return True
 
 
+def no_plot_line(name: str, exc: BaseException) -> str:
+    """The one line that says why ``name``'s plot was not drawn."""
+    first = (str(exc).splitlines() or [""])[0]
+    return f"zlbench: {name}: no plot ({type(exc).__name__}: {first})"
+
+
+def draw(
+    path: Path,
+    result: screening.OpResult | Mapping[str, Any],
+    name: str,
+    fatal: tuple[type[Exception], ...] = (),
+) -> bool | None:
+    """:func:`write`, where a failure (but one of ``fatal``, which propagates) is one line on
+    stderr (:func:`no_plot_line`) and ``None``: a plot is an extra, it never costs a screen its
+    results, nor the other operators their plots."""
+    try:
+        return write(path, result)
+    except fatal:
+        raise
+    except Exception as exc:
+        sys.stderr.write(no_plot_line(name, exc) + "\n")
+        return None
+
+
 def main(argv: Sequence[str]) -> int:
     """``python -m pytest_zlbench.adapters.plot OP_DIR...``: each operator's plot from its
     ``ab.json`` (the end of a screen of many operators draws them in a few such processes:
-    ``screen.results.draw_op_plots``). A plot that cannot be drawn is one line on stderr; the
-    caller draws what is missing."""
+    ``screen.results.draw_in_processes``). A plot that cannot be drawn is one line on stderr;
+    the caller draws what is missing."""
     for name in argv:
         op_dir = Path(name)
         try:
             entry = json.loads((op_dir / AB_FILE).read_text(encoding="utf-8"))
-            write(op_dir / PLOT_FILE, entry)
-        except Exception as exc:  # a plot is an extra: one line, and on to the next
-            first = (str(exc).splitlines() or [""])[0]
-            sys.stderr.write(f"zlbench: {op_dir.name}: no plot ({type(exc).__name__}: {first})\n")
+        except (OSError, ValueError) as exc:
+            sys.stderr.write(no_plot_line(op_dir.name, exc) + "\n")
+            continue
+        draw(op_dir / PLOT_FILE, entry, op_dir.name)
     return 0
 
 

@@ -160,20 +160,9 @@ def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True)
     if not same:
         records.write_atomic(path, text)
     if plot:
-        draw_op_plot(op_dir, result)
+        plots.draw(op_dir / plots.PLOT_FILE, result, result.op)
     elif not plots.shows(op_dir / plots.PLOT_FILE, result):
         (op_dir / plots.PLOT_FILE).unlink(missing_ok=True)
-
-
-def draw_op_plot(op_dir: Path, result: screening.OpResult) -> None:
-    """The operator's plot (``adapters.plot.write``); a failure is one line on stderr."""
-    from ..adapters import plot as plots
-
-    try:
-        plots.write(op_dir / plots.PLOT_FILE, result)
-    except Exception as exc:  # a plot is an extra: it never costs a screen its results
-        first = (str(exc).splitlines() or [""])[0]
-        sys.stderr.write(f"zlbench: {result.op}: no plot ({type(exc).__name__}: {first})\n")
 
 
 #: the end of a screen draws its plots in other processes once each gets at least this many
@@ -185,11 +174,22 @@ PLOT_PROCESSES = 8
 
 
 def draw_op_plots(plots: Sequence[tuple[Path, screening.OpResult]]) -> None:
-    """Each operator's plot (``draw_op_plot``) of ``plots`` (operator directories whose
-    ``ab.json`` holds the result beside each): when many are to be drawn, first in up to
-    :data:`PLOT_PROCESSES` processes at once (``python -m pytest_zlbench.adapters.plot``), then
-    here every plot that does not show its result yet (those processes say nothing: what they
-    did not draw is drawn, or its failure told, here)."""
+    """Each operator's plot of ``plots`` (operator directories whose ``ab.json`` holds the
+    result beside each): when many are to be drawn, first in other processes
+    (:func:`draw_in_processes`), then here every plot that does not show its result yet, a
+    failure told in one line (``adapters.plot.draw``)."""
+    from ..adapters import plot as plots_module
+
+    draw_in_processes(plots)
+    for op_dir, result in plots:
+        plots_module.draw(op_dir / plots_module.PLOT_FILE, result, result.op)
+
+
+def draw_in_processes(plots: Sequence[tuple[Path, screening.OpResult]]) -> None:
+    """With :data:`PLOTS_PER_PROCESS` or more plots of ``plots`` not showing their result, and
+    two CPUs or more, draw them from their ``ab.json`` in up to :data:`PLOT_PROCESSES`
+    processes at once (``python -m pytest_zlbench.adapters.plot``). Those processes say
+    nothing: the caller draws, or tells the failure of, what they did not draw."""
     from ..adapters import plot as plots_module
 
     try:
@@ -204,8 +204,6 @@ def draw_op_plots(plots: Sequence[tuple[Path, screening.OpResult]]) -> None:
     count = min(PLOT_PROCESSES, cpus, len(todo) // PLOTS_PER_PROCESS)
     if count >= 2 and plots_module.available():
         _draw_in_processes(todo, count)
-    for op_dir, result in plots:
-        draw_op_plot(op_dir, result)
 
 
 def _draw_in_processes(op_dirs: Sequence[Path], count: int) -> None:
