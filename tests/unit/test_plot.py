@@ -197,10 +197,10 @@ def test_a_result_written_without_its_plot_removes_a_plot_of_another(tmp_path: P
     op_dir = tmp_path / "mm"
     op_dir.mkdir()
     write_op_result(op_dir, result())
-    assert (op_dir / plot.PLOT_FILE).is_file()
-    write_op_result(op_dir, result(), plot=False)
+    assert plot.draw(op_dir / plot.PLOT_FILE, result(), "mm")
+    write_op_result(op_dir, result())
     assert (op_dir / plot.PLOT_FILE).is_file()  # it still shows this result
-    write_op_result(op_dir, result(screening.NO_IR_DIFF), plot=False)
+    write_op_result(op_dir, result(screening.NO_IR_DIFF))
     assert not (op_dir / plot.PLOT_FILE).exists()
 
 
@@ -213,7 +213,7 @@ def _op_dirs(tmp_path: Path, count: int) -> list[tuple[Path, screening.OpResult]
         op_dir = tmp_path / f"op{k}"
         op_dir.mkdir()
         res = result(op=f"op{k}")
-        write_op_result(op_dir, res, plot=False)
+        write_op_result(op_dir, res)
         out.append((op_dir, res))
     return out
 

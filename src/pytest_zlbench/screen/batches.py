@@ -144,7 +144,7 @@ def _complete(self: AbController, op_dir: Path) -> None:
     session's end, ``AbController.judge``), then complete, so that a cut keeps it for
     --zl-resume and ``screen_result.json`` reads it without aggregating it again."""
     result, _ = aggregate_op_dir(op_dir, allow=self.settings.allow_caliber_mismatch)
-    write_op_result(op_dir, result, plot=False)
+    write_op_result(op_dir, result)
     mark_done(op_dir)
     self.result_update()
 

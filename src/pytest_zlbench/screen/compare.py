@@ -256,7 +256,7 @@ def reaggregate(
     results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
     try:
         for op_dir, res in results:
-            write_op_result(op_dir, res, plot=False)  # drawn by publish, after the table
+            write_op_result(op_dir, res)  # drawn by publish, after the table
     except OSError as exc:
         raise pytest.UsageError(
             f"{words.root} {root}: not writable ({exc.strerror or exc})"

@@ -192,7 +192,7 @@ class AbController:
             pass_ended(op_dir)
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
         # its plot shows the judged result, known at the session's end (``judge``): drawn there
-        write_op_result(op_dir, result, plot=False)
+        write_op_result(op_dir, result)
         item.caliber_lines = problems  # the controller prints them and sets the exit status
         for problem in problems:
             self.progress(problem, terminal=False)
@@ -351,7 +351,7 @@ class AbController:
         results = [aggregate_op_dir(root / op, allow=allow)[0] for op in ops]
         floor = self.control_floor()
         for op, result in zip(ops, screening.judge_screen(results, floor), strict=True):
-            write_op_result(root / op, result, plot=False)
+            write_op_result(root / op, result)
             self.replot.append((root / op, result))  # drawn after the table (finish_screen)
             self.lines[op] = result.to_line()
 

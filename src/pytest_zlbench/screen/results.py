@@ -143,11 +143,10 @@ def read_screen(root: Path) -> list[screening.ScreenLine]:
     return screening.read_screen(path.read_text(encoding="utf-8"), str(path))
 
 
-def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True) -> None:
-    """``ab.json`` (not written again when it holds this result already), and (``plot``) the
-    plot when matplotlib is installed and the result has a range (drawn again only when what it
-    shows changed: ``adapters.plot.write``); without ``plot``, a plot that does not show this
-    result is removed (it is drawn later), so that none contradicts ``ab.json``."""
+def write_op_result(op_dir: Path, result: screening.OpResult) -> None:
+    """``ab.json`` (not written again when it holds this result already); a plot that does not
+    show this result is removed, so that none contradicts ``ab.json`` (the plots are drawn
+    after the screen's table: :func:`draw_op_plots`)."""
     from ..adapters import plot as plots
     from ..core.result import SCHEMA_VERSION
 
@@ -159,9 +158,7 @@ def write_op_result(op_dir: Path, result: screening.OpResult, plot: bool = True)
         same = False
     if not same:
         records.write_atomic(path, text)
-    if plot:
-        plots.draw(op_dir / plots.PLOT_FILE, result, result.op)
-    elif not plots.shows(op_dir / plots.PLOT_FILE, result):
+    if not plots.shows(op_dir / plots.PLOT_FILE, result):
         (op_dir / plots.PLOT_FILE).unlink(missing_ok=True)
 
 
