@@ -255,6 +255,15 @@ def cmd_screen(root: str, wall: str = "") -> None:
             "spread inside one measurement, (p80 - p20) / p50, median over rows and rounds: "
             + ", ".join(f"{who} {statistics.median(v):.2f}% ({len(v)})" for who, v in widths)
         )
+    calls = _graph_calls(path)
+    if calls:
+        print(
+            "calls each sample averages, median (least-most) over rows and rounds: "
+            + ", ".join(
+                f"{who} {statistics.median(v):g} ({min(v)}-{max(v)}; {len(v)} rows)"
+                for who, v in calls
+            )
+        )
 
 
 def _worst(values: list[tuple[float, float, str]], i: int) -> str:
@@ -278,6 +287,21 @@ def _spread_widths(root: Path) -> list[tuple[str, list[float]]]:
                 low, mid, high = (float(v) if isinstance(v, int | float) else 0.0 for v in qs)
                 if mid > 0 and all(isinstance(v, int | float) for v in qs):
                     out.append((high - low) / mid * 100)
+    return [(who, v) for who, v in (("FlagGems", gems), ("baseline", base)) if v]
+
+
+def _graph_calls(root: Path) -> list[tuple[str, list[int]]]:
+    """The calls each sample of a measurement averages (a graph's calls: the spread's
+    ``calls``), FlagGems' and the baseline's, in every side's rows.jsonl of a screen root."""
+    gems: list[int] = []
+    base: list[int] = []
+    for rows in sorted(root.glob("*/r*_[AB]/rows.jsonl")):
+        for line in rows.read_text().splitlines():
+            row = json.loads(line) if line.strip() else {}
+            for key, out in (("spread", gems), ("spread_base", base)):
+                calls = (row.get(key) or {}).get("calls")
+                if isinstance(calls, int) and not isinstance(calls, bool):
+                    out.append(calls)
     return [(who, v) for who, v in (("FlagGems", gems), ("baseline", base)) if v]
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -85,6 +86,21 @@ def test_row_json_omits_absent_spreads() -> None:
     data = Row(op="a", dtype="f", shape="s", latency=1.0).to_json()
     assert "spread" not in data
     assert "spread_base" not in data
+
+
+def test_a_spread_keeps_the_calls_each_sample_averages() -> None:
+    """A graph's sample is the mean of its calls; a row says how many (``calls``), and a row
+    written before it was recorded reads as unknown."""
+    spread = Spread(p20=0.0010, p50=0.0011, p80=0.0012, n=10, calls=2000)
+    row = Row(op="abs", dtype="f16", shape="[64]", latency=0.0011, timer="kernel", spread=spread)
+    data = row.to_json()
+    assert data["spread"]["calls"] == 2000
+    assert Row.from_json(json.loads(json.dumps(data))) == row
+    del data["spread"]["calls"]
+    assert Row.from_json(data).spread == Spread(p20=0.0010, p50=0.0011, p80=0.0012, n=10)
+    assert Row.from_json(data).spread.calls is None  # type: ignore[union-attr]
+    plain = dataclasses.replace(row, spread=Spread(p20=1.0, p50=1.0, p80=1.0, n=3))
+    assert "calls" not in plain.to_json()["spread"]
 
 
 def test_row_from_json_ignores_unknown_keys() -> None:

@@ -75,6 +75,30 @@ def test_the_summary_gives_the_screens_balanced_median_beside_the_plain_one(
     )
 
 
+def test_the_summary_gives_the_calls_each_sample_averages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """How many calls a graph held decides what a measurement costs under the kernel timer's
+    profiler: the summary gives their median and range for FlagGems and the baseline."""
+    (tmp_path / "screen_result.json").write_text(
+        json.dumps({"status": "complete", "switch": {}, "operators": []})
+    )
+    spreads = [(80, 1000), (2000, 2000), (238, None)]
+    for k, (gems, base) in enumerate(spreads):
+        run = tmp_path / "abs" / f"r{k + 1}_A"
+        run.mkdir(parents=True)
+        row = {"spread": {"p20_ms": 1, "p50_ms": 1, "p80_ms": 1, "n": 10, "calls": gems}}
+        if base is not None:
+            row["spread_base"] = {"p20_ms": 1, "p50_ms": 1, "p80_ms": 1, "n": 10, "calls": base}
+        (run / "rows.jsonl").write_text(json.dumps(row) + "\n" + json.dumps({"op": "x"}) + "\n")
+    gpu_validate.cmd_screen(str(tmp_path))
+    out = capsys.readouterr().out
+    assert (
+        "calls each sample averages, median (least-most) over rows and rounds: "
+        "FlagGems 238 (80-2000; 3 rows), baseline 1500 (1000-2000; 2 rows)"
+    ) in out
+
+
 def test_cheapest_lists_the_test_functions_of_the_least_busy_complete_operators(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

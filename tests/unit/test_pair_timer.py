@@ -84,6 +84,7 @@ def test_each_side_is_its_own_graph_in_one_pool_timed_in_mirrored_turns(
     # calls per graph from a 10-call graph's replay: 1 ms of replay at the first side's cost
     calls = len(owner.kernels)
     assert calls == len(guest.kernels) == int(1.0 // COST[first])
+    assert m.spread.calls == m.other.spread.calls == calls
     # the timed replays: half of the first side's, the other's twice, the first's again
     tail = runs(device.executed[-20 * calls :])
     assert tail == [("k" + first, 5 * calls), ("k" + other, 10 * calls), ("k" + first, 5 * calls)]

@@ -102,6 +102,7 @@ def test_calls_per_graph_follow_from_the_budget(
     assert [len(p.kernels) for p in primers] == [1] * (PRIMER_GRAPHS if cost < 1.0 else 0)
     assert len(graph.kernels) == expected
     assert m.ms == pytest.approx(cost, rel=1e-9)
+    assert m.spread.calls == expected  # each sample averages the graph's calls
 
 
 def test_replays_execute_what_was_captured() -> None:
@@ -872,6 +873,7 @@ def test_cpu_timer_on_a_virtual_clock() -> None:
     assert m.ms == pytest.approx(0.002)
     assert m.spread.p20 == pytest.approx(0.002)
     assert m.spread.n >= 9
+    assert m.spread.calls == 100  # a sample of 0.2 ms (min_sample_ms) at 2 µs a call
     assert m.timer == "direct"
     assert m.fallback is None
 

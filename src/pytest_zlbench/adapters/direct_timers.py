@@ -59,7 +59,7 @@ class CpuTimer:
             for _ in range(portions):
                 with turns.turn():
                     samples += self._samples(fn, batch, portions)
-        s = spread(samples)
+        s = spread(samples, batch)
         return Measurement(s.p50, s, "direct", settings=self.describe(), lockstep=turns.lockstep)
 
     def _samples(self, fn: Callable[[], Any], batch: int, portions: int) -> list[float]:

@@ -414,7 +414,7 @@ class GraphTimer:
             for g in graphs:
                 api.release(g)
             self._empty_cache()
-        s = spread(samples)
+        s = spread(samples, calls)
         shared = placed is not None
         settings = self.describe() + (",shared-inputs" if shared else "")
         return Measurement(s.p50, s, self.name, settings=settings, shared_inputs=shared)

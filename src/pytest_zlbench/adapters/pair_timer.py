@@ -58,6 +58,7 @@ def merged(parts: list[Measurement]) -> Measurement:
         p50=statistics.fmean(m.spread.p50 for m in parts),
         p80=statistics.fmean(m.spread.p80 for m in parts),
         n=sum(m.spread.n for m in parts),
+        calls=first.spread.calls if len({m.spread.calls for m in parts}) == 1 else None,
     )
     return Measurement(
         statistics.fmean(m.ms for m in parts),
@@ -250,7 +251,11 @@ class PairTimer:
         settings = f"{g.describe()},one-process,calls={calls}"
         got = {
             side: Measurement(
-                spread(values).p50, spread(values), g.name, settings=settings, lockstep=PAIRED
+                spread(values).p50,
+                spread(values, calls),
+                g.name,
+                settings=settings,
+                lockstep=PAIRED,
             )
             for side, values in samples.items()
         }

@@ -68,6 +68,7 @@ class Spread:
     p50: float
     p80: float
     n: int
+    calls: int | None = None  # the calls each sample averages (a graph's); None: one, or unknown
 
     @property
     def rel(self) -> float:
@@ -168,12 +169,10 @@ class Row:
         }
         for key, sp in (("spread", self.spread), ("spread_base", self.spread_base)):
             if sp is not None:
-                data[key] = {
-                    "p20_ms": _finite(sp.p20),
-                    "p50_ms": _finite(sp.p50),
-                    "p80_ms": _finite(sp.p80),
-                    "n": sp.n,
-                }
+                quantiles = {f"{q}_ms": _finite(getattr(sp, q)) for q in ("p20", "p50", "p80")}
+                data[key] = {**quantiles, "n": sp.n}
+                if sp.calls is not None:
+                    data[key]["calls"] = sp.calls
         data.update(node=self.node, card=self.card, status=self.status, error=self.error)
         if self.timer_base is not None:
             data["timer_base"] = self.timer_base

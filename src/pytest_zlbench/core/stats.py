@@ -43,8 +43,9 @@ def balanced_median(values: Sequence[float], groups: Sequence[str] = ()) -> floa
     return math.fsum(median(v) for v in by_group.values()) / len(by_group)
 
 
-def spread(samples: Sequence[float]) -> Spread:
-    """p20/p50/p80 of a sample list (milliseconds). Non-finite or negative samples are refused."""
+def spread(samples: Sequence[float], calls: int | None = None) -> Spread:
+    """p20/p50/p80 of a sample list (milliseconds), each sample the mean of ``calls`` calls when
+    given. Non-finite or negative samples are refused."""
     if not samples:
         raise ValueError("no samples")
     for value in samples:
@@ -55,6 +56,7 @@ def spread(samples: Sequence[float]) -> Spread:
         p50=quantile(samples, 0.5),
         p80=quantile(samples, 0.8),
         n=len(samples),
+        calls=calls,
     )
 
 
