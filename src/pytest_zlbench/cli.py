@@ -22,7 +22,7 @@ USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, without importing pytest for --h
 
 DESCRIPTION = "Compare, report, plot, merge and list pytest-zlbench runs and screens."
 EPILOG = (
-    "exit status: 0 success; 1 an operator failed (report) or nothing could be drawn "
+    "exit status: 0 success; 1 an operator failed (report) or a plot could not be drawn "
     "(plot); 4 bad input or a caliber refusal; 6 an operator slower than --fail-beyond allows"
 )
 
@@ -238,8 +238,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     plots = list(zip(op_dirs, judged, strict=True))
     failed = 0
     try:
-        if floor is None:  # ab.json holds these results: many plots drawn in a few processes
-            draw_in_processes(plots)
+        draw_in_processes(plots)  # many plots: most of them drawn in a few processes
         for op_dir, result in plots:
             path = op_dir / plot.PLOT_FILE
             drawn = plot.draw(path, result, result.op, fatal=(OSError,))
@@ -250,8 +249,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
             else:
                 tw.line(f"zlbench: {result.op}: {result.verdict}, no range: no plot")
         doc = result_doc.document(result_doc.SCREEN, [r.to_json() for r in judged])
-        if plot.write_overview(root / plot.OVERVIEW_FILE, doc):
-            tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")
+        try:
+            if plot.write_overview(root / plot.OVERVIEW_FILE, doc):
+                tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")
+        except OSError:
+            raise
+        except Exception as exc:  # as a failed operator's plot: one line, exit status 1
+            sys.stderr.write(plot.no_plot_line("overview", exc) + "\n")
+            failed += 1
     except OSError as exc:
         raise Usage(f"zlbench plot: {root}: not writable ({exc.strerror or exc})") from None
     return 1 if failed else 0

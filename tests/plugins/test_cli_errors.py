@@ -227,13 +227,31 @@ def test_plot_that_fails_on_one_operator_draws_the_others_and_names_it(
             raise ValueError("no room for the labels\nsecond line")
         return write(path, result)  # type: ignore[arg-type]
 
+    (root / "mm" / plot.PLOT_FILE).write_text("<svg>a plot of an earlier result</svg>")
     monkeypatch.setattr(plot, "write", failing)
     rc, out, err = zlbench(capsys, "plot", root)
     assert rc == 1, (out, err)
     assert err == ["zlbench: mm: no plot (ValueError: no room for the labels)"]
+    assert not (root / "mm" / plot.PLOT_FILE).exists()  # no plot of another result stays
     drawn = sorted(p.parent.name for p in root.glob("*/delta.svg"))
     assert drawn == ["abs"]
     assert f"zlbench: drew {root / drawn[0] / plot.PLOT_FILE}" in out
+
+
+def test_plot_whose_overview_fails_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    root = synthetic_screen(tmp_path / "screen")
+
+    def failing(path: Path, doc: object) -> bool:
+        raise ValueError("no room")
+
+    monkeypatch.setattr(plot, "write_overview", failing)
+    rc, out, err = zlbench(capsys, "plot", root)
+    assert rc == 1, (out, err)
+    assert err == ["zlbench: overview: no plot (ValueError: no room)"]
+    assert f"zlbench: drew {root / 'mm' / plot.PLOT_FILE}" in out
 
 
 def test_merge_names_the_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1350,6 +1350,37 @@ _plot._save_svg = _counted
     assert sorted(drawn) == [f"{op}/delta.svg" for op in plotted]
 
 
+def test_ctrl_c_while_the_plots_are_drawn_keeps_the_screens_results(
+    suite: pytest.Pytester,
+) -> None:
+    """The results are complete once screen.tsv is written; a Ctrl-C (or a time limit's
+    SIGINT) while the plots are drawn after it ended the session with a traceback of
+    matplotlib's and no report. Now: the report, one line naming what was not drawn, exit
+    status 2 (interrupted)."""
+    suite.makeconftest(
+        CONFTEST
+        + """
+
+import pytest_zlbench.screen.outputs as _outputs
+
+
+def _interrupted(plots):
+    raise KeyboardInterrupt
+
+
+_outputs.draw_op_plots = _interrupted
+"""
+    )
+    suite.makepyfile(test_ops=TESTS)
+    result, root, _ = screen(suite, "lockstep", "--zl-rounds=2")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    assert "Traceback" not in text
+    assert f"zlbench: plots not drawn (interrupted): zlbench plot {root} draws them" in text
+    assert (root / "report.html").is_file()
+    assert all(line.status == "complete" for line in lines(root).values())
+
+
 def test_a_lone_xdist_worker_killed_is_replaced_and_the_screen_ends(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -188,7 +188,7 @@ def test_a_plot_of_another_result_goes_when_it_cannot_be_redrawn(
     assert not path.exists()  # it would show another verdict
 
 
-def test_a_result_written_without_its_plot_removes_a_plot_of_another(tmp_path: Path) -> None:
+def test_writing_a_result_removes_a_plot_of_another(tmp_path: Path) -> None:
     # the end of a screen writes every ab.json first and draws after screen.tsv: a session
     # stopped in between leaves no plot that contradicts its ab.json
     pytest.importorskip("matplotlib")
@@ -254,7 +254,13 @@ def test_a_plot_the_processes_did_not_draw_is_drawn_here(
     from pytest_zlbench.screen import results
 
     plots = _op_dirs(tmp_path, 4)
-    (plots[0][0] / "ab.json").unlink()  # its process cannot read it
+    in_processes = results._draw_in_processes
+
+    def unreadable_first(dirs: list[Path], count: int) -> None:
+        (plots[0][0] / "ab.json").unlink()  # its process cannot read it
+        in_processes(dirs, count)
+
+    monkeypatch.setattr(results, "_draw_in_processes", unreadable_first)
     monkeypatch.setattr(results, "PLOTS_PER_PROCESS", 2)
     monkeypatch.setattr(results.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     here: list[str] = []
@@ -294,3 +300,36 @@ def test_few_plots_are_drawn_in_this_process(
     results.draw_op_plots(plots)
     for op_dir, res in plots:
         assert plot.shows(op_dir / plot.PLOT_FILE, res)
+
+
+def test_processes_draw_only_what_ab_json_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plot process draws from ``ab.json``: a result judged otherwise (``zlbench plot
+    --floor-from``, another floor than the screen's) is drawn here, not twice."""
+    from pytest_zlbench.screen import results
+
+    plots = _op_dirs(tmp_path, 4)
+    judged = [(d, result(screening.NO_IR_DIFF, op=d.name)) for d, _ in plots[:2]] + plots[2:]
+    monkeypatch.setattr(results, "PLOTS_PER_PROCESS", 1)
+    monkeypatch.setattr(results.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(plot, "available", lambda: True)
+    started: list[list[str]] = []
+    monkeypatch.setattr(
+        results, "_draw_in_processes", lambda dirs, count: started.append([d.name for d in dirs])
+    )
+    results.draw_in_processes(judged)
+    assert started == [["op2", "op3"]]
+
+
+def test_the_plot_module_names_an_operator_it_cannot_read_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    plots = _op_dirs(tmp_path, 2)
+    (plots[0][0] / "ab.json").write_text("{not json")
+    assert plot.main([str(d) for d, _ in plots]) == 0
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("zlbench: op0: no plot (JSONDecodeError: ")
+    assert not (plots[0][0] / plot.PLOT_FILE).exists()
+    assert plot.shows(plots[1][0] / plot.PLOT_FILE, plots[1][1])

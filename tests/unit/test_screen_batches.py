@@ -193,7 +193,7 @@ def test_an_operator_is_complete_and_counted_in_the_pace_when_its_verdict_is_fin
     monkeypatch.setattr(batches, "aggregate_op_dir", lambda op_dir, allow=False: (op_dir, []))
     written: list[str] = []
     monkeypatch.setattr(
-        batches, "write_op_result", lambda op_dir, result, plot=True: written.append(op_dir.name)
+        batches, "write_op_result", lambda op_dir, result: written.append(op_dir.name)
     )
     ops = ["abs", "gemm", "dies"]
     ctl = controller(tmp_path, {"batch0": ops}, ("batch0",), rounds=3)

@@ -133,6 +133,16 @@ def shows(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     return _shows(path, _stamp(_plotted(_entry(result))))
 
 
+def holds(op_dir: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
+    """Whether ``op_dir``'s ``ab.json`` draws the plot ``result`` would (a plot process, which
+    reads it, draws what this process would)."""
+    try:
+        entry = json.loads((op_dir / AB_FILE).read_text(encoding="utf-8"))
+        return _stamp(_plotted(entry)) == _stamp(_plotted(_entry(result)))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
 def _shows(path: Path, stamp: str) -> bool:
     """Whether the SVG at ``path`` was drawn from the data of ``stamp`` (it is near the top)."""
     try:
@@ -310,6 +320,11 @@ def draw(
         raise
     except Exception as exc:
         sys.stderr.write(no_plot_line(name, exc) + "\n")
+        if not shows(path, result):  # no plot of another result stays beside this one
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
         return None
 
 

@@ -27,12 +27,20 @@ class Outputs:
     tsv: Path
     gate: Verdict | None = None
     files: list[Path] = field(default_factory=list)  # report.html, overview.svg
+    #: a Ctrl-C (or a time limit's SIGINT) came while the plots were drawn: the results and
+    #: the report stand, some plots are missing
+    plots_interrupted: bool = False
 
     def show(self, tw: Any) -> None:
-        """The lines under the table: the gate's, and the files written."""
+        """The lines under the table: the gate's, what was not drawn, and the files written."""
         if self.gate is not None:
             for text in self.gate.lines():
                 tw.line(text, red=self.gate.failed, green=not self.gate.failed)
+        if self.plots_interrupted:
+            tw.line(
+                f"zlbench: plots not drawn (interrupted): zlbench plot {self.root} draws them",
+                yellow=True,
+            )
         tw.line(f"zlbench: wrote {self.tsv}")
         tw.line(f"zlbench: wrote {self.root / RESULT_FILE}")
         for path in self.files:
@@ -56,14 +64,19 @@ def finish(
 ) -> Outputs:
     """Write the document (unless already written) and its views, the table first, then the
     plots of ``replot`` (operator directories and their results) and the report, which holds
-    them; judge the gate (whose lines name it ``option``)."""
+    them; judge the gate (whose lines name it ``option``). A Ctrl-C while the plots are drawn
+    stops the drawing only: the results are written by then."""
     if write_doc:
         result_file.write_document(root, doc)
     tsv = result_file.write_views(root, doc)
-    draw_op_plots(replot)
+    try:
+        draw_op_plots(replot)
+        interrupted = False
+    except KeyboardInterrupt:
+        interrupted = True
     files = result_file.write_report(root, doc)
     verdict = judge(doc, limit, option) if limit is not None else None
-    return Outputs(root, doc, tsv, verdict, files)
+    return Outputs(root, doc, tsv, verdict, files, plots_interrupted=interrupted)
 
 
 def finish_screen(
@@ -103,4 +116,8 @@ def publish(
 
 
 def exit_status(current: int, outputs: Outputs | None) -> int:
+    """The exit status of a session that ``outputs`` ended: the gate's, or interrupted (2) when
+    a Ctrl-C stopped its plots."""
+    if outputs is not None and outputs.plots_interrupted:
+        return int(pytest.ExitCode.INTERRUPTED)
     return gated(current, outputs.gate if outputs is not None else None)

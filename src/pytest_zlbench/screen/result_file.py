@@ -149,7 +149,7 @@ def write_report(root: Path, doc: Mapping[str, Any]) -> list[Path]:
                 written.append(root / plot.OVERVIEW_FILE)
                 overview = (root / plot.OVERVIEW_FILE).read_text(encoding="utf-8")
         except Exception as exc:  # a picture never costs a screen its results
-            _no_picture("overview", exc)
+            sys.stderr.write(plot.no_plot_line("overview", exc) + "\n")
         for entry in doc.get("operators", ()):
             svg = root / str(entry["op"]) / plot.PLOT_FILE
             if entry.get("low_pct") is not None and svg.is_file():
@@ -159,8 +159,3 @@ def write_report(root: Path, doc: Mapping[str, Any]) -> list[Path]:
     records.write_atomic(root / REPORT_FILE, report.html(doc, overview, pictures))
     written.append(root / REPORT_FILE)
     return written
-
-
-def _no_picture(what: str, exc: Exception) -> None:
-    first = (str(exc).splitlines() or [""])[0]
-    sys.stderr.write(f"zlbench: no {what} picture ({type(exc).__name__}: {first})\n")

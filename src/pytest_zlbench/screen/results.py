@@ -183,10 +183,11 @@ def draw_op_plots(plots: Sequence[tuple[Path, screening.OpResult]]) -> None:
 
 
 def draw_in_processes(plots: Sequence[tuple[Path, screening.OpResult]]) -> None:
-    """With :data:`PLOTS_PER_PROCESS` or more plots of ``plots`` not showing their result, and
-    two CPUs or more, draw them from their ``ab.json`` in up to :data:`PLOT_PROCESSES`
-    processes at once (``python -m pytest_zlbench.adapters.plot``). Those processes say
-    nothing: the caller draws, or tells the failure of, what they did not draw."""
+    """Draw the plots of ``plots`` that do not show their result yet, and whose ``ab.json``
+    holds it, in other processes (``python -m pytest_zlbench.adapters.plot``): at least
+    :data:`PLOTS_PER_PROCESS` each, in two or more and at most :data:`PLOT_PROCESSES` (one per
+    CPU), when matplotlib imports. Those processes say nothing: the caller draws, or tells the
+    failure of, what they did not draw."""
     from ..adapters import plot as plots_module
 
     try:
@@ -197,6 +198,7 @@ def draw_in_processes(plots: Sequence[tuple[Path, screening.OpResult]]) -> None:
         op_dir
         for op_dir, result in plots
         if not plots_module.shows(op_dir / plots_module.PLOT_FILE, result)
+        and plots_module.holds(op_dir, result)
     ]
     count = min(PLOT_PROCESSES, cpus, len(todo) // PLOTS_PER_PROCESS)
     if count >= 2 and plots_module.available():
