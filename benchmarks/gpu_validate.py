@@ -41,7 +41,9 @@ import re
 import statistics
 import sys
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pytest_zlbench.core.autotune import PINS_FILE, tuned_keys
 from pytest_zlbench.core.records import Row, iter_rows_jsonl, partial_files
@@ -273,36 +275,45 @@ def _worst(values: list[tuple[float, float, str]], i: int) -> str:
     return f"median {median:.3f}% worst {worst[i]:.3f}% ({worst[2]})"
 
 
-def _spread_widths(root: Path) -> list[tuple[str, list[float]]]:
-    """The relative width of each measurement's samples in every side's rows.jsonl of a screen
-    root: FlagGems' (``spread``) and the baseline's (``spread_base``), timed in the same turns."""
-    gems: list[float] = []
-    base: list[float] = []
+def _row_spreads(root: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every measurement's spread in every side's rows.jsonl of a screen root, with whose it
+    is: FlagGems' (``spread``) or the baseline's (``spread_base``), timed in the same turns."""
     for rows in sorted(root.glob("*/r*_[AB]/rows.jsonl")):
         for line in rows.read_text().splitlines():
             row = json.loads(line) if line.strip() else {}
-            for key, out in (("spread", gems), ("spread_base", base)):
-                sp = row.get(key) or {}
-                qs = [sp.get(f"{q}_ms", sp.get(q)) for q in ("p20", "p50", "p80")]
-                low, mid, high = (float(v) if isinstance(v, int | float) else 0.0 for v in qs)
-                if mid > 0 and all(isinstance(v, int | float) for v in qs):
-                    out.append((high - low) / mid * 100)
-    return [(who, v) for who, v in (("FlagGems", gems), ("baseline", base)) if v]
+            for key, who in (("spread", "FlagGems"), ("spread_base", "baseline")):
+                if isinstance(row.get(key), dict):
+                    yield who, row[key]
+
+
+def _by_whom(values: Iterable[tuple[str, Any]]) -> list[tuple[str, list[Any]]]:
+    """``values`` grouped as FlagGems' and the baseline's, those with none left out."""
+    out: dict[str, list[Any]] = {"FlagGems": [], "baseline": []}
+    for who, value in values:
+        out[who].append(value)
+    return [(who, v) for who, v in out.items() if v]
+
+
+def _spread_widths(root: Path) -> list[tuple[str, list[float]]]:
+    """The relative width, (p80 - p20) / p50 in percent, of each measurement's samples."""
+
+    def width(sp: dict[str, Any]) -> float | None:
+        qs = [sp.get(f"{q}_ms", sp.get(q)) for q in ("p20", "p50", "p80")]
+        if not all(isinstance(v, int | float) for v in qs) or qs[1] <= 0:
+            return None
+        return (qs[2] - qs[0]) / qs[1] * 100
+
+    return _by_whom((who, w) for who, sp in _row_spreads(root) if (w := width(sp)) is not None)
 
 
 def _graph_calls(root: Path) -> list[tuple[str, list[int]]]:
     """The calls each sample of a measurement averages (a graph's calls: the spread's
-    ``calls``), FlagGems' and the baseline's, in every side's rows.jsonl of a screen root."""
-    gems: list[int] = []
-    base: list[int] = []
-    for rows in sorted(root.glob("*/r*_[AB]/rows.jsonl")):
-        for line in rows.read_text().splitlines():
-            row = json.loads(line) if line.strip() else {}
-            for key, out in (("spread", gems), ("spread_base", base)):
-                calls = (row.get(key) or {}).get("calls")
-                if isinstance(calls, int) and not isinstance(calls, bool):
-                    out.append(calls)
-    return [(who, v) for who, v in (("FlagGems", gems), ("baseline", base)) if v]
+    ``calls``), FlagGems' and the baseline's."""
+    return _by_whom(
+        (who, sp["calls"])
+        for who, sp in _row_spreads(root)
+        if isinstance(sp.get("calls"), int) and not isinstance(sp.get("calls"), bool)
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -13,15 +13,19 @@ from zl_testing import load_benchmark
 gpu_validate = load_benchmark("gpu_validate")
 
 
+def screen_result(root: Path, status: str, *operators: dict[str, object]) -> None:
+    """The ``screen_result.json`` the summary reads."""
+    doc = {"status": status, "switch": {}, "operators": list(operators)}
+    (root / "screen_result.json").write_text(json.dumps(doc))
+
+
 def test_a_resumed_screens_side_workers_count_every_sessions_batches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A batch measured again on resume rewrites its cost.json: the totals come from every
     session's batch lines in progress.log (the H200 scale screen read 987 s where its three
     calls' batches took 1,435 s)."""
-    (tmp_path / "screen_result.json").write_text(
-        json.dumps({"status": "incomplete", "switch": {}, "operators": []})
-    )
+    screen_result(tmp_path, "incomplete")
     absent = tmp_path / "absent"
     (tmp_path / "progress.log").write_text(
         f"[zlbench   336.6s] {batch_cost('batch0', 'one-process', 25, 50, 335, 55, absent)}\n"
@@ -40,9 +44,7 @@ def test_an_operator_the_screen_did_not_finish_reads_failed_as_in_its_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     entry = {"op": "diag", "verdict": "NO_ROWS", "status": "failed", "rounds": 0, "shapes": []}
-    (tmp_path / "screen_result.json").write_text(
-        json.dumps({"status": "incomplete", "switch": {}, "operators": [entry]})
-    )
+    screen_result(tmp_path, "incomplete", entry)
     (tmp_path / "progress.log").write_text(
         "[zlbench     1.0s] batch batch0: 0 operator passes in 0s, 0s of it inside timed turns"
         " (0%)\n"
@@ -60,9 +62,7 @@ def test_the_summary_gives_the_screens_balanced_median_beside_the_plain_one(
     rounds = [{"round": k, "delta_pct": d} for k, d in ((1, 0.9), (2, -0.9), (3, 0.8))]
     shape = {"rounds": rounds, "median_pct": -0.025, "latency_a_ms": 0.007, "timer": "kernel"}
     entry = {"op": "fft", "verdict": "NO_IR_DIFF", "status": "complete", "shapes": [shape]}
-    (tmp_path / "screen_result.json").write_text(
-        json.dumps({"status": "complete", "switch": {}, "operators": [entry]})
-    )
+    screen_result(tmp_path, "complete", entry)
     gpu_validate.cmd_screen(str(tmp_path))
     out = capsys.readouterr().out
     assert (
@@ -80,9 +80,7 @@ def test_the_summary_gives_the_calls_each_sample_averages(
 ) -> None:
     """How many calls a graph held decides what a measurement costs under the kernel timer's
     profiler: the summary gives their median and range for FlagGems and the baseline."""
-    (tmp_path / "screen_result.json").write_text(
-        json.dumps({"status": "complete", "switch": {}, "operators": []})
-    )
+    screen_result(tmp_path, "complete")
     spreads = [(80, 1000), (2000, 2000), (238, None)]
     for k, (gems, base) in enumerate(spreads):
         run = tmp_path / "abs" / f"r{k + 1}_A"
