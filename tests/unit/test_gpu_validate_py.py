@@ -19,6 +19,12 @@ def screen_result(root: Path, status: str, *operators: dict[str, object]) -> Non
     (root / "screen_result.json").write_text(json.dumps(doc))
 
 
+def summary(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``gpu_validate.py screen ROOT`` prints."""
+    gpu_validate.cmd_screen(str(root))
+    return capsys.readouterr().out
+
+
 def test_a_resumed_screens_side_workers_count_every_sessions_batches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -63,8 +69,7 @@ def test_the_summary_gives_the_screens_balanced_median_beside_the_plain_one(
     shape = {"rounds": rounds, "median_pct": -0.025, "latency_a_ms": 0.007, "timer": "kernel"}
     entry = {"op": "fft", "verdict": "NO_IR_DIFF", "status": "complete", "shapes": [shape]}
     screen_result(tmp_path, "complete", entry)
-    gpu_validate.cmd_screen(str(tmp_path))
-    out = capsys.readouterr().out
+    out = summary(tmp_path, capsys)
     assert (
         "1 shapes with 2+ rounds: |median over rounds| median 0.800% worst 0.800% "
         "(fft [?]); |balanced median| median 0.025% worst 0.025% (fft [?]); beyond noise 0"
@@ -89,12 +94,10 @@ def test_the_summary_gives_the_calls_each_sample_averages(
         if base is not None:
             row["spread_base"] = {"p20_ms": 1, "p50_ms": 1, "p80_ms": 1, "n": 10, "calls": base}
         (run / "rows.jsonl").write_text(json.dumps(row) + "\n" + json.dumps({"op": "x"}) + "\n")
-    gpu_validate.cmd_screen(str(tmp_path))
-    out = capsys.readouterr().out
     assert (
         "calls each sample averages, median (least-most) over rows and rounds: "
         "FlagGems 238 (80-2000; 3 rows), baseline 1500 (1000-2000; 2 rows)"
-    ) in out
+    ) in summary(tmp_path, capsys)
 
 
 def test_cheapest_lists_the_test_functions_of_the_least_busy_complete_operators(
