@@ -23,7 +23,8 @@ USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, without importing pytest for --h
 DESCRIPTION = "Compare, report, plot, merge and list pytest-zlbench runs and screens."
 EPILOG = (
     "exit status: 0 success; 1 an operator failed (report) or a plot could not be drawn "
-    "(plot); 4 bad input or a caliber refusal; 6 an operator slower than --fail-beyond allows"
+    "(plot); 2 interrupted while drawing the plots (report); 4 bad input or a caliber "
+    "refusal; 6 an operator slower than --fail-beyond allows"
 )
 
 

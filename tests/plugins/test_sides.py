@@ -1355,8 +1355,8 @@ def test_ctrl_c_while_the_plots_are_drawn_keeps_the_screens_results(
 ) -> None:
     """The results are complete once screen.tsv is written; a Ctrl-C (or a time limit's
     SIGINT) while the plots are drawn after it ended the session with a traceback of
-    matplotlib's and no report. Now: the report, one line naming what was not drawn, exit
-    status 2 (interrupted)."""
+    matplotlib's and no report, and --zl-save refused the screen. Now: the report, one line
+    naming the command that draws the rest, exit status 2 (interrupted), the screen stored."""
     suite.makeconftest(
         CONFTEST
         + """
@@ -1372,11 +1372,12 @@ _outputs.draw_op_plots = _interrupted
 """
     )
     suite.makepyfile(test_ops=TESTS)
-    result, root, _ = screen(suite, "lockstep", "--zl-rounds=2")
+    result, root, _ = screen(suite, "lockstep", "--zl-rounds=2", "--zl-save=mine")
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.INTERRUPTED, text
     assert "Traceback" not in text
-    assert f"zlbench: plots not drawn (interrupted): zlbench plot {root} draws them" in text
+    assert f"zlbench: plots not drawn (interrupted): zlbench report {root} draws them" in text
+    assert "zlbench: stored as mine in " in text
     assert (root / "report.html").is_file()
     assert all(line.status == "complete" for line in lines(root).values())
 

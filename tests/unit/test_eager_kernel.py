@@ -127,6 +127,7 @@ def test_the_eager_calls_are_timed_inside_the_turns_only_one_trace_each() -> Non
     m = eager.measure(nonzero_like(device))
     calls = int(2.0 // (HOST_MS + KERNEL_MS))
     assert m.spread.n == 6
+    assert m.spread.calls == calls  # each sample: the busy time of `calls` calls, per call
     assert gate.inside_turns() == 6 * calls  # 3 samples of `calls` calls in each of 2 turns
     # untimed: the warm-up, the estimate and the traced check that the trace can be cut
     assert len(device.executed) == 2 + 3 + 2 + 6 * calls

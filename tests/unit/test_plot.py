@@ -333,3 +333,56 @@ def test_the_plot_module_names_an_operator_it_cannot_read_and_goes_on(
     assert line.startswith("zlbench: op0: no plot (JSONDecodeError: ")
     assert not (plots[0][0] / plot.PLOT_FILE).exists()
     assert plot.shows(plots[1][0] / plot.PLOT_FILE, plots[1][1])
+
+
+@pytest.mark.parametrize(
+    ("current", "gate_failed", "expected"),
+    [(0, False, 2), (1, False, 2), (0, True, 6), (4, False, 4), (4, True, 4)],
+)
+def test_plots_stopped_by_ctrl_c_read_interrupted_but_never_hide_the_gate_or_an_error(
+    tmp_path: Path, current: int, gate_failed: bool, expected: int
+) -> None:
+    """A Ctrl-C while the plots are drawn ends the session interrupted (2), as pytest's own;
+    the gate's failure (6) and a usage error (4), judged before the plots, keep their status."""
+    from pytest_zlbench.core.gate import Regression, Verdict
+    from pytest_zlbench.screen.outputs import Outputs, exit_status
+
+    regressions = (Regression("mm", 43.0, "effect"),) if gate_failed else ()
+    outputs = Outputs(
+        tmp_path,
+        {},
+        tmp_path / "screen.tsv",
+        Verdict(5.0, regressions, ()),
+        plots_interrupted=f"zlbench report {tmp_path}",
+    )
+    assert exit_status(current, outputs) == expected
+
+
+def test_plot_processes_are_killed_by_a_ctrl_c(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C while the end of a screen waits for its plot processes reaches the screen (the
+    processes run in sessions of their own): none of them outlives it."""
+    import subprocess
+
+    from pytest_zlbench.screen import results
+
+    started: list[subprocess.Popen[bytes]] = []
+    popen = subprocess.Popen
+    wait = popen.wait
+
+    def sleeper(command: list[str], **kw: Any) -> Any:
+        started.append(popen([sys.executable, "-c", "import time; time.sleep(60)"], **kw))
+        return started[-1]
+
+    def interrupted(self: Any, timeout: float | None = None) -> int:
+        if self.poll() is None and timeout is not None:
+            raise KeyboardInterrupt
+        return wait(self, timeout)
+
+    monkeypatch.setattr(popen, "wait", interrupted)
+    monkeypatch.setattr(results.subprocess, "Popen", sleeper)
+    with pytest.raises(KeyboardInterrupt):
+        results._draw_in_processes([tmp_path / "a", tmp_path / "b"], 2)
+    assert len(started) == 2
+    assert all(p.poll() is not None for p in started)

@@ -197,14 +197,15 @@ class EagerKernelTimer:
     def measure(self, fn: Callable[[], Any]) -> Measurement:
         with self.gate.measurement() as turns:
             try:
-                samples = self._sampled(fn, turns)
+                samples, calls = self._sampled(fn, turns)
             except NotCapturedError as exc:
                 m = self.direct.measure(fn)  # further turns of the same measurement
                 return dataclasses.replace(m, fallback=error_line(exc), lockstep=turns.lockstep)
-        s = spread(samples)
+        s = spread(samples, calls)
         return Measurement(s.p50, s, self.name, settings=self.describe(), lockstep=turns.lockstep)
 
-    def _sampled(self, fn: Callable[[], Any], turns: Any) -> list[float]:
+    def _sampled(self, fn: Callable[[], Any], turns: Any) -> tuple[list[float], int]:
+        """Per-call samples of the eager calls' kernels, and the calls each sample averages."""
         api = self.api
         try:
             for _ in range(self.warmup_calls):  # untimed: compiles and tunes
@@ -239,7 +240,7 @@ class EagerKernelTimer:
         except BaseException as exc:
             raise_if_fatal(api, exc)  # a dead context shows up at whichever call comes next
             raise
-        return out
+        return out, calls
 
 
 def per_call_samples(spans: list[tuple[float, float]], samples: int, calls: int) -> list[float]:

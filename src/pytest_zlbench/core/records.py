@@ -196,9 +196,10 @@ class Row:
         kwargs = {k: v for k, v in data.items() if k in known}
         for key in ("spread", "spread_base"):
             if kwargs.get(key) is not None:
+                keys = {f.name for f in fields(Spread)}  # a later version's keys left out
                 try:
-                    kwargs[key] = Spread(**kwargs[key])
-                except TypeError as exc:
+                    kwargs[key] = Spread(**{k: v for k, v in kwargs[key].items() if k in keys})
+                except (TypeError, AttributeError) as exc:
                     raise RecordError(f"row {key} is malformed: {exc}") from None
         for key in ("latency", "latency_base", "tflops"):
             value = kwargs.get(key)

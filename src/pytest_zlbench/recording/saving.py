@@ -151,7 +151,9 @@ class Saver:
                 entry = run_entry(self.save, target)
                 stored = self.store.save(target, entry, RUN_FILES)
             else:
-                if status not in (0, 1) or not (target / SCREEN_FILE).is_file():
+                # interrupted (2) while drawing its plots, a screen is whole: its results are
+                whole = status == pytest.ExitCode.INTERRUPTED and _complete(target)
+                if (status not in (0, 1) and not whole) or not (target / SCREEN_FILE).is_file():
                     raise StoreError(f"{target}: the screen did not finish; not stored")
                 entry = screen_entry(self.save, target, Path(self.config.rootpath))
                 stored = self.store.save(target, entry, SCREEN_FILES, SCREEN_OP_FILES)
@@ -245,3 +247,9 @@ def start_saving(config: pytest.Config) -> None:
     except StoreError as exc:
         raise pytest.UsageError(f"--zl-save: {exc}") from None
     config.pluginmanager.register(Saver(config, save, compare_to), "zlbench-saver")
+
+
+def _complete(root: Path) -> bool:
+    """Whether the screen root's ``screen_result.json`` says every operator finished."""
+    doc = records.read_json_object(root / RESULT_FILE)
+    return doc is not None and doc.get("status") == "complete"

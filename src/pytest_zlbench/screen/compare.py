@@ -268,6 +268,6 @@ def reaggregate(
         {**r.to_json(), "status": result.CUT} if d.name in cut else r.to_json() for d, r in results
     ]
     doc = result.document(result.SCREEN, entries, settings=settings, cut=bool(cut))
-    out = publish(root, doc, tw, limit, words.fail_beyond, replot=results)
+    out = publish(root, doc, tw, limit, words.fail_beyond, replot=results, floor_from=floor_from)
     failed = any(r.rounds_failed for d, r in results if d.name not in cut)
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)

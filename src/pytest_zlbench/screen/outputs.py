@@ -27,9 +27,9 @@ class Outputs:
     tsv: Path
     gate: Verdict | None = None
     files: list[Path] = field(default_factory=list)  # report.html, overview.svg
-    #: a Ctrl-C (or a time limit's SIGINT) came while the plots were drawn: the results and
-    #: the report stand, some plots are missing
-    plots_interrupted: bool = False
+    #: after a Ctrl-C (or a time limit's SIGINT) while the plots were drawn, the command that
+    #: draws them (the results and the report stand, some plots are missing), else ``None``
+    plots_interrupted: str | None = None
 
     def show(self, tw: Any) -> None:
         """The lines under the table: the gate's, what was not drawn, and the files written."""
@@ -37,10 +37,8 @@ class Outputs:
             for text in self.gate.lines():
                 tw.line(text, red=self.gate.failed, green=not self.gate.failed)
         if self.plots_interrupted:
-            tw.line(
-                f"zlbench: plots not drawn (interrupted): zlbench plot {self.root} draws them",
-                yellow=True,
-            )
+            text = f"zlbench: plots not drawn (interrupted): {self.plots_interrupted} draws them"
+            tw.line(text, yellow=True)
         tw.line(f"zlbench: wrote {self.tsv}")
         tw.line(f"zlbench: wrote {self.root / RESULT_FILE}")
         for path in self.files:
@@ -61,20 +59,24 @@ def finish(
     write_doc: bool = True,
     option: str = "--zl-fail-beyond",
     replot: Sequence[tuple[Path, screening.OpResult]] = (),
+    floor_from: Path | None = None,
 ) -> Outputs:
     """Write the document (unless already written) and its views, the table first, then the
     plots of ``replot`` (operator directories and their results) and the report, which holds
     them; judge the gate (whose lines name it ``option``). A Ctrl-C while the plots are drawn
-    stops the drawing only: the results are written by then."""
+    stops the drawing only (the results are written by then): the report holds the plots
+    drawn, and the outputs name the command that draws the rest (``zlbench report``, with the
+    screen's ``floor_from``)."""
     if write_doc:
         result_file.write_document(root, doc)
     tsv = result_file.write_views(root, doc)
+    interrupted = None
     try:
         draw_op_plots(replot)
-        interrupted = False
     except KeyboardInterrupt:
-        interrupted = True
-    files = result_file.write_report(root, doc)
+        floor = f" --floor-from {floor_from}" if floor_from is not None else ""
+        interrupted = f"zlbench report {root}{floor}"
+    files = result_file.write_report(root, doc, draw=interrupted is None)
     verdict = judge(doc, limit, option) if limit is not None else None
     return Outputs(root, doc, tsv, verdict, files, plots_interrupted=interrupted)
 
@@ -91,7 +93,9 @@ def finish_screen(
     gate."""
     limit = fail_beyond(config)  # a bad value was refused before any test ran (preflight)
     doc = result_file.update(root, final=True, cut=cut, failed=failed)
-    return finish(root, doc, limit, write_doc=False, replot=replot)
+    floor = _common.raw(config, "zl_floor_from")
+    floor_from = Path(str(floor)).resolve() if floor else None
+    return finish(root, doc, limit, write_doc=False, replot=replot, floor_from=floor_from)
 
 
 def publish(
@@ -101,11 +105,12 @@ def publish(
     limit: float | None,
     option: str = "--zl-fail-beyond",
     replot: Sequence[tuple[Path, screening.OpResult]] = (),
+    floor_from: Path | None = None,
 ) -> Outputs:
     """:func:`finish`, then the table read back from ``screen.tsv`` and the lines under it."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        out = finish(root, doc, limit, option=option, replot=replot)
+        out = finish(root, doc, limit, option=option, replot=replot, floor_from=floor_from)
     except OSError as exc:
         raise pytest.UsageError(f"{root}: not writable ({exc.strerror})") from None
     tw.sep("=", "zlbench screen")
@@ -116,8 +121,9 @@ def publish(
 
 
 def exit_status(current: int, outputs: Outputs | None) -> int:
-    """The exit status of a session that ``outputs`` ended: the gate's, or interrupted (2) when
-    a Ctrl-C stopped its plots."""
-    if outputs is not None and outputs.plots_interrupted:
+    """The exit status of a session that ``outputs`` ended: the gate's (which keeps a usage
+    error's), else interrupted (2) when a Ctrl-C stopped its plots."""
+    status = gated(current, outputs.gate if outputs is not None else None)
+    if outputs is not None and outputs.plots_interrupted and status in (0, 1):
         return int(pytest.ExitCode.INTERRUPTED)
-    return gated(current, outputs.gate if outputs is not None else None)
+    return status

@@ -133,9 +133,10 @@ def write_views(root: Path, doc: Mapping[str, Any]) -> Path:
     return write_screen(root, result.lines_of(doc))
 
 
-def write_report(root: Path, doc: Mapping[str, Any]) -> list[Path]:
+def write_report(root: Path, doc: Mapping[str, Any], draw: bool = True) -> list[Path]:
     """``overview.svg`` and ``report.html`` of a root (the report without pictures when
-    matplotlib is missing: one line on stderr says so); returns the files written."""
+    matplotlib is missing: one line on stderr says so; without ``draw``, the plots already
+    drawn and no overview: after a Ctrl-C); returns the files written."""
     from ..adapters import plot
     from ..core import report
 
@@ -143,13 +144,17 @@ def write_report(root: Path, doc: Mapping[str, Any]) -> list[Path]:
     pictures: dict[str, str] = {}
     overview = None
     why = plot.unavailable()
-    if why is None:
+    if why is None and draw:
         try:
             if plot.write_overview(root / plot.OVERVIEW_FILE, doc):
                 written.append(root / plot.OVERVIEW_FILE)
                 overview = (root / plot.OVERVIEW_FILE).read_text(encoding="utf-8")
         except Exception as exc:  # a picture never costs a screen its results
             sys.stderr.write(plot.no_plot_line("overview", exc) + "\n")
+    elif why is None:  # an overview of an earlier document would stay beside this report
+        for name in (plot.OVERVIEW_FILE, plot.OVERVIEW_PNG):
+            (root / name).unlink(missing_ok=True)
+    if why is None:
         for entry in doc.get("operators", ()):
             svg = root / str(entry["op"]) / plot.PLOT_FILE
             if entry.get("low_pct") is not None and svg.is_file():
