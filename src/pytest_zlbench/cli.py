@@ -250,13 +250,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
             else:
                 tw.line(f"zlbench: {result.op}: {result.verdict}, no range: no plot")
         doc = result_doc.document(result_doc.SCREEN, [r.to_json() for r in judged])
-        try:
-            if plot.write_overview(root / plot.OVERVIEW_FILE, doc):
-                tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")
-        except OSError:
-            raise
-        except Exception as exc:  # as a failed operator's plot: one line, exit status 1
-            sys.stderr.write(plot.no_plot_line("overview", exc) + "\n")
+        drawn = plot.draw_overview(root / plot.OVERVIEW_FILE, doc, fatal=(OSError,))
+        if drawn:
+            tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")
+        elif drawn is None:  # as a failed operator's plot: its line is on stderr
             failed += 1
     except OSError as exc:
         raise Usage(f"zlbench plot: {root}: not writable ({exc.strerror or exc})") from None

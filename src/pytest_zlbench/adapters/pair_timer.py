@@ -249,15 +249,10 @@ class PairTimer:
                 api.release(graph)
             g._empty_cache()
         settings = f"{g.describe()},one-process,calls={calls}"
+        spreads = {side: spread(values, calls) for side, values in samples.items()}
         got = {
-            side: Measurement(
-                spread(values).p50,
-                spread(values, calls),
-                g.name,
-                settings=settings,
-                lockstep=PAIRED,
-            )
-            for side, values in samples.items()
+            side: Measurement(s.p50, s, g.name, settings=settings, lockstep=PAIRED)
+            for side, s in spreads.items()
         }
         return dataclasses.replace(got["A"], other=got["B"])
 

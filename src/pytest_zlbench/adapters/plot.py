@@ -15,7 +15,7 @@ import io
 import json
 import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -305,27 +305,43 @@ def no_plot_line(name: str, exc: BaseException) -> str:
     return f"zlbench: {name}: no plot ({type(exc).__name__}: {first})"
 
 
+def _guarded(
+    name: str, drawing: Callable[[], bool], fatal: tuple[type[Exception], ...]
+) -> bool | None:
+    """``drawing()``, where a failure (but one of ``fatal``, which propagates) is one line on
+    stderr (:func:`no_plot_line`) and ``None``: a picture is an extra, it never costs a screen
+    its results, nor the other pictures."""
+    try:
+        return drawing()
+    except fatal:
+        raise
+    except Exception as exc:
+        sys.stderr.write(no_plot_line(name, exc) + "\n")
+        return None
+
+
 def draw(
     path: Path,
     result: screening.OpResult | Mapping[str, Any],
     name: str,
     fatal: tuple[type[Exception], ...] = (),
 ) -> bool | None:
-    """:func:`write`, where a failure (but one of ``fatal``, which propagates) is one line on
-    stderr (:func:`no_plot_line`) and ``None``: a plot is an extra, it never costs a screen its
-    results, nor the other operators their plots."""
-    try:
-        return write(path, result)
-    except fatal:
-        raise
-    except Exception as exc:
-        sys.stderr.write(no_plot_line(name, exc) + "\n")
-        if not shows(path, result):  # no plot of another result stays beside this one
-            try:
-                path.unlink(missing_ok=True)
-            except OSError:
-                pass
-        return None
+    """:func:`write`, guarded (:func:`_guarded`); after a failure no plot of another result
+    stays in its place."""
+    drawn = _guarded(name, lambda: write(path, result), fatal)
+    if drawn is None and not shows(path, result):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
+    return drawn
+
+
+def draw_overview(
+    path: Path, doc: Mapping[str, Any], fatal: tuple[type[Exception], ...] = ()
+) -> bool | None:
+    """:func:`write_overview`, guarded (:func:`_guarded`)."""
+    return _guarded("overview", lambda: write_overview(path, doc), fatal)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -151,7 +151,8 @@ class Saver:
                 entry = run_entry(self.save, target)
                 stored = self.store.save(target, entry, RUN_FILES)
             else:
-                # interrupted (2) while drawing its plots, a screen is whole: its results are
+                # a screen interrupted (2) while drawing its plots is whole: its results were
+                # written before the plots
                 whole = status == pytest.ExitCode.INTERRUPTED and _complete(target)
                 if (status not in (0, 1) and not whole) or not (target / SCREEN_FILE).is_file():
                     raise StoreError(f"{target}: the screen did not finish; not stored")

@@ -145,12 +145,9 @@ def write_report(root: Path, doc: Mapping[str, Any], draw: bool = True) -> list[
     overview = None
     why = plot.unavailable()
     if why is None and draw:
-        try:
-            if plot.write_overview(root / plot.OVERVIEW_FILE, doc):
-                written.append(root / plot.OVERVIEW_FILE)
-                overview = (root / plot.OVERVIEW_FILE).read_text(encoding="utf-8")
-        except Exception as exc:  # a picture never costs a screen its results
-            sys.stderr.write(plot.no_plot_line("overview", exc) + "\n")
+        if plot.draw_overview(root / plot.OVERVIEW_FILE, doc):
+            written.append(root / plot.OVERVIEW_FILE)
+            overview = (root / plot.OVERVIEW_FILE).read_text(encoding="utf-8")
     elif why is None:  # an overview of an earlier document would stay beside this report
         for name in (plot.OVERVIEW_FILE, plot.OVERVIEW_PNG):
             (root / name).unlink(missing_ok=True)
