@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from fake_device import GRAPH_POOL, FakeDevice, FakeGraph, Kernel, Library, make_timer
-from pytest_zlbench.adapters.pair_timer import PairTimer, other_row, paired
+from pytest_zlbench.adapters.pair_timer import PAIR_MAX_CALLS, PairTimer, other_row, paired
 from pytest_zlbench.adapters.timers import CaptureThread, Measurement
 from pytest_zlbench.core.records import PAIRED, Row, Spread
 
@@ -174,6 +174,23 @@ def test_a_call_that_fills_the_budget_alone_needs_no_sizing_graph() -> None:
     assert (m.ms, m.other.ms) == (pytest.approx(1.5), pytest.approx(1.95))
     assert len(device.graphs) == 2  # the two timed graphs, one call each
     assert [len(g.kernels) for g in device.graphs] == [1, 1]
+
+
+def test_a_pair_s_graphs_hold_at_most_pair_max_calls() -> None:
+    # a microsecond kernel whose replay budget asks for the graph timer's 2000 calls: a pair's
+    # graphs hold PAIR_MAX_CALLS (capturing and tracing two 2000-call graphs per shape costs
+    # more than it narrows the delta: docs/PERFORMANCE.md, "How many calls a pair's graph holds")
+    device, sides = FakeDevice(), Sides()
+    cheap = {"A": 0.001, "B": 0.0013}
+    graph_timer, _ = make_timer(device, budget_ms=20.0, replays=4)
+    assert graph_timer.max_calls > PAIR_MAX_CALLS
+    op = lambda: device.launch(Kernel("k" + sides.current, cheap[sides.current]))  # noqa: E731
+    m = PairTimer(graph_timer, sides, "A").measure(op)
+    assert m.other is not None
+    assert [len(g.kernels) for g in device.graphs[-2:]] == [PAIR_MAX_CALLS, PAIR_MAX_CALLS]
+    assert m.spread.calls == m.other.spread.calls == PAIR_MAX_CALLS
+    assert f"calls={PAIR_MAX_CALLS}" in m.settings
+    assert (m.ms, m.other.ms) == (pytest.approx(0.001), pytest.approx(0.0013))
 
 
 class SideTimer:

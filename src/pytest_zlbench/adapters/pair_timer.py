@@ -10,11 +10,11 @@ measurement is:
 1. untimed, side by side: one plain call on each side (a side whose call fails is told apart),
    then warm-up calls (each side compiles and tunes its kernels);
 2. on the capture thread: one plain call, a 10-call graph of the first side whose replay sizes
-   the timed graphs (``budget_ms`` of replay, at most ``max_calls`` calls: the eager call of a
-   Python-heavy operator is mostly host time, which would make the graphs small; skipped when
-   one eager call fills the budget), the primers, then the first side's graph and the other
-   side's graph *in the first one's memory pool*, so that both graphs' outputs and temporaries
-   sit at the same addresses;
+   the timed graphs (``budget_ms`` of replay, at most :data:`PAIR_MAX_CALLS` calls: the eager
+   call of a Python-heavy operator is mostly host time, which would make the graphs small;
+   skipped when one eager call fills the budget), the primers, then the first side's graph and
+   the other side's graph *in the first one's memory pool*, so that both graphs' outputs and
+   temporaries sit at the same addresses;
 3. timed: ``replays`` replays of each graph, half in the order first, other, then the other
    half in the order other, first (A B B A; the first side alternates by round).
 
@@ -46,6 +46,11 @@ from .turns import UNGATED, Gate, passed_on_gate, shares
 
 #: calls in the graph whose replay sizes a pair's timed graphs
 PROBE_CALLS = 10
+#: the most calls a pair's timed graph holds: both sides' graphs are captured (the op's host
+#: time per call) and traced (one record per kernel) for every shape, and beyond this many calls
+#: that costs more than it narrows the delta (docs/PERFORMANCE.md, "How many calls a pair's
+#: graph holds")
+PAIR_MAX_CALLS = 500
 
 
 def merged(parts: list[Measurement]) -> Measurement:
@@ -220,7 +225,8 @@ class PairTimer:
                     (per_call,) = g._time_replays(probe, PROBE_CALLS, 1)
                     held.remove(probe)
                     api.release(probe)
-                calls = int(min(g.max_calls, max(1, g.budget_ms // max(per_call, 1e-6))))
+                most = min(g.max_calls, PAIR_MAX_CALLS)
+                calls = int(min(most, max(1, g.budget_ms // max(per_call, 1e-6))))
 
                 def capture_first() -> Any:
                     g._prime(fn, held, primers)
