@@ -1382,6 +1382,42 @@ _outputs.draw_op_plots = _interrupted
     assert all(line.status == "complete" for line in lines(root).values())
 
 
+#: an operator that the switch makes twice as slow (its IR changed)
+SLOWER = """
+
+@pytest.mark.zl_op("slower")
+@pytest.mark.parametrize("n", [1, 2])
+def test_slower(zl_bench, n):
+    switched = os.environ.get("OMP_NUM_THREADS") == "1"
+    body = "ttg.convert_layout\\n" if switched else "tt.dot\\n"
+    write_ttgir("slower_kernel", "tt.func @slower_kernel() {\\n" + body + "}\\n")
+    zl_bench(lambda: busy(600 if switched else 300), op="slower", dtype="int", shape=str(n))
+"""
+
+
+def test_a_screen_that_fails_its_gate_is_stored_and_keeps_the_gate_s_status(
+    suite: pytest.Pytester,
+) -> None:
+    """A screen whose gate fails (exit status 6) is complete: --zl-save stores it. The store
+    refused it as unfinished and set 4, hiding the gate's status."""
+    suite.makepyfile(test_ops=TESTS + SLOWER)
+    result, root, _ = screen(
+        suite,
+        "lockstep",
+        "-k",
+        "slower",
+        SWITCH,
+        "--zl-rounds=2",
+        "--zl-fail-beyond=5",
+        "--zl-save=mine",
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == 6, text
+    assert "zlbench: --zl-fail-beyond=5%: FAILED" in text
+    assert "zlbench: stored as mine in " in text
+    assert lines(root)["slower"].verdict == "IR_CHANGED"
+
+
 def test_a_lone_xdist_worker_killed_is_replaced_and_the_screen_ends(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -151,10 +151,10 @@ class Saver:
                 entry = run_entry(self.save, target)
                 stored = self.store.save(target, entry, RUN_FILES)
             else:
-                # a screen interrupted (2) while drawing its plots is whole: its results were
-                # written before the plots
-                whole = status == pytest.ExitCode.INTERRUPTED and _complete(target)
-                if (status not in (0, 1) and not whole) or not (target / SCREEN_FILE).is_file():
+                # a screen whose gate failed (6), or interrupted (2) while drawing its plots,
+                # is whole: its results were written before the gate and the plots
+                whole = status in (0, 1) or _complete(target)
+                if not whole or not (target / SCREEN_FILE).is_file():
                     raise StoreError(f"{target}: the screen did not finish; not stored")
                 entry = screen_entry(self.save, target, Path(self.config.rootpath))
                 stored = self.store.save(target, entry, SCREEN_FILES, SCREEN_OP_FILES)
