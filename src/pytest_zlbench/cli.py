@@ -242,7 +242,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         draw_in_processes(plots)  # many plots: most of them drawn in a few processes
         for op_dir, result in plots:
             path = op_dir / plot.PLOT_FILE
-            drawn = plot.draw(path, result, result.op, fatal=(OSError,))
+            drawn = plot.draw(path, result, result.op, inside=root)
             if drawn:
                 tw.line(f"zlbench: drew {path}")
             elif drawn is None:
@@ -250,7 +250,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             else:
                 tw.line(f"zlbench: {result.op}: {result.verdict}, no range: no plot")
         doc = result_doc.document(result_doc.SCREEN, [r.to_json() for r in judged])
-        drawn = plot.draw_overview(root / plot.OVERVIEW_FILE, doc, fatal=(OSError,))
+        drawn = plot.draw_overview(root / plot.OVERVIEW_FILE, doc, inside=root)
         if drawn:
             tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")
         elif drawn is None:  # as a failed operator's plot: its line is on stderr

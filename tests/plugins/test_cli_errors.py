@@ -5,6 +5,7 @@ refusal ``--zl-allow-caliber-mismatch overrides``. Exit status 4, as for every u
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -236,6 +237,29 @@ def test_plot_that_fails_on_one_operator_draws_the_others_and_names_it(
     drawn = sorted(p.parent.name for p in root.glob("*/delta.svg"))
     assert drawn == ["abs"]
     assert f"zlbench: drew {root / drawn[0] / plot.PLOT_FILE}" in out
+
+
+def test_plot_whose_matplotlib_cannot_write_its_own_files_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An OSError raised inside matplotlib about a file of its own (its font cache) read as
+    "ROOT: not writable"; it is each plot's failure, with the file it names."""
+    pytest.importorskip("matplotlib")
+    root = synthetic_screen(tmp_path / "screen")
+    cache = tmp_path / "home" / ".cache" / "matplotlib" / "fontlist-v390.json"
+
+    def failing(path: Path, result: object) -> bool:
+        raise PermissionError(errno.EACCES, "Permission denied", str(cache))
+
+    monkeypatch.setattr(plot, "write", failing)
+    monkeypatch.setattr(plot, "write_overview", failing)
+    rc, out, err = zlbench(capsys, "plot", root)
+    assert rc == 1, (out, err)
+    assert not any("not writable" in line for line in out + err)
+    assert err == [
+        f"zlbench: {name}: no plot (PermissionError: [Errno 13] Permission denied: '{cache}')"
+        for name in ("abs", "mm", "overview")
+    ]
 
 
 def test_plot_whose_overview_fails_says_so_in_one_line(

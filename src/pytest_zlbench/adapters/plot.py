@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
@@ -305,30 +306,41 @@ def no_plot_line(name: str, exc: BaseException) -> str:
     return f"zlbench: {name}: no plot ({type(exc).__name__}: {first})"
 
 
-def _guarded(
-    name: str, drawing: Callable[[], bool], fatal: tuple[type[Exception], ...]
-) -> bool | None:
-    """``drawing()``, where a failure (but one of ``fatal``, which propagates) is one line on
-    stderr (:func:`no_plot_line`) and ``None``: a picture is an extra, it never costs a screen
-    its results, nor the other pictures."""
+def _guarded(name: str, drawing: Callable[[], bool], inside: Path | None) -> bool | None:
+    """``drawing()``, where a failure is one line on stderr (:func:`no_plot_line`) and
+    ``None``: a picture is an extra, it never costs a screen its results, nor the other
+    pictures. An OSError about a file under ``inside`` (the folder the caller writes to)
+    propagates: that folder is not writable, which no other picture will get past."""
     try:
         return drawing()
-    except fatal:
-        raise
+    except OSError as exc:
+        if inside is not None and _names_a_file_under(exc, inside):
+            raise
+        sys.stderr.write(no_plot_line(name, exc) + "\n")
+        return None
     except Exception as exc:
         sys.stderr.write(no_plot_line(name, exc) + "\n")
         return None
+
+
+def _names_a_file_under(exc: OSError, folder: Path) -> bool:
+    """Whether ``exc`` is about a file inside ``folder`` (and not, say, matplotlib's cache)."""
+    top = folder.resolve()
+    for name in (exc.filename, exc.filename2):
+        if isinstance(name, (str, os.PathLike)) and Path(name).resolve().is_relative_to(top):
+            return True
+    return False
 
 
 def draw(
     path: Path,
     result: screening.OpResult | Mapping[str, Any],
     name: str,
-    fatal: tuple[type[Exception], ...] = (),
+    inside: Path | None = None,
 ) -> bool | None:
     """:func:`write`, guarded (:func:`_guarded`); after a failure no plot of another result
     stays in its place."""
-    drawn = _guarded(name, lambda: write(path, result), fatal)
+    drawn = _guarded(name, lambda: write(path, result), inside)
     if drawn is None and not shows(path, result):
         try:
             path.unlink(missing_ok=True)
@@ -337,11 +349,9 @@ def draw(
     return drawn
 
 
-def draw_overview(
-    path: Path, doc: Mapping[str, Any], fatal: tuple[type[Exception], ...] = ()
-) -> bool | None:
+def draw_overview(path: Path, doc: Mapping[str, Any], inside: Path | None = None) -> bool | None:
     """:func:`write_overview`, guarded (:func:`_guarded`)."""
-    return _guarded("overview", lambda: write_overview(path, doc), fatal)
+    return _guarded("overview", lambda: write_overview(path, doc), inside)
 
 
 def main(argv: Sequence[str]) -> int:
