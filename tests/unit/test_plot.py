@@ -358,6 +358,35 @@ def test_plots_stopped_by_ctrl_c_read_interrupted_but_never_hide_the_gate_or_an_
     assert exit_status(current, outputs) == expected
 
 
+def test_a_plot_process_killed_mid_write_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plot process killed (its time up, or a Ctrl-C) between the atomic write's temporary
+    file and its rename left ``.delta.svg.*.tmp`` in the operator's folder."""
+    import subprocess
+
+    from pytest_zlbench.adapters import plot as plot_module
+    from pytest_zlbench.screen import results
+
+    popen = subprocess.Popen
+    op_dirs = [tmp_path / "a", tmp_path / "b"]
+    for op_dir in op_dirs:
+        op_dir.mkdir()
+    (tmp_path / "a" / "notes.txt").write_text("kept")
+
+    def stuck_writer(command: list[str], **kw: Any) -> Any:
+        # a process that makes the temporary file of its first plot, then hangs
+        op_dir = Path(command[-1])
+        tmp = op_dir / f".{plot_module.PLOT_FILE}.x1y2z3.tmp"
+        script = f"open({str(tmp)!r}, 'w').write('<svg'); import time; time.sleep(60)"
+        return popen([sys.executable, "-c", script], **kw)
+
+    monkeypatch.setattr(results.subprocess, "Popen", stuck_writer)
+    monkeypatch.setattr(results.time, "monotonic", iter([0.0, 1e9, 1e9, 1e9]).__next__)
+    results._draw_in_processes(op_dirs, 2)  # its time is up at once: both killed
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["notes.txt"]
+
+
 def test_plot_processes_are_killed_by_a_ctrl_c(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

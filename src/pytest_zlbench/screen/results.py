@@ -234,10 +234,23 @@ def _draw_in_processes(op_dirs: Sequence[Path], count: int) -> None:
     except subprocess.TimeoutExpired:
         pass  # what they did not draw is drawn here
     finally:
-        for process in started:
+        for process, chunk in zip(started, chunks, strict=False):
             if process.poll() is None:
                 process.kill()
                 process.wait()
+                _remove_partial_plots(chunk)
+
+
+def _remove_partial_plots(op_dirs: Sequence[Path]) -> None:
+    """The temporary files a plot process killed mid-write left (its atomic write's)."""
+    from ..adapters.plot import PLOT_FILE
+
+    for op_dir in op_dirs:
+        for tmp in op_dir.glob(f".{PLOT_FILE}.*.tmp"):
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
 
 
 def failure_of(run_dir: Path) -> str | None:
