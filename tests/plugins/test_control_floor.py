@@ -243,13 +243,16 @@ def test_a_screen_takes_its_floor_from_an_a_a_control_screen(
     result.stdout.fnmatch_lines([f"noise floor: {SEPARATE}*", f"*{aa.resolve()} (abs, gemm)*"])
 
     # a control of another caliber is found out once the screen has measured: the screen keeps
-    # its results, judged against its own floor, and exits 4 as for any caliber refusal
+    # its results, judged against its own floor, and exits 4 as for any caliber refusal; such
+    # a screen is no baseline to store
     for identity in aa.glob("*/r*_*/run_identity.json"):
         identity.write_text(json.dumps({**json.loads(identity.read_text()), "device": "other"}))
     other = zl_pytester.path / "other"
     result = screen(zl_pytester, "--zl-ab=OMP_NUM_THREADS=1", f"--zl-out={other}",
-                    f"--zl-floor-from={aa}")  # fmt: skip
+                    f"--zl-floor-from={aa}", "--zl-save=mine")  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.outlines
+    assert "zlbench: stored as mine" not in result.stdout.str()
+    result.stdout.fnmatch_lines([f"zlbench: --zl-save mine: {other.resolve()}: *; not stored"])
     result.stdout.fnmatch_lines(
         [f"!!! [[]caliber] --zl-floor-from {aa.resolve()}: its caliber differs from *"
          "(device: * vs 'other'); --zl-allow-caliber-mismatch judges against it anyway; "

@@ -25,6 +25,7 @@ from ..contract import (
     SUMMARY_FILE,
 )
 from ..core import records
+from ..core.gate import REGRESSION_EXIT
 from ..core.result import RESULT_FILE
 from ..core.store import STORE_DIR, Entry, Store, StoreError, caliber_key
 
@@ -152,8 +153,13 @@ class Saver:
                 stored = self.store.save(target, entry, RUN_FILES)
             else:
                 # a screen whose gate failed (6), or interrupted (2) while drawing its plots,
-                # is whole: its results were written before the gate and the plots
-                whole = status in (0, 1) or _complete(target)
+                # is whole: its results were written before the gate and the plots; a usage
+                # error or an internal one (3-5) makes no baseline, whatever it wrote
+                if status not in (0, 1, pytest.ExitCode.INTERRUPTED, REGRESSION_EXIT):
+                    raise StoreError(
+                        f"{target}: the screen ended in error (exit status {status}); not stored"
+                    )
+                whole = status != pytest.ExitCode.INTERRUPTED or _complete(target)
                 if not whole or not (target / SCREEN_FILE).is_file():
                     raise StoreError(f"{target}: the screen did not finish; not stored")
                 entry = screen_entry(self.save, target, Path(self.config.rootpath))
