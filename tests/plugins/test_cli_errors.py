@@ -262,6 +262,41 @@ def test_plot_whose_matplotlib_cannot_write_its_own_files_names_the_file(
     ]
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(errno.ENOSPC, "No space left on device"),  # write() names no file
+        OSError(errno.ELOOP, "Too many levels of symbolic links", "loop"),
+    ],
+    ids=["disk-full", "symlink-loop"],
+)
+def test_plot_on_a_full_disk_or_a_symlink_loop_is_one_error(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    error: OSError,
+) -> None:
+    """A full disk is ROOT's (not each plot's) failure; a file name that loops is a plot's,
+    and judging where it lies raised RuntimeError (a traceback)."""
+    pytest.importorskip("matplotlib")
+    root = synthetic_screen(tmp_path / "screen")
+    if error.errno == errno.ELOOP:
+        (tmp_path / "loop").symlink_to(tmp_path / "loop")
+        monkeypatch.chdir(tmp_path)
+
+    def failing(path: Path, result: object) -> bool:
+        raise error
+
+    monkeypatch.setattr(plot, "write", failing)
+    if error.errno == errno.ENOSPC:
+        _, message = refused(capsys, "plot", root)
+        assert message == f"{root}: not writable (No space left on device)"
+    else:
+        rc, out, err = zlbench(capsys, "plot", root)
+        assert rc == 1, (out, err)
+        assert err[0].startswith("zlbench: abs: no plot (OSError: [Errno 40]")
+
+
 def test_plot_whose_overview_fails_says_so_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,8 @@ matplotlib is installed, never left behind to contradict a later aggregation."""
 from __future__ import annotations
 
 import sys
+import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -379,10 +381,15 @@ def test_a_plot_process_killed_mid_write_leaves_no_temporary_file(
         op_dir = Path(command[-1])
         tmp = op_dir / f".{plot_module.PLOT_FILE}.x1y2z3.tmp"
         script = f"open({str(tmp)!r}, 'w').write('<svg'); import time; time.sleep(60)"
-        return popen([sys.executable, "-c", script], **kw)
+        process = popen([sys.executable, "-c", script], **kw)
+        while not tmp.exists():  # the process is killed once it holds its temporary file
+            assert process.poll() is None
+            time.sleep(0.01)
+        return process
 
     monkeypatch.setattr(results.subprocess, "Popen", stuck_writer)
-    monkeypatch.setattr(results.time, "monotonic", iter([0.0, 1e9, 1e9, 1e9]).__next__)
+    clock = iter([0.0, 1e9, 1e9, 1e9]).__next__
+    monkeypatch.setattr(results, "time", types.SimpleNamespace(monotonic=clock))
     results._draw_in_processes(op_dirs, 2)  # its time is up at once: both killed
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["notes.txt"]
 

@@ -10,6 +10,7 @@ caller says so in one line (:data:`MISSING`). Both pictures read the result's JS
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -324,11 +325,19 @@ def _guarded(name: str, drawing: Callable[[], bool], inside: Path | None) -> boo
 
 
 def _names_a_file_under(exc: OSError, folder: Path) -> bool:
-    """Whether ``exc`` is about a file inside ``folder`` (and not, say, matplotlib's cache)."""
+    """Whether ``exc`` is about a file inside ``folder`` (and not, say, matplotlib's cache);
+    a full disk (a write names no file) counts as the folder's."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
     top = folder.resolve()
     for name in (exc.filename, exc.filename2):
-        if isinstance(name, (str, os.PathLike)) and Path(name).resolve().is_relative_to(top):
-            return True
+        if not isinstance(name, (str, bytes, os.PathLike)):
+            continue
+        try:
+            if Path(os.fsdecode(name)).resolve().is_relative_to(top):
+                return True
+        except (OSError, RuntimeError):  # a name that loops lies nowhere
+            continue
     return False
 
 
