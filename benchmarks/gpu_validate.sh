@@ -16,7 +16,8 @@
 # cards).
 # SHARED_INPUTS=1 adds --zl-shared-inputs to those screens (lockstep only).
 # SCREEN_ARGS: more options for those screens, split on spaces (e.g. "--zl-graph-budget-ms=200":
-# every graph of a microsecond op then holds the 2000 calls a graph holds at most).
+# every graph of a microsecond op then holds the 2000 calls a graph holds at most, 500 in
+# one-process mode).
 # RUN_TIMEOUT (900) bounds each recorded run and screen (SIGINT, then SIGKILL 30 s later);
 # DEADLINE (seconds since the epoch, e.g. $(( $(date +%s) + 540 ))) bounds them all: each gets
 # what is left of it, and one with less than 20 s left is not started (a lent machine's one
