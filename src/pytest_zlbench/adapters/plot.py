@@ -314,12 +314,9 @@ def _guarded(name: str, drawing: Callable[[], bool], inside: Path | None) -> boo
     propagates: that folder is not writable, which no other picture will get past."""
     try:
         return drawing()
-    except OSError as exc:
-        if inside is not None and _names_a_file_under(exc, inside):
-            raise
-        sys.stderr.write(no_plot_line(name, exc) + "\n")
-        return None
     except Exception as exc:
+        if isinstance(exc, OSError) and inside is not None and _names_a_file_under(exc, inside):
+            raise
         sys.stderr.write(no_plot_line(name, exc) + "\n")
         return None
 
