@@ -10,7 +10,8 @@ numbered in the order of their first call). The first load compiles; the others 
 Triton cache folder, so every load holds the same binary, loaded again into device memory. Per
 row and trial, one graph of ``--calls`` calls per load (all in the first graph's memory pool,
 on one input, after 8 one-call primer graphs), then every graph timed by its kernels' summed
-durations under torch's profiler, in ``--loads`` rotations of the order 1 2 .. N N .. 2 1.
+durations under torch's profiler (one trace per rotation), in ``--loads`` rotations of the
+order 1 2 .. N N .. 2 1.
 
 It prints, per row and load, the kernel time over the mean of the loads (median over trials),
 the widest gap between two loads, and the gap between two graphs of the first load (one
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from capture_noise import prime, traced_ms  # this folder's, beside this script
+from capture_noise import prime  # this folder's, beside this script
 
 from pytest_zlbench.adapters.side_kernels import SideKernels
 
@@ -72,6 +73,35 @@ def capture(torch: Any, kernels: SideKernels, load: str, fn: Any, calls: int, po
     return graph
 
 
+def traced_each(torch: Any, graphs: list[Any], calls: int, replays: int) -> list[float]:
+    """Per graph of ``graphs`` (graphs of one op, as many kernels each), its kernel ms per call
+    over ``replays`` replays, all in one profiler trace (one trace's stop, not one a graph)."""
+    import warnings
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for graph in graphs:
+                for _ in range(replays):
+                    graph.replay()
+                torch.cuda.synchronize()
+    device = torch.autograd.DeviceType.CUDA
+    events = sorted(
+        (e for e in prof.events() if e.device_type == device), key=lambda e: e.time_range.start
+    )
+    if not events or len(events) % len(graphs):
+        raise RuntimeError(f"{len(events)} device activities for {len(graphs)} graphs of one op")
+    each = len(events) // len(graphs)
+    return [
+        sum(e.time_range.elapsed_us() for e in events[i * each : (i + 1) * each])
+        / (replays * calls)
+        / 1000
+        for i in range(len(graphs))
+    ]
+
+
 def trial(
     torch: Any, kernels: SideKernels, loads: list[str], fn: Any, calls: int
 ) -> tuple[dict[str, float], float]:
@@ -88,10 +118,14 @@ def trial(
     same = [0.0, 0.0]
     for turn in range(len(loads)):
         order = loads[turn:] + loads[:turn]
-        for load in order + order[::-1]:
-            total[load] += traced_ms(torch, graphs[load], calls, 2)[0]
-        for i, graph in enumerate((graphs[loads[0]], again, again, graphs[loads[0]])):
-            same[i in (1, 2)] += traced_ms(torch, graph, calls, 2)[0]
+        seq = order + order[::-1]
+        for load, ms in zip(
+            seq, traced_each(torch, [graphs[x] for x in seq], calls, 2), strict=True
+        ):
+            total[load] += ms
+        both = (graphs[loads[0]], again, again, graphs[loads[0]])
+        for i, ms in enumerate(traced_each(torch, list(both), calls, 2)):
+            same[i in (1, 2)] += ms
     mean = statistics.fmean(total.values())
     del graphs, again
     torch.cuda.empty_cache()
@@ -137,10 +171,10 @@ def main(argv: list[str]) -> int:
             cells = "  ".join(f"{load} {v:+.3f} %" for load, v in rel.items())
             gap = max(rel.values()) - min(rel.values())
             print(f"{name:28s} {cells}  widest gap {gap:.3f} %  same load {same:.3f} %", flush=True)
+            if args.json:  # after every row: a run cut short keeps the rows it measured
+                args.json.write_text(json.dumps(out, indent=1))
     finally:
         kernels.uninstall()
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1))
     return 0
 
 
