@@ -29,8 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from capture_noise import prime  # this folder's, beside this script
-
 from pytest_zlbench.adapters.side_kernels import SideKernels
 
 FFT_SHAPES = [(128, 512), (512, 512), (256, 256), (1024, 256), (4096, 64)]
@@ -88,18 +86,41 @@ def traced_each(torch: Any, graphs: list[Any], calls: int, replays: int) -> list
                     graph.replay()
                 torch.cuda.synchronize()
     device = torch.autograd.DeviceType.CUDA
-    events = sorted(
-        (e for e in prof.events() if e.device_type == device), key=lambda e: e.time_range.start
-    )
-    if not events or len(events) % len(graphs):
-        raise RuntimeError(f"{len(events)} device activities for {len(graphs)} graphs of one op")
-    each = len(events) // len(graphs)
-    return [
-        sum(e.time_range.elapsed_us() for e in events[i * each : (i + 1) * each])
-        / (replays * calls)
-        / 1000
-        for i in range(len(graphs))
+    spans = [
+        (e.time_range.start, e.time_range.elapsed_us())
+        for e in prof.events()
+        if e.device_type == device
     ]
+    return per_graph_ms(spans, len(graphs), calls, replays)
+
+
+def per_graph_ms(
+    spans: list[tuple[float, float]], graphs: int, calls: int, replays: int
+) -> list[float]:
+    """Per graph, its kernel ms per call, from one trace's device activities (start, µs) of
+    ``graphs`` graphs of one op replayed in turn, ``replays`` times each: the activities in
+    time order, split into ``graphs`` equal runs."""
+    if not spans or len(spans) % graphs:
+        raise RuntimeError(f"{len(spans)} device activities for {graphs} graphs of one op")
+    durations = [us for _, us in sorted(spans)]
+    each = len(durations) // graphs
+    return [
+        sum(durations[i * each : (i + 1) * each]) / (replays * calls) / 1000 for i in range(graphs)
+    ]
+
+
+def summary(trials: list[tuple[dict[str, float], float]]) -> dict[str, Any]:
+    """A row's reading from its trials (per load, % over the mean of the loads; the gap of two
+    graphs of one load, %): per load its median over trials, the widest gap between two loads,
+    and the median gap of one load's two graphs."""
+    loads = list(trials[0][0])
+    by_load = {load: statistics.median(t[0][load] for t in trials) for load in loads}
+    return {
+        "by_load": by_load,
+        "widest_gap": max(by_load.values()) - min(by_load.values()),
+        "same_load": statistics.median(abs(t[1]) for t in trials),
+        "trials": trials,
+    }
 
 
 def trial(
@@ -107,6 +128,8 @@ def trial(
 ) -> tuple[dict[str, float], float]:
     """Per load, its kernel µs per call over the mean of the loads (%), and the gap between two
     graphs of the first load (%)."""
+    from capture_noise import prime  # this folder's, beside this script (on the device only)
+
     with kernels.use(loads[0]):
         prime(torch, fn)
     graphs = {loads[0]: capture(torch, kernels, loads[0], fn, calls, None)}
@@ -146,7 +169,13 @@ def main(argv: list[str]) -> int:
     import torch
 
     loads = [f"load{i + 1}" for i in range(args.loads)]
-    root = Path(tempfile.mkdtemp(prefix="code_placement."))
+    with tempfile.TemporaryDirectory(prefix="code_placement.") as tmp:
+        return measure(torch, Path(tmp), loads, args)
+
+
+def measure(torch: Any, root: Path, loads: list[str], args: argparse.Namespace) -> int:
+    """Every row of :func:`rows` (``--only``), its loads' kernels in cache folders under
+    ``root``."""
     (root / loads[0]).mkdir()
     for load in loads[1:]:  # one Triton cache folder: every load after the first reads it
         (root / load).symlink_to(root / loads[0])
@@ -164,13 +193,16 @@ def main(argv: list[str]) -> int:
                     for _ in range(3):
                         fn()
                     torch.cuda.synchronize()
-            got = [trial(torch, kernels, loads, fn, args.calls) for _ in range(args.trials)]
-            rel = {load: statistics.median(g[0][load] for g in got) for load in loads}
-            same = statistics.median(abs(g[1]) for g in got)
-            out[name] = {"by_load": rel, "same_load": same, "trials": got}
-            cells = "  ".join(f"{load} {v:+.3f} %" for load, v in rel.items())
-            gap = max(rel.values()) - min(rel.values())
-            print(f"{name:28s} {cells}  widest gap {gap:.3f} %  same load {same:.3f} %", flush=True)
+            got = summary(
+                [trial(torch, kernels, loads, fn, args.calls) for _ in range(args.trials)]
+            )
+            out[name] = got
+            cells = "  ".join(f"{load} {v:+.3f} %" for load, v in got["by_load"].items())
+            print(
+                f"{name:28s} {cells}  widest gap {got['widest_gap']:.3f} %  "
+                f"same load {got['same_load']:.3f} %",
+                flush=True,
+            )
             if args.json:  # after every row: a run cut short keeps the rows it measured
                 args.json.write_text(json.dumps(out, indent=1))
     finally:
