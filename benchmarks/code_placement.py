@@ -30,7 +30,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 FFT_SHAPES = [(128, 512), (512, 512), (256, 256), (1024, 256), (4096, 64)]
 #: row name -> (FlagGems op, its input: shape and dtype)
@@ -57,6 +57,12 @@ def relative(total: dict[str, float]) -> dict[str, float]:
     """Each load's summed time over the mean of the loads', in %."""
     mean = statistics.fmean(total.values())
     return {load: (t / mean - 1) * 100 for load, t in total.items()}
+
+
+def per_call_us(total: dict[str, float], loads: int) -> float:
+    """The kernel µs per call of one trial: ``total`` sums, per load, the ms per call of each
+    of its ``2 * loads`` traces in :func:`schedule`."""
+    return statistics.fmean(total.values()) / (2 * loads) * 1000
 
 
 def summary(trials: list[tuple[dict[str, float], float, float]]) -> dict[str, Any]:
@@ -101,14 +107,12 @@ def capture(torch: Any, kernels: Any, load: str, fn: Any, calls: int, pool: Any)
 
 
 def trial(
-    torch: Any, kernels: Any, loads: list[str], fn: Any, calls: int
+    torch: Any, timing: Any, kernels: Any, loads: list[str], fn: Any, calls: int
 ) -> tuple[dict[str, float], float, float]:
     """Per load, its kernel time over the mean of the loads (%); the gap between the first
-    load's two graphs (%); the mean kernel µs per call."""
-    # this folder's, beside this script: on sys.path when run as a script (the unit tests load
-    # this file by its path, and never measure)
-    from capture_noise import prime, traced_ms
-
+    load's two graphs (%); the mean kernel µs per call. ``timing``: ``capture_noise`` (its
+    ``prime`` and ``traced_ms``)."""
+    prime, traced_ms = timing.prime, timing.traced_ms
     with kernels.use(loads[0]):
         prime(torch, fn)
     graphs = {loads[0]: capture(torch, kernels, loads[0], fn, calls, None)}
@@ -127,14 +131,16 @@ def trial(
             same[i in (1, 2)] += traced_ms(torch, graph, calls, REPLAYS)[0]
     del graphs, again
     torch.cuda.empty_cache()
-    us = statistics.fmean(total.values()) / (len(order) / len(loads)) * 1000
-    return relative(total), (same[1] / same[0] - 1) * 100, us
+    return relative(total), (same[1] / same[0] - 1) * 100, per_call_us(total, len(loads))
 
 
 def write_json(path: Path, out: dict[str, Any]) -> None:
     """``out`` to ``path`` whole or not at all (a run cut short keeps its last complete file)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.fchmod(fd, 0o666 & ~umask)  # as a plain write would make it (mkstemp's is 0600)
         with os.fdopen(fd, "w") as f:
             json.dump(out, f, indent=1)
         os.replace(tmp, path)
@@ -143,8 +149,15 @@ def write_json(path: Path, out: dict[str, Any]) -> None:
         raise
 
 
+class Parser(argparse.ArgumentParser):
+    """Bad arguments are one line, ``code_placement: ...``, and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"code_placement: {message}\n")
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--loads", type=int, default=4)
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--calls", type=int, default=500)
@@ -156,10 +169,17 @@ def main(argv: list[str]) -> int:
     rows = [row for row in ROWS if args.only in row]
     if not rows:
         parser.error(f"--only {args.only!r} matches no row (rows: {', '.join(ROWS)})")
-    if args.json is not None and not args.json.parent.is_dir():
-        parser.error(f"--json {args.json}: no folder {args.json.parent}")
+    if args.json is not None:
+        folder = args.json.parent
+        if args.json.is_dir():
+            parser.error(f"--json {args.json}: is a folder")
+        if not folder.is_dir():
+            parser.error(f"--json {args.json}: no folder {folder}")
+        if not os.access(folder, os.W_OK):
+            parser.error(f"--json {args.json}: {folder} is not writable")
 
     try:
+        import capture_noise  # this folder's, beside this script
         import torch
 
         from pytest_zlbench.adapters.side_kernels import SideKernels
@@ -187,13 +207,15 @@ def main(argv: list[str]) -> int:
             print(f"code_placement: {exc}", file=sys.stderr)
             return 2
         try:
-            measure(torch, kernels, loads, rows, args)
+            measure(torch, capture_noise, kernels, loads, rows, args)
         finally:
             kernels.uninstall()
     return 0
 
 
-def measure(torch: Any, kernels: Any, loads: list[str], rows: list[str], args: Any) -> None:
+def measure(
+    torch: Any, timing: Any, kernels: Any, loads: list[str], rows: list[str], args: Any
+) -> None:
     """Every row in ``rows``: its loads' kernels loaded in order, then ``--trials`` trials;
     printed, and written to ``--json`` after every row."""
     out: dict[str, Any] = {}
@@ -204,7 +226,8 @@ def measure(torch: Any, kernels: Any, loads: list[str], rows: list[str], args: A
                 for _ in range(3):
                     fn()
                 torch.cuda.synchronize()
-        got = summary([trial(torch, kernels, loads, fn, args.calls) for _ in range(args.trials)])
+        trials = [trial(torch, timing, kernels, loads, fn, args.calls) for _ in range(args.trials)]
+        got = summary(trials)
         out[name] = got
         cells = "  ".join(f"{load} {v:+.3f} %" for load, v in got["by_load"].items())
         print(
