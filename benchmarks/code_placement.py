@@ -22,7 +22,6 @@ the widest gap between two loads' medians, the median gap between the first load
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import statistics
@@ -31,6 +30,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
+
+from pytest_zlbench.core import records
 
 FFT_SHAPES = [(128, 512), (512, 512), (256, 256), (1024, 256), (4096, 64)]
 #: row name -> (FlagGems op, its input: shape and dtype)
@@ -134,21 +135,6 @@ def trial(
     return relative(total), (same[1] / same[0] - 1) * 100, per_call_us(total, len(loads))
 
 
-def write_json(path: Path, out: dict[str, Any]) -> None:
-    """``out`` to ``path`` whole or not at all (a run cut short keeps its last complete file)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.fchmod(fd, 0o666 & ~umask)  # as a plain write would make it (mkstemp's is 0600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(out, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 class Parser(argparse.ArgumentParser):
     """Bad arguments are one line, ``code_placement: ...``, and exit status 2."""
 
@@ -236,7 +222,7 @@ def measure(
             flush=True,
         )
         if args.json is not None:
-            write_json(args.json, out)
+            records.write_json(args.json, out)  # whole or not at all
 
 
 if __name__ == "__main__":

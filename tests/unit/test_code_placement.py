@@ -3,9 +3,7 @@ from its trials, and its refusals of bad arguments (before torch is imported).""
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -73,20 +71,3 @@ def test_bad_arguments_are_one_error_line_before_torch_is_imported(
     (line,) = err.strip().splitlines()
     assert line.startswith("code_placement: ")
     assert says in line
-
-
-def test_the_json_is_replaced_whole(tmp_path: Path) -> None:
-    path = tmp_path / "out.json"
-    code_placement.write_json(path, {"row": 1})
-    code_placement.write_json(path, {"row": 2})
-    assert json.loads(path.read_text()) == {"row": 2}
-    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
-
-
-def test_a_json_that_cannot_be_written_leaves_the_last_one_whole(tmp_path: Path) -> None:
-    path = tmp_path / "out.json"
-    code_placement.write_json(path, {"row": 1})
-    with pytest.raises(TypeError):
-        code_placement.write_json(path, {"row": object()})
-    assert json.loads(path.read_text()) == {"row": 1}
-    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
