@@ -260,10 +260,9 @@ def _rounds_kept(self: AbController, item: OpItem, op_dir: Path, batch: str, own
     s = self.settings
     if not s.resume:  # an xdist worker that replaces one that died: its batch records again
         return 0
-    cmd = self.children.worker_cmd(item.nodeids, None, own)
-    finished = rounds_done(op_dir, cmd, len(item.nodeids))
+    finished = rounds_done(op_dir, self.children.worker_options(None, own))
     if finished and s.records:
-        key = command_key(cmd)
+        key = command_key(self.children.worker_cmd(item.nodeids, None, own))
         workdir = s.root / WORKERS_DIR / (own_batch(batch) if own else batch)
         if not still_recorded(workdir, {item.op: key}, s.root):
             return 0

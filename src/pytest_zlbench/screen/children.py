@@ -127,18 +127,24 @@ class Children:
         """The command line of a side worker (``screen.worker``) over the tests of a batch: a
         child's, without a run directory of its own (one per operator, on command); without the
         requested ``--dtypes`` for a batch of operators that refused them."""
-        worker = ["-o", "zl_out=", "-p", "pytest_zlbench.screen.worker"]
-        return self._cmd(nodeids, worker, replay, own_dtypes)
+        return [sys.executable, "-m", "pytest", *nodeids, *self.worker_options(replay, own_dtypes)]
+
+    def worker_options(self, replay: Path | None, own_dtypes: bool = False) -> list[str]:
+        """What follows the tests in :meth:`worker_cmd`: the options a side worker is given."""
+        return self._options(
+            ["-o", "zl_out=", "-p", "pytest_zlbench.screen.worker"], replay, own_dtypes
+        )
 
     def _cmd(
         self, nodeids: list[str], own: list[str], replay: Path | None, own_dtypes: bool
     ) -> list[str]:
+        return [sys.executable, "-m", "pytest", *nodeids, *self._options(own, replay, own_dtypes)]
+
+    def _options(self, own: list[str], replay: Path | None, own_dtypes: bool) -> list[str]:
         inv = self.config.invocation_params
-        cmd = [sys.executable, "-m", "pytest", *nodeids]
-        passed = passthrough_args(inv.args, self.config.args)
+        cmd = passthrough_args(inv.args, self.config.args)
         if own_dtypes:
-            passed, _ = dtypes_args(passed)
-        cmd += passed
+            cmd, _ = dtypes_args(cmd)
         cmd += [*own, f"--zl-backend={self.settings.backend}", "-p", "no:cacheprovider"]
         if self.config.pluginmanager.hasplugin("xdist"):
             cmd += ["-n", "0"]  # wins over an -n in the ini's addopts: a child is one process

@@ -35,15 +35,15 @@ from ..core.records import COMPLETE_FILE, is_complete
 RECORDED_FILE = "recorded.txt"
 
 
-def rounds_done(op_dir: Path, cmd: Sequence[str], tests: int) -> int:
+def rounds_done(op_dir: Path, options: Sequence[str]) -> int:
     """How many rounds of an unfinished operator were measured on both sides, from round 1
-    without a gap, by side workers given the options of ``cmd`` (a worker's command over
-    ``tests`` tests: ``--dtypes`` or a refusal of them may have changed since); ``--zl-resume``
-    goes on from the next. Zero once a side worker failed it (its directories ``*.worker``: it
+    without a gap, by side workers given ``options`` (what follows the tests in a worker's
+    command: ``--dtypes`` or a refusal of them may have changed since); ``--zl-resume`` goes on
+    from the next. Zero once a side worker failed it (its directories ``*.worker``: it
     was measured again alone, one process per side)."""
     if any(op_dir.glob("*.worker")):
         return 0
-    wanted = _options(cmd[3 + tests :])  # after ``python -m pytest`` and the tests
+    wanted = _options(options)
     done = 0
     for rnd, *sides in round_dirs(op_dir):
         for run in sides:
