@@ -24,6 +24,13 @@ python benchmarks/gpu_validate.py screen ROOT [WALL_S]
     with two rounds or more: |median over rounds of the delta| (median, worst) and the screen's
     own per-shape median (``median_pct``: each order of the rounds weighed alike), shapes
     beyond noise
+python benchmarks/gpu_validate.py table ROOT[=LABEL]...
+    screens side by side, one Markdown row each (LABEL, else the screen's switch or A/A): its
+    mode and timer, operators measured, rounds used, wall time by its own clock (progress.log;
+    every session of a resumed screen, the longest process of each), seconds per operator,
+    share of the side workers' time inside timed turns, and over every shape with two rounds
+    or more |median over rounds| and |balanced median| (median, worst) and the shapes beyond
+    noise: the one table of screens run side by side (e.g. each mode on a card of its own)
 python benchmarks/gpu_validate.py cheapest ROOT N
     the test functions of the N complete operators of screen ROOT that kept its side workers
     busy the fewest seconds (those measured on their own dtypes left out), one per line: a
@@ -189,19 +196,76 @@ def _batch_totals(root: Path) -> tuple[float, float] | None:
     return sum(c["wall_s"] for c in costs), sum(c["timed_s"] for c in costs)
 
 
+#: a progress line's stamp: ``[zlbench 12.3s]``, ``[zlbench gw1 12.3s]`` under xdist
+_STAMP = re.compile(r"^\[zlbench (?:(gw\d+) )?\s*(\d+(?:\.\d+)?)s\]", re.M)
+
+
+def screen_wall(progress: str) -> tuple[float, int]:
+    """A screen's wall seconds by its own clock, from its progress.log text, and its sessions:
+    per process (the controller, or each xdist worker) a session ends where its stamps start
+    again from zero (``--zl-resume``); each session counts its longest process."""
+    sessions: dict[str, list[float]] = {}
+    for m in _STAMP.finditer(progress):
+        seq, t = sessions.setdefault(m[1] or "", []), float(m[2])
+        if seq and t >= seq[-1]:
+            seq[-1] = t
+        else:
+            seq.append(t)
+    count = max((len(seq) for seq in sessions.values()), default=0)
+    wall = sum(max(seq[k] for seq in sessions.values() if k < len(seq)) for k in range(count))
+    return wall, count
+
+
+def _read_screen(root: Path) -> dict[str, Any]:
+    """A screen root's screen_result.json, or a one-line exit naming what is wrong."""
+    try:
+        doc = json.loads((root / "screen_result.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"gpu_validate.py: {root}: not a screen root ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("operators"), list):
+        raise SystemExit(f"gpu_validate.py: {root}: screen_result.json lists no operators")
+    return doc
+
+
+Shape = tuple[float, float, str]  # |median over rounds|, |balanced median|, which shape
+
+
+def _shapes(ops: list[dict[str, Any]]) -> tuple[list[tuple[Shape, str, str]], int]:
+    """Every shape with two rounds or more: its |median over rounds of the delta|, the
+    screen's own |per-shape median| (``median_pct``: each order of the rounds weighed alike)
+    and its name, with its timer and size class; and how many of them are beyond noise."""
+    out: list[tuple[Shape, str, str]] = []
+    beyond = 0
+    for op in ops:
+        for shape in op.get("shapes") or []:
+            deltas = [r["delta_pct"] for r in shape["rounds"] if r["delta_pct"] is not None]
+            if len(deltas) < 2:
+                continue
+            beyond += bool(shape.get("beyond_noise"))
+            median = abs(statistics.median(deltas))
+            screen = shape.get("median_pct")
+            name = " ".join(
+                x for x in (op["op"], shape.get("dtype"), shape.get("shape", "[?]")) if x
+            )
+            size = "< 10 us" if (shape.get("latency_a_ms") or 0) < 0.010 else ">= 10 us"
+            value = (median, median if screen is None else abs(screen), name)
+            out.append((value, shape.get("timer") or "?", size))
+    return out, beyond
+
+
+def _measured(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [op for op in ops if op["status"] in ("complete", "failed", "cut")]
+
+
 def cmd_screen(root: str, wall: str = "") -> None:
     path = Path(root)
-    result = json.loads((path / "screen_result.json").read_text())
+    result = _read_screen(path)
     seconds = _op_seconds(path)
     ops = result["operators"]
     print(
         f"{root}: status {result['status']}, switch {result['switch'] or 'none (A/A)'}, "
         f"{len(ops)} operators, floor: {(result.get('noise_floor') or {}).get('text', '-')}"
     )
-    # per shape: |plain median over rounds|, |the screen's balanced median|, which shape
-    plain: list[tuple[float, float, str]] = []
-    beyond = 0
-    split: dict[tuple[str, str], list[tuple[float, float, str]]] = {}  # by (timer, size class)
     for op in ops:
         verdict = ScreenLine.from_entry(op).shown_verdict  # as the screen's table shows it
         judged = op.get("judged")
@@ -210,23 +274,15 @@ def cmd_screen(root: str, wall: str = "") -> None:
             f"beyond {op.get('beyond')}/{judged} median {op.get('median_pct')} "
             f"{seconds.get(op['op'], 0.0):6.1f}s"
         )
-        for shape in op.get("shapes") or []:
-            deltas = [r["delta_pct"] for r in shape["rounds"] if r["delta_pct"] is not None]
-            if len(deltas) < 2:
-                continue
-            beyond += bool(shape.get("beyond_noise"))
-            median = abs(statistics.median(deltas))
-            screen = shape.get("median_pct")  # the screen's own: both orders weighed alike
-            name = " ".join(
-                x for x in (op["op"], shape.get("dtype"), shape.get("shape", "[?]")) if x
-            )
-            plain.append((median, median if screen is None else abs(screen), name))
-            size = "< 10 us" if (shape.get("latency_a_ms") or 0) < 0.010 else ">= 10 us"
-            split.setdefault((shape.get("timer") or "?", size), []).append(plain[-1])
+    shapes, beyond = _shapes(ops)
+    plain = [value for value, _, _ in shapes]
+    split: dict[tuple[str, str], list[Shape]] = {}  # by (timer, size class)
+    for value, timer, size in shapes:
+        split.setdefault((timer, size), []).append(value)
     if seconds:
         per_op = sorted(seconds.values())
         line = f"seconds per operator (side workers): median {statistics.median(per_op):.1f}"
-        measured = [op for op in ops if op["status"] in ("complete", "failed", "cut")]
+        measured = _measured(ops)
         log = path / "progress.log"
         resumed = log.is_file() and "(--zl-resume)" in log.read_text()
         if wall and measured and not resumed:  # resumed, the wall is one session's of several
@@ -266,6 +322,70 @@ def cmd_screen(root: str, wall: str = "") -> None:
                 for who, v in calls
             )
         )
+
+
+#: the columns of ``table``
+TABLE_HEAD = (
+    "screen",
+    "mode",
+    "timer",
+    "operators",
+    "rounds",
+    "wall",
+    "wall / operator",
+    "busy / operator (median)",
+    "timed",
+    "shapes (2+ rounds)",
+    "\\|median over rounds\\|: median, worst",
+    "\\|balanced median\\|: median, worst",
+    "beyond noise",
+)
+
+
+def cmd_table(roots: list[str]) -> None:
+    from tabulate import tabulate
+
+    rows = [_table_row(*arg.partition("=")[::2]) for arg in roots]
+    print(tabulate(rows, headers=TABLE_HEAD, tablefmt="github", disable_numparse=True))
+
+
+def _table_row(root: str, label: str) -> tuple[str, ...]:
+    """One screen's row of ``table`` (its columns: ``TABLE_HEAD``)."""
+    path = Path(root)
+    result = _read_screen(path)
+    ops = result["operators"]
+    switch = result.get("switch") or {}
+    log = path / "progress.log"
+    wall, sessions = screen_wall(log.read_text() if log.is_file() else "")
+    measured = _measured(ops)
+    used = sorted(op.get("rounds") or 0 for op in measured)
+    busy = sorted(_op_seconds(path).values())
+    totals = _batch_totals(path)
+    shapes, beyond = _shapes(ops)
+    values = [value for value, _, _ in shapes]
+    walls = f"{wall:.0f} s" + (f" ({sessions} sessions)" if sessions > 1 else "")
+    return (
+        label or " ".join(f"{k}={v}" for k, v in switch.items()) or "A/A",
+        (result.get("settings") or {}).get("mode") or "?",
+        (result.get("caliber") or {}).get("timer") or "?",
+        f"{len(measured)} of {len(ops)}" if len(measured) < len(ops) else str(len(ops)),
+        "-" if not used else str(used[0]) if used[0] == used[-1] else f"{used[0]}-{used[-1]}",
+        walls if wall else "-",
+        f"{wall / len(measured):.1f} s" if wall and measured else "-",
+        f"{statistics.median(busy):.1f} s" if busy else "-",
+        f"{totals[1] / totals[0]:.0%}" if totals and totals[0] > 0 else "-",
+        str(len(values)),
+        _pair(values, 0),
+        _pair(values, 1),
+        str(beyond) if values else "-",
+    )
+
+
+def _pair(values: list[Shape], i: int) -> str:
+    """The median and the worst of the ``i``-th figure of each shape, in percent."""
+    if not values:
+        return "-"
+    return f"{statistics.median(v[i] for v in values):.3f} %, {max(v[i] for v in values):.3f} %"
 
 
 def _worst(values: list[tuple[float, float, str]], i: int) -> str:
@@ -335,6 +455,8 @@ def main(argv: list[str]) -> int:
         cmd_nodes()
     elif command == "screen" and 1 <= len(args) <= 2:
         cmd_screen(*args)
+    elif command == "table" and args:
+        cmd_table(args)
     elif command == "cheapest" and len(args) == 2 and args[1].isdigit():
         cmd_cheapest(*args)
     elif command == "identity" and len(args) == 4:

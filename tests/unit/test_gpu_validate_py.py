@@ -130,3 +130,66 @@ def test_cheapest_lists_the_test_functions_of_the_least_busy_complete_operators(
     ]
     assert gpu_validate.main(["cheapest", str(tmp_path), "1"]) == 0
     assert capsys.readouterr().out.split() == ["t_abs.py::test_abs", "t_abs.py::test_abs_"]
+
+
+def test_a_screens_wall_is_its_longest_process_in_each_session_summed_over_sessions() -> None:
+    """By the screen's own clock: the stamps of each process (the controller, each xdist
+    worker) start again from zero in a resumed session; each session counts its longest."""
+    one = "[zlbench     0.2s] 5 operators\n[zlbench   130.8s] wrote screen.tsv\n"
+    assert gpu_validate.screen_wall(one) == (130.8, 1)
+    two_cards = (
+        "[zlbench gw0   1.0s] x\n[zlbench gw1   2.0s] x\n[zlbench gw0 100.0s] x\n"
+        "[zlbench gw1 120.0s] x\n"
+    )
+    assert gpu_validate.screen_wall(two_cards) == (120.0, 1)
+    resumed = one + "[zlbench     0.7s] concat: complete, reused (--zl-resume)\n[zlbench 50.0s] y\n"
+    assert gpu_validate.screen_wall(resumed) == (180.8, 2)
+    assert gpu_validate.screen_wall("no stamps\n") == (0.0, 0)
+
+
+def test_the_table_gives_one_row_per_screen_with_its_mode_cost_and_precision(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Screens run side by side (e.g. each mode on a card of its own) read as one table: per
+    screen its mode, timer, rounds, wall by its own clock, share timed and the A/A precision
+    per shape; the label given after ``=`` names it."""
+    rounds = [{"round": k, "delta_pct": d} for k, d in ((1, 0.3), (2, -0.1), (3, 0.2))]
+    shapes = [
+        {"rounds": rounds, "median_pct": 0.05, "latency_a_ms": 0.002, "beyond_noise": False},
+        {"rounds": rounds[:1], "median_pct": 0.3},  # one round: no median over rounds
+    ]
+    ops = [
+        {"op": "abs", "status": "complete", "rounds": 3, "shapes": shapes},
+        {"op": "mul", "status": "complete", "rounds": 2, "shapes": []},
+        {"op": "mm", "status": "not started", "rounds": 0, "shapes": []},
+    ]
+    doc = {
+        "status": "incomplete",
+        "switch": {},
+        "settings": {"mode": "lockstep"},
+        "caliber": {"timer": "kernel"},
+        "operators": ops,
+    }
+    (tmp_path / "screen_result.json").write_text(json.dumps(doc))
+    (tmp_path / "progress.log").write_text(
+        "[zlbench    10.0s] abs r1: A ok, B ok (4.0s) [operator 1 of 3, round 1 of 3]\n"
+        "[zlbench    20.0s] mul r1: A ok, B ok (6.0s) [operator 2 of 3, round 1 of 3]\n"
+        f"[zlbench    30.0s] {batch_cost('batch0', 'lockstep', 2, 5, 30, 6, tmp_path / 'x')}\n"
+    )
+    gpu_validate.cmd_table([f"{tmp_path}=the label"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("| screen ")
+    assert out[0].rstrip(" |").endswith("beyond noise")
+    cells = [c.strip() for c in out[2].strip("|").split("|")]
+    assert cells == [
+        "the label", "lockstep", "kernel", "2 of 3", "2-3", "30 s", "15.0 s", "5.0 s", "20%",
+        "1", "0.200 %, 0.200 %", "0.050 %, 0.050 %", "0",
+    ]  # fmt: skip
+
+
+def test_the_table_refuses_a_folder_that_is_not_a_screen_root_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"^gpu_validate.py: .*: not a screen root \("):
+        gpu_validate.cmd_table([str(tmp_path)])
+    (tmp_path / "screen_result.json").write_text("[]")
+    with pytest.raises(SystemExit, match=r"screen_result\.json lists no operators$"):
+        gpu_validate.cmd_table([str(tmp_path)])
