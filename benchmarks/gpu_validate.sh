@@ -77,7 +77,13 @@
 #             control, 3 rounds each, for each mode of SCREEN_MODES (~4 min per mode and switch);
 #             COST_SCREENS (mma aa) picks the screens, COST_SEED a seed recorded before;
 #             COST_RESUME=1 continues the screens that an earlier run of this stage into the same
-#             -o folder left cut (--zl-resume; a one-process A/A of the 30 takes ~17 min)
+#             -o folder left cut (--zl-resume; a one-process A/A of the 30 takes ~17 min);
+#             PROCESS_OPS the test functions process mode screens instead (it costs ~150 s an
+#             operator); MODE_CARDS (e.g. "lockstep=0 sequential=1 one-process=2,3 process=4,5")
+#             runs each mode at once on cards of its own, under xdist over several, so that all
+#             modes fit one call of a lent machine (cards as nvidia-smi numbers them: leave
+#             CUDA_VISIBLE_DEVICES unset); the stage ends with one table of its screens
+#             (gpu_validate.py table)
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
 #             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card;
 #             SCALE_BATCH sets --zl-batch-size, SCALE_TIMEOUT --zl-timeout (300 s),
@@ -474,8 +480,11 @@ stage_crash() {
 }
 
 stage_cost() {
-  step "cost: ${#COST_SEL[@]} test functions, smoke shapes, modes ${MODES[*]}, screens ${COST_SCREENS:-mma aa}"
-  local resume=()
+  step "cost: ${#COST_SEL[@]} test functions, smoke shapes, modes ${MODES[*]}, screens ${COST_SCREENS:-mma aa}${MODE_CARDS:+, cards $MODE_CARDS}"
+  local resume=() mode
+  if [ -n "${MODE_CARDS:-}" ]; then
+    mode_cards || return
+  fi
   if [ "${COST_RESUME:-0}" = 1 ] && [ -d "$O/cost" ]; then
     resume=(--zl-resume)  # the same operators and options; a cut seed is recorded again
     [ -f "$O/cost/seed/.complete" ] || rm -rf "$O/cost/seed"
@@ -485,15 +494,63 @@ stage_cost() {
   local smoke=(--shape_file="$SMOKE") seed=${COST_SEED:-$O/cost/seed}
   own_split "${COST_SEL[@]}"
   [ -n "${COST_SEED:-}" ] || [ -d "$O/cost/seed" ] || [ ${#KEEP[@]} -eq 0 ] || zl cost/seed "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}"
+  if [ -z "${MODE_CARDS:-}" ]; then
+    for mode in "${MODES[@]}"; do cost_mode "$mode"; done
+  else  # each mode on its cards at once, its console kept apart until all have ended
+    local pids=()
+    for mode in "${MODES[@]}"; do
+      (export CUDA_VISIBLE_DEVICES=${CARDS_OF[$mode]}; cost_mode "$mode") > "$O/cost/$mode.console" 2>&1 &
+      pids+=($!)
+    done
+    wait "${pids[@]}"
+    for mode in "${MODES[@]}"; do
+      echo; echo "----- $mode on card(s) ${CARDS_OF[$mode]}"; cat "$O/cost/$mode.console"
+    done
+  fi
+  local roots=() kind
   for mode in "${MODES[@]}"; do
     for kind in ${COST_SCREENS:-mma aa}; do
-      local switch=()
-      [ "$kind" = mma ] && switch=(--zl-ab=DISABLE_MMA_V3=1)
-      [ ${#KEEP[@]} -eq 0 ] || cost_screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
-        --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300
-      [ ${#OWN_SEL[@]} -eq 0 ] || cost_screen "cost/${kind}_${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" \
-        "${smoke[@]}" ${switch[@]+"${switch[@]}"} --zl-rounds=3 --zl-screen-mode="$mode" --zl-timeout=300
+      for name in "${kind}_$mode" "${kind}_${mode}_own"; do
+        [ ! -f "$O/cost/$name/screen_result.json" ] || roots+=("$O/cost/$name=$name${CARDS_OF[$mode]:+ (cards ${CARDS_OF[$mode]})}")
+      done
     done
+  done
+  [ ${#roots[@]} -eq 0 ] || { echo; $PY "$BENCH/gpu_validate.py" table "${roots[@]}"; }
+}
+# cost_mode MODE: the cost stage's screens in MODE (PROCESS_OPS for process mode), over every
+# visible card under xdist when there are several (MODE_CARDS)
+cost_mode() {
+  local mode=$1 kind par=() sel=("${COST_SEL[@]}")
+  [ "$mode" != process ] || [ -z "${PROCESS_OPS:-}" ] || read -r -a sel <<< "$PROCESS_OPS"
+  own_split "${sel[@]}"
+  local k=${CARDS_OF[$mode]:-0}; k=$(( $(tr -cd , <<< "$k" | wc -c) + 1 ))
+  [ -z "${CARDS_OF[$mode]:-}" ] || [ "$k" -lt 2 ] || par=(-n "$k" --zl-devices="$(seq -s, 0 $(( k - 1 )))")
+  for kind in ${COST_SCREENS:-mma aa}; do
+    local switch=()
+    [ "$kind" = mma ] && switch=(--zl-ab=DISABLE_MMA_V3=1)
+    [ ${#KEEP[@]} -eq 0 ] || cost_screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
+      --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300 ${par[@]+"${par[@]}"}
+    [ ${#OWN_SEL[@]} -eq 0 ] || cost_screen "cost/${kind}_${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" \
+      "${smoke[@]}" ${switch[@]+"${switch[@]}"} --zl-rounds=3 --zl-screen-mode="$mode" --zl-timeout=300
+  done
+}
+# mode_cards: CARDS_OF[mode] from MODE_CARDS ("lockstep=0 process=1,2"): every mode of
+# SCREEN_MODES given cards of its own, or the stage is refused
+declare -A CARDS_OF=()
+mode_cards() {
+  local pair mode cards seen=","
+  for pair in $MODE_CARDS; do
+    mode=${pair%%=*} cards=${pair#*=}
+    [[ $pair == *=* && $cards =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "cost: MODE_CARDS: '$pair' is not MODE=CARD[,CARD...]"; return 1; }
+    for c in ${cards//,/ }; do
+      [[ $seen != *",$c,"* ]] || { echo "cost: MODE_CARDS: card $c given twice (two screens on one card time each other)"; return 1; }
+      [ "$c" -lt "$CARDS" ] || { echo "cost: MODE_CARDS: card $c, but $CARDS card(s) visible"; return 1; }
+      seen+="$c,"
+    done
+    CARDS_OF[$mode]=$cards
+  done
+  for mode in "${MODES[@]}"; do
+    [ -n "${CARDS_OF[$mode]:-}" ] || { echo "cost: MODE_CARDS gives no card to mode $mode"; return 1; }
   done
 }
 # cost_screen NAME ARGS...: screen NAME, continued with --zl-resume where COST_RESUME found its

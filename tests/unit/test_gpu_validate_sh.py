@@ -5,6 +5,7 @@ records each command and makes each ``--zl-out`` folder: which test functions th
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -15,8 +16,10 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_validate.sh"
 
 STUB = """#!/usr/bin/env bash
 # a stand-in python: -c prints what the script asks of torch and the plugin; -m pytest records
-# its arguments and makes its --zl-out folder (a complete run when STUB_COMPLETE=1)
+# its arguments and makes its --zl-out folder (a complete run, and a screen's result, when
+# STUB_COMPLETE=1); STUB_CALLS.cards gets each call's CUDA_VISIBLE_DEVICES
 echo "$*" >> "$STUB_CALLS"
+echo "${CUDA_VISIBLE_DEVICES-all} $*" >> "$STUB_CALLS.cards"
 if [ "$1" = -c ]; then
   case "$2" in
     *SHAPES_DIR*) echo /x/smoke.yaml ;; *device_count*) echo "${STUB_CARDS:-1}" ;; *) echo stub ;;
@@ -25,7 +28,7 @@ if [ "$1" = -c ]; then
 fi
 for a in "$@"; do
   case "$a" in --zl-out=*) d=${a#--zl-out=}; mkdir -p "$d"
-    [ "${STUB_COMPLETE:-0}" = 1 ] && touch "$d/.complete" ;; esac
+    [ "${STUB_COMPLETE:-0}" = 1 ] && touch "$d/.complete" "$d/screen_result.json" ;; esac
 done
 echo "1 passed"
 exit "${STUB_RC:-0}"
@@ -43,6 +46,7 @@ def run_cost(tmp_path: Path, stage: str = "cost", **env: str) -> list[list[str]]
     (checkout / "pytest.ini").touch()
     calls = tmp_path / "calls.txt"
     calls.unlink(missing_ok=True)
+    Path(f"{calls}.cards").unlink(missing_ok=True)
     environ = {
         **os.environ,
         "PYTHON": str(stub),
@@ -59,6 +63,8 @@ def run_cost(tmp_path: Path, stage: str = "cost", **env: str) -> list[list[str]]
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    if not calls.exists():
+        return []
     lines = calls.read_text().splitlines()
     return [line.split() for line in lines if line.startswith("-m pytest benchmark/")]
 
@@ -130,7 +136,7 @@ def test_the_cards_stage_runs_one_card_then_all_on_the_cache_of_the_first(tmp_pa
     assert both[both.index("-n") + 1] == "2"
     assert "--zl-devices=0,1" in both
     log = (tmp_path / "V" / "validate.log").read_text()
-    assert "2 cards 0 s: x" in log  # the ratio (the stand-in takes no time)
+    assert re.search(r"cards: one card \d+ s, 2 cards \d+ s: x", log)  # the ratio
     # the two runs as two calls into one folder; a run whose folder exists is refused
     env = {"CARDS_OPS": str(functions), "STUB_CARDS": "2"}
     split = tmp_path / "split"
@@ -146,3 +152,91 @@ def test_the_cards_stage_runs_one_card_then_all_on_the_cache_of_the_first(tmp_pa
     assert " s: x" not in cut_log  # no ratio
     # one card has no second run
     assert run_cost(tmp_path / "single", "cards", CARDS_OPS=str(functions), CARDS_RUNS="all") == []
+
+
+def cards_of(tmp_path: Path) -> dict[str, str]:
+    """The cards (``CUDA_VISIBLE_DEVICES``) each screen of the last ``run_cost`` ran on."""
+    lines = (tmp_path / "calls.txt.cards").read_text().splitlines()
+    return {
+        out_of(line.split()): line.split()[0] for line in lines if " -m pytest benchmark/" in line
+    }
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
+    tmp_path: Path,
+) -> None:
+    """All modes in one call of a lent machine: each on its own cards (under xdist over
+    several), process mode on PROCESS_OPS only, and one table of every screen at the end."""
+    runs = run_cost(
+        tmp_path,
+        DTYPES="float16",
+        SCREEN_MODES="lockstep process",
+        COST_SCREENS="aa",
+        MODE_CARDS="lockstep=0 process=1,2",
+        PROCESS_OPS="benchmark/test_abs.py::test_abs benchmark/test_fft.py::test_perf_fft",
+        STUB_CARDS="3",
+        STUB_COMPLETE="1",
+    )
+    by_name = {out_of(r): r for r in runs}
+    assert sorted(by_name) == [
+        "aa_lockstep", "aa_lockstep_own", "aa_process", "aa_process_own", "seed",
+    ]  # fmt: skip
+    assert cards_of(tmp_path) == {
+        "seed": "all",
+        "aa_lockstep": "0",
+        "aa_lockstep_own": "0",
+        "aa_process": "1,2",
+        "aa_process_own": "1,2",
+    }
+    lockstep, process = by_name["aa_lockstep"], by_name["aa_process"]
+    assert len([a for a in lockstep if a.startswith("benchmark/")]) == 29
+    assert "-n" not in lockstep
+    assert [a for a in process if a.startswith("benchmark/")] == ["benchmark/test_abs.py::test_abs"]
+    assert process[process.index("-n") + 1] == "2"
+    assert "--zl-devices=0,1" in process
+    assert "-n" not in by_name["aa_process_own"]  # one operator: one card
+    assert "--zl-screen-mode=lockstep" in by_name["aa_lockstep_own"]
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    table = next(line for line in calls if " table " in line).split(" table ")[1]
+    assert [root.split("=", 1)[1] for root in table.split(f" {tmp_path}")] == [
+        "aa_lockstep (cards 0)",
+        "aa_lockstep_own (cards 0)",
+        "aa_process (cards 1,2)",
+        "aa_process_own (cards 1,2)",
+    ]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.parametrize(
+    ("cards", "why"),
+    [
+        ("lockstep=0", "cost: MODE_CARDS gives no card to mode process"),
+        ("lockstep=0 process=0", "cost: MODE_CARDS: card 0 given twice"),
+        ("lockstep=0 process=2", "cost: MODE_CARDS: card 2, but 2 card(s) visible"),
+        ("lockstep=0 process", "cost: MODE_CARDS: 'process' is not MODE=CARD[,CARD...]"),
+    ],
+)
+def test_mode_cards_that_do_not_fit_are_refused_before_anything_runs(
+    tmp_path: Path, cards: str, why: str
+) -> None:
+    env = {"SCREEN_MODES": "lockstep process", "COST_SCREENS": "aa", "STUB_CARDS": "2"}
+    assert run_cost(tmp_path, MODE_CARDS=cards, **env) == []
+    assert why in (tmp_path / "V" / "validate.log").read_text()
+    assert not (tmp_path / "V" / "cost").exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+def test_process_ops_narrow_process_mode_alone(tmp_path: Path) -> None:
+    """One mode after the other on one card: PROCESS_OPS applies to process mode, and the mode
+    after it screens the whole list again."""
+    runs = run_cost(
+        tmp_path,
+        DTYPES="float16",
+        SCREEN_MODES="process lockstep",
+        COST_SCREENS="aa",
+        PROCESS_OPS="benchmark/test_abs.py::test_abs",
+    )
+    tests = {out_of(r): len([a for a in r if a.startswith("benchmark/")]) for r in runs}
+    assert tests == {"seed": 29, "aa_process": 1, "aa_lockstep": 29, "aa_lockstep_own": 1}
+    assert set(cards_of(tmp_path).values()) == {"all"}
