@@ -80,8 +80,9 @@
 #             -o folder left cut (--zl-resume; a one-process A/A of the 30 takes ~17 min);
 #             PROCESS_OPS the test functions process mode screens instead (it costs ~150 s an
 #             operator); MODE_CARDS (e.g. "lockstep=0 sequential=1 one-process=2,3 process=4,5")
-#             runs each mode at once on cards of its own, under xdist over several, so that all
-#             modes fit one call of a lent machine (cards as nvidia-smi numbers them: leave
+#             runs each mode at once on cards of its own (those on their own dtypes, fft, on
+#             the last of several, the rest under xdist over the others), so that modes fit one
+#             call of a lent machine (cards as nvidia-smi numbers them: leave
 #             CUDA_VISIBLE_DEVICES unset); the stage ends with one table of its screens
 #             (gpu_validate.py table)
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
@@ -507,30 +508,54 @@ stage_cost() {
       echo; echo "----- $mode on card(s) ${CARDS_OF[$mode]}"; cat "$O/cost/$mode.console"
     done
   fi
-  local roots=() kind
+  local roots=() kind name
   for mode in "${MODES[@]}"; do
     for kind in ${COST_SCREENS:-mma aa}; do
       for name in "${kind}_$mode" "${kind}_${mode}_own"; do
-        [ ! -f "$O/cost/$name/screen_result.json" ] || roots+=("$O/cost/$name=$name${CARDS_OF[$mode]:+ (cards ${CARDS_OF[$mode]})}")
+        [ -f "$O/cost/$name/screen_result.json" ] || continue
+        if [ -f "$O/cost/$name.cards" ]; then
+          roots+=("$O/cost/$name=$name (cards $(cat "$O/cost/$name.cards"))")
+        else
+          roots+=("$O/cost/$name=$name")
+        fi
       done
     done
   done
   [ ${#roots[@]} -eq 0 ] || { echo; $PY "$BENCH/gpu_validate.py" table "${roots[@]}"; }
 }
-# cost_mode MODE: the cost stage's screens in MODE (PROCESS_OPS for process mode), over every
-# visible card under xdist when there are several (MODE_CARDS)
+# cost_mode MODE: the cost stage's screens in MODE (PROCESS_OPS for process mode); with cards of
+# its own (MODE_CARDS), those on their own dtypes on the last of them at the same time as the
+# others on the rest (on all of them, under xdist when several, without any of the former)
 cost_mode() {
-  local mode=$1 kind par=() sel=("${COST_SEL[@]}")
+  local mode=$1 sel=("${COST_SEL[@]}") cards=${CARDS_OF[$mode]:-}
   [ "$mode" != process ] || [ -z "${PROCESS_OPS:-}" ] || read -r -a sel <<< "$PROCESS_OPS"
   own_split "${sel[@]}"
-  local k=${CARDS_OF[$mode]:-0}; k=$(( $(tr -cd , <<< "$k" | wc -c) + 1 ))
-  [ -z "${CARDS_OF[$mode]:-}" ] || [ "$k" -lt 2 ] || par=(-n "$k" --zl-devices="$(seq -s, 0 $(( k - 1 )))")
+  if [ -z "$cards" ] || [[ $cards != *,* ]] || [ ${#KEEP[@]} -eq 0 ] || [ ${#OWN_SEL[@]} -eq 0 ]; then
+    cost_chain "$mode" both "$cards"
+    return
+  fi
+  (export CUDA_VISIBLE_DEVICES=${cards##*,}; cost_chain "$mode" own "") > "$O/cost/${mode}_own.console" 2>&1 &
+  local own=$!
+  (export CUDA_VISIBLE_DEVICES=${cards%,*}; cost_chain "$mode" keep "${cards%,*}")
+  wait "$own"
+  cat "$O/cost/${mode}_own.console"
+}
+# cost_chain MODE keep|own|both CARDS: each screen of COST_SCREENS in MODE over KEEP (under
+# xdist over CARDS when they are several), OWN_SEL, or both
+cost_chain() {
+  local mode=$1 which=$2 k par=() kind
+  k=$(( $(tr -cd , <<< "$3" | wc -c) + 1 ))
+  [ "$k" -lt 2 ] || par=(-n "$k" --zl-devices="$(seq -s, 0 $(( k - 1 )))")
   for kind in ${COST_SCREENS:-mma aa}; do
     local switch=()
     [ "$kind" = mma ] && switch=(--zl-ab=DISABLE_MMA_V3=1)
-    [ ${#KEEP[@]} -eq 0 ] || cost_screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" ${switch[@]+"${switch[@]}"} \
-      --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300 ${par[@]+"${par[@]}"}
-    [ ${#OWN_SEL[@]} -eq 0 ] || cost_screen "cost/${kind}_${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" \
+    if [ -n "${MODE_CARDS:-}" ]; then  # the cards each screen ran on, for the table
+      [ "$which" = own ] || [ ${#KEEP[@]} -eq 0 ] || echo "$CUDA_VISIBLE_DEVICES" > "$O/cost/${kind}_$mode.cards"
+      [ "$which" = keep ] || [ ${#OWN_SEL[@]} -eq 0 ] || echo "${CUDA_VISIBLE_DEVICES%%,*}" > "$O/cost/${kind}_${mode}_own.cards"
+    fi
+    [ "$which" = own ] || [ ${#KEEP[@]} -eq 0 ] || cost_screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" \
+      ${switch[@]+"${switch[@]}"} --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300 ${par[@]+"${par[@]}"}
+    [ "$which" = keep ] || [ ${#OWN_SEL[@]} -eq 0 ] || cost_screen "cost/${kind}_${mode}_own" "${OWN_SEL[@]}" "${BASE[@]}" \
       "${smoke[@]}" ${switch[@]+"${switch[@]}"} --zl-rounds=3 --zl-screen-mode="$mode" --zl-timeout=300
   done
 }

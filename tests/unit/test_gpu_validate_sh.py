@@ -166,16 +166,17 @@ def cards_of(tmp_path: Path) -> dict[str, str]:
 def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
     tmp_path: Path,
 ) -> None:
-    """All modes in one call of a lent machine: each on its own cards (under xdist over
-    several), process mode on PROCESS_OPS only, and one table of every screen at the end."""
+    """All modes in one call of a lent machine: each on its own cards (those on their own
+    dtypes on the last card of several, at the same time as the others under xdist over the
+    rest), process mode on PROCESS_OPS only, and one table of every screen at the end."""
     runs = run_cost(
         tmp_path,
         DTYPES="float16",
         SCREEN_MODES="lockstep process",
         COST_SCREENS="aa",
-        MODE_CARDS="lockstep=0 process=1,2",
+        MODE_CARDS="lockstep=0 process=1,2,3",
         PROCESS_OPS="benchmark/test_abs.py::test_abs benchmark/test_fft.py::test_perf_fft",
-        STUB_CARDS="3",
+        STUB_CARDS="4",
         STUB_COMPLETE="1",
     )
     by_name = {out_of(r): r for r in runs}
@@ -186,8 +187,8 @@ def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
         "seed": "all",
         "aa_lockstep": "0",
         "aa_lockstep_own": "0",
-        "aa_process": "1,2",
-        "aa_process_own": "1,2",
+        "aa_process": "1,2",  # the others at once on the last card
+        "aa_process_own": "3",
     }
     lockstep, process = by_name["aa_lockstep"], by_name["aa_process"]
     assert len([a for a in lockstep if a.startswith("benchmark/")]) == 29
@@ -195,7 +196,7 @@ def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
     assert [a for a in process if a.startswith("benchmark/")] == ["benchmark/test_abs.py::test_abs"]
     assert process[process.index("-n") + 1] == "2"
     assert "--zl-devices=0,1" in process
-    assert "-n" not in by_name["aa_process_own"]  # one operator: one card
+    assert "-n" not in by_name["aa_process_own"]
     assert "--zl-screen-mode=lockstep" in by_name["aa_lockstep_own"]
     calls = (tmp_path / "calls.txt").read_text().splitlines()
     table = next(line for line in calls if " table " in line).split(" table ")[1]
@@ -203,7 +204,7 @@ def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
         "aa_lockstep (cards 0)",
         "aa_lockstep_own (cards 0)",
         "aa_process (cards 1,2)",
-        "aa_process_own (cards 1,2)",
+        "aa_process_own (cards 3)",
     ]
 
 
