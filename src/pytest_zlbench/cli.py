@@ -324,9 +324,18 @@ def _floor_from(p: Any) -> None:
     p.add_argument(
         "--floor-from",
         metavar="AA_ROOT",
+        type=given,
         help="judge the shapes against the noise floor of this A/A control screen's root (of "
         "the same caliber) instead of the screen's own, as pytest --zl-floor-from=AA_ROOT",
     )
+
+
+def given(text: str) -> str:
+    """A path or name argument: an empty one (an unset shell variable) is refused, not read as
+    the argument's default or as the current folder."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty")
+    return text
 
 
 def percent(text: str) -> float:
@@ -343,31 +352,42 @@ def build_parser() -> Parser:
     parser.add_argument(
         "--store",
         metavar="DIR",
+        type=given,
         help="the baseline store (default: the nearest .zlbench up from here, else ./.zlbench)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = _command(sub, "compare", cmd_compare)
-    p.add_argument("a", metavar="A", help="side A: a run directory or a stored run's name")
-    p.add_argument("b", metavar="B", help="side B: a run directory or a stored run's name")
-    p.add_argument("-o", "--out", metavar="OUT", help="where to write (default: runs/zl_<time>)")
+    p.add_argument(
+        "a", metavar="A", type=given, help="side A: a run directory or a stored run's name"
+    )
+    p.add_argument(
+        "b", metavar="B", type=given, help="side B: a run directory or a stored run's name"
+    )
+    p.add_argument(
+        "-o", "--out", metavar="OUT", type=given, help="where to write (default: runs/zl_<time>)"
+    )
     _allow_caliber_mismatch(p)
     _fail_beyond(p)
 
     p = _command(sub, "report", cmd_report)
-    p.add_argument("root", metavar="ROOT", help="an A/B root, or a stored screen's name")
+    p.add_argument(
+        "root", metavar="ROOT", type=given, help="an A/B root, or a stored screen's name"
+    )
     _allow_caliber_mismatch(p)
     _fail_beyond(p)
     _floor_from(p)
 
     p = _command(sub, "plot", cmd_plot)
-    p.add_argument("root", metavar="ROOT", help="an A/B root")
+    p.add_argument("root", metavar="ROOT", type=given, help="an A/B root")
     _allow_caliber_mismatch(p)
     _floor_from(p)
 
     p = _command(sub, "merge", cmd_merge)
-    p.add_argument("roots", metavar="ROOT", nargs="+", help="the parts' screen roots")
-    p.add_argument("-o", "--out", metavar="OUT", required=True, help="a new or empty directory")
+    p.add_argument("roots", metavar="ROOT", nargs="+", type=given, help="the parts' screen roots")
+    p.add_argument(
+        "-o", "--out", metavar="OUT", type=given, required=True, help="a new or empty directory"
+    )
 
     _command(sub, "list", cmd_list)
     return parser

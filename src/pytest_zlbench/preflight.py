@@ -83,6 +83,20 @@ def given(config: pytest.Config) -> dict[str, tuple[object, bool]]:
     return out
 
 
+def _empty(config: pytest.Config) -> str | None:
+    """The first ``--zl-*`` option given an empty value on the command line (``--zl-out=``, as
+    an unset shell variable gives it), which would read as no option or as the current folder.
+    An empty ini value stays "not set": it is how a screen resets an option for its children."""
+    ns = getattr(config, "known_args_namespace", None)
+    for flag, (_, dest, takes_value) in sorted(_common.declared().items()):
+        if not takes_value:
+            continue
+        for value in (config.option.__dict__.get(dest), getattr(ns, dest, None)):
+            if value == "" or (isinstance(value, list) and "" in value):
+                return flag
+    return None
+
+
 def value_error(config: pytest.Config, dest: str, exc: ValueError) -> str:
     """A parser's refusal of ``dest``'s value, naming the ini key when the value came from the
     ini file."""
@@ -98,6 +112,9 @@ def check(config: pytest.Config) -> None:
         or _common.worker_index() is not None
     ):
         return
+    flag = _empty(config)
+    if flag is not None:
+        raise pytest.UsageError(f"{flag} is empty: give it a value, or leave it out")
     options = given(config)
     warnings: list[str] = []
     config.stash[_checked_key] = warnings

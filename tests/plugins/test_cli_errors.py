@@ -317,3 +317,29 @@ def test_merge_names_the_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     a, _ = two_runs(tmp_path)
     _, error = refused(capsys, "merge", a, "-o", tmp_path / "m")
     assert error == f"{a}: not a finished screen root (no screen.tsv)"
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "named"),
+    [
+        ("compare", ("A", "B", "-o", ""), "argument -o/--out"),
+        ("compare", ("", "B"), "argument A"),
+        ("report", ("ROOT", "--floor-from="), "argument --floor-from"),
+        ("plot", ("",), "argument ROOT"),
+        ("merge", ("P", "-o", ""), "argument -o/--out"),
+    ],
+)
+def test_an_empty_argument_is_refused_not_read_as_a_default(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    args: tuple[str, ...],
+    named: str,
+) -> None:
+    """``-o "$OUT"`` with OUT unset wrote to ``runs/zl_<time>``; ``--floor-from=`` judged
+    against the screen's own floor: an unset shell variable must not pass for no option."""
+    monkeypatch.chdir(tmp_path)
+    _, line = refused(capsys, command, *args)
+    assert line == f"{named}: is empty"
+    assert list(tmp_path.iterdir()) == []

@@ -94,6 +94,30 @@ def test_an_option_without_effect_is_refused_in_one_line(
     assert not (suite.path / "D").exists()
 
 
+EMPTY = {
+    "fail-beyond": ("--zl-ab=X=1", "--zl-fail-beyond="),
+    "floor-from": ("--zl-ab=X=1", "--zl-rounds=2", "--zl-floor-from="),
+    "out": ("--zl-out=",),
+    "replay-from": ("--zl-out=D", "--zl-replay-from="),
+    "save": ("--zl-out=D", "--zl-save="),
+    "inventory": ("--zl-inventory=",),
+    "compare": ("--zl-compare=", "--zl-compare=b"),
+}
+
+
+@pytest.mark.parametrize("args", EMPTY.values(), ids=EMPTY.keys())
+def test_an_option_given_an_empty_value_is_refused_before_anything_runs(
+    suite: pytest.Pytester, args: tuple[str, ...]
+) -> None:
+    """An unset shell variable (``--zl-floor-from=$FLOOR``) would otherwise read as no option
+    at all, as the current folder, or be refused only after a whole screen had run."""
+    flag = next(a for a in args if a.endswith("="))[:-1]
+    result = suite.runpytest(*PLAIN, *args)
+    assert_usage_error(result, f"{flag} is empty: give it a value, or leave it out")
+    assert not (suite.path / "D").exists()
+    assert "passed" not in result.stdout.str()
+
+
 def test_an_idle_ini_value_is_warned_about_once_and_the_run_goes_on(
     suite: pytest.Pytester,
 ) -> None:
