@@ -580,3 +580,56 @@ def test_the_fixture_marks_a_fallback_row_like_the_adapter(zl_pytester: pytest.P
     )
     (row,) = read_jsonl(out / "rows.jsonl")
     assert (row["timer"], row["fallback"]) == ("direct", "RuntimeError: sync")
+
+
+BAD_CALLS = """
+def work():
+    return 1
+
+
+def test_not_callable(zl_bench):
+    zl_bench(42)
+
+
+def test_baseline_not_callable(zl_bench):
+    zl_bench(work, baseline="torch.abs")
+
+
+def test_dtype_not_a_string(zl_bench):
+    zl_bench(work, op="x", dtype=5, shape="[1]")
+
+
+def test_shape_a_tuple(zl_bench):
+    zl_bench(work, op="x", dtype="f", shape=(1, 2))
+
+
+def test_op_not_a_string(zl_bench):
+    zl_bench(work, op=7)
+
+
+def test_good(zl_bench):
+    zl_bench(work, op="good", dtype="f", shape="[1]")
+"""
+
+
+def test_a_bad_argument_of_zl_bench_fails_that_test_in_its_own_words(
+    zl_pytester: pytest.Pytester,
+) -> None:
+    """A row whose dtype is not a string used to pass the test and leave the run incomplete
+    (exit 0, ``bad row``), and ``zl_bench(42)`` failed deep in the timer."""
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makepyfile(test_bad=BAD_CALLS)
+    result = zl_pytester.runpytest("--zl-backend=cpu", "-p", "no:cacheprovider", "--zl-out=D")
+    result.assert_outcomes(failed=5, passed=1)
+    text = result.stdout.str()
+    for needle in (
+        "zl_bench: fn must be callable, got int 42",
+        "zl_bench: baseline must be callable or None, got str 'torch.abs'",
+        "zl_bench: dtype must be a string, got int 5",
+        "zl_bench: shape must be a string, got tuple (1, 2)",
+        "zl_bench: op must be a string or None, got int 7",
+    ):
+        assert f"TypeError: {needle}" in text
+    assert "direct_timers" not in text  # failed at the call, not inside the timer
+    rows = read_jsonl(zl_pytester.path / "D" / "rows.jsonl")
+    assert [row["op"] for row in rows] == ["good"]

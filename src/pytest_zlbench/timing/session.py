@@ -171,6 +171,24 @@ class TimingSession:
         self.adapter = None
 
 
+def _check_args(fn: Any, baseline: Any, op: Any, dtype: Any, shape: Any) -> None:
+    """A wrong argument fails the call in its own words, before anything is timed (a dtype that
+    is not a string would make a row the run cannot store)."""
+
+    def got(value: Any) -> str:
+        return f"got {type(value).__name__} {value!r}"
+
+    if not callable(fn):
+        raise TypeError(f"zl_bench: fn must be callable, {got(fn)}")
+    if baseline is not None and not callable(baseline):
+        raise TypeError(f"zl_bench: baseline must be callable or None, {got(baseline)}")
+    if op is not None and not isinstance(op, str):
+        raise TypeError(f"zl_bench: op must be a string or None, {got(op)}")
+    for name, value in (("dtype", dtype), ("shape", shape)):
+        if not isinstance(value, str):
+            raise TypeError(f"zl_bench: {name} must be a string, {got(value)}")
+
+
 class Bench:
     """The ``zl_bench`` fixture's value: ``zl_bench(fn, baseline=None, op=..., dtype=...,
     shape=...)`` times ``fn`` (and ``baseline``) with the session's timer and records a row."""
@@ -191,6 +209,7 @@ class Bench:
     ) -> Row:
         from ..core.records import Row, row_lockstep
 
+        _check_args(fn, baseline, op, dtype, shape)
         timer = self._timer_factory()
         base: Measurement | None = timer.measure(baseline) if baseline is not None else None
         m = timer.measure(fn)
