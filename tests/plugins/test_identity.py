@@ -343,3 +343,24 @@ def test_a_malformed_pin_file_in_the_replay_source_is_a_usage_error(
         "--zl-backend=cpu", f"--zl-out={bench_suite.path / 'rep'}", f"--zl-replay-from={rec}"
     )
     assert_usage_error(result, "autotune.json: k (1,): expected [index, config text]")
+
+
+@pytest.mark.parametrize("source", ["empty", "own-out"])
+def test_a_replay_source_that_is_not_a_recording_is_refused_before_the_run(
+    bench_suite: pytest.Pytester, source: str
+) -> None:
+    """An empty folder, or the run's own ``--zl-out``, replayed nothing and the run still said
+    ``autotune_mode: replay`` with the seed hash of nothing."""
+    rep = bench_suite.path / "rep"
+    if source == "empty":
+        given = bench_suite.path / "empty"
+        given.mkdir()
+        needle = f"--zl-replay-from {given}: holds neither flaggems_cache/ nor autotune.json"
+    else:
+        given = rep
+        needle = f"--zl-replay-from {rep}: is this run's own --zl-out"
+    result = bench_suite.runpytest(
+        "--zl-backend=cpu", "-p", "no:cacheprovider", f"--zl-out={rep}", f"--zl-replay-from={given}"
+    )
+    assert_usage_error(result, needle)
+    assert not (rep / "run_identity.json").exists()

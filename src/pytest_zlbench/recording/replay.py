@@ -13,6 +13,20 @@ import pytest
 from ..contract import FLAGGEMS_CACHE_DIR, PINS_FILE, TUNER_DB_DIR
 
 
+def check_source(source: Path, run_dir: Path) -> None:
+    """Refuse a ``--zl-replay-from`` that holds nothing a run could replay: the run would say
+    ``autotune_mode: replay`` with the seed of nothing."""
+    if source == run_dir:
+        raise pytest.UsageError(f"--zl-replay-from {source}: is this run's own --zl-out")
+    if not source.is_dir():
+        raise pytest.UsageError(f"--zl-replay-from {source}: no such directory")
+    if not (source / FLAGGEMS_CACHE_DIR).is_dir() and not (source / PINS_FILE).is_file():
+        raise pytest.UsageError(
+            f"--zl-replay-from {source}: holds neither {FLAGGEMS_CACHE_DIR}/ nor {PINS_FILE}: "
+            "not a recorded run"
+        )
+
+
 def seed_replay(source: Path, cache_dir: Path) -> tuple[int, str]:
     """Copy the recorded LibTuner databases of ``source`` into this run's cache; return how
     many were copied and a hash of their names and contents (two runs replay the same pinned

@@ -28,7 +28,7 @@ from ..contract import (
     TRITON_CACHE_DIR,
 )
 from .identity import checkouts, shape_mode, state_of, versions, write_ir
-from .replay import seed_replay
+from .replay import check_source, seed_replay
 from .rows import PINS_ATTR, ROWS_ATTR, WorkerRows, card_of
 
 if TYPE_CHECKING:
@@ -69,11 +69,13 @@ def start_run(early_config: pytest.Config, out: str) -> None:
             "end; give a new directory (runs are never overwritten)"
         )
     check_writable(run_dir)
+    replay = _common.raw(early_config, "zl_replay_from")
+    if replay:
+        check_source(Path(str(replay)).resolve(), run_dir.resolve())
     triton_cache = run_dir / TRITON_CACHE_DIR
     gems_cache = run_dir / FLAGGEMS_CACHE_DIR
     triton_cache.mkdir(exist_ok=True)
     gems_cache.mkdir(exist_ok=True)
-    replay = _common.raw(early_config, "zl_replay_from")
     seeded, seed = seed_replay(Path(str(replay)).resolve(), gems_cache) if replay else (0, "")
     set_env(early_config, "TRITON_CACHE_DIR", str(triton_cache))
     if "TRITON_PRINT_AUTOTUNING" not in os.environ:  # lets the run report what it had to tune
