@@ -251,6 +251,29 @@ def test_a_directory_is_a_usage_error(suite: pytest.Pytester) -> None:
     assert_usage_error(result, "--zl-inventory", "is a directory")
 
 
+def test_a_file_that_is_not_an_inventory_is_never_overwritten(suite: pytest.Pytester) -> None:
+    """``--zl-inventory=run/rows.jsonl`` replaced a finished run's rows with TSV."""
+    rows = suite.path / "run" / "rows.jsonl"
+    rows.parent.mkdir()
+    rows.write_text('{"op": "abs"}\n')
+    result = suite.runpytest(f"--zl-inventory={rows}", "benchmark")
+    assert_usage_error(result, f"--zl-inventory: {rows} exists and is not an inventory")
+    assert rows.read_text() == '{"op": "abs"}\n'
+    # an inventory written before is replaced
+    suite.runpytest("--zl-inventory=inv.tsv", "benchmark")
+    again = suite.runpytest("--zl-inventory=inv.tsv", "benchmark")
+    assert again.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert read(suite.path / "inv.tsv") == ROWS
+
+
+def test_a_path_under_a_file_names_that_file(suite: pytest.Pytester) -> None:
+    """It printed ``written to afile/x.tsv``, then ``File exists``."""
+    (suite.path / "afile").write_text("x\n")
+    result = suite.runpytest("--zl-inventory=afile/x.tsv", "benchmark")
+    assert_usage_error(result, f"--zl-inventory: {suite.path / 'afile'} is a file, not a folder")
+    assert "written to" not in result.stdout.str()
+
+
 def test_option_leaves_with_the_plugin(suite: pytest.Pytester) -> None:
     result = suite.runpytest("-p", "no:zlbench.compat", "--zl-inventory=inv.tsv", "benchmark")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -314,6 +314,30 @@ class CompatSession:
             )
 
 
+def _check_inventory_path(path: Path) -> None:
+    """Refuse a ``--zl-inventory`` path that cannot take an inventory, or would replace a file
+    that is not one (a run's ``rows.jsonl``)."""
+    if path.is_dir():
+        raise pytest.UsageError(f"--zl-inventory: {path} is a directory, not a file")
+    for folder in path.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise pytest.UsageError(f"--zl-inventory: {folder} is a file, not a folder")
+            break
+    if path.exists():
+        from ..core.inventory import STATIC_TSV_COLUMNS, TSV_COLUMNS
+
+        try:
+            with path.open(encoding="utf-8") as f:
+                head = tuple(f.readline().rstrip("\n").split("\t"))
+        except (OSError, UnicodeDecodeError):
+            head = ()
+        if head not in (TSV_COLUMNS, STATIC_TSV_COLUMNS):
+            raise pytest.UsageError(
+                f"--zl-inventory: {path} exists and is not an inventory; give a new file"
+            )
+
+
 def session_for(
     config: pytest.Config, backend_given: bool, inventory_raw: object
 ) -> CompatSession | None:
@@ -338,8 +362,7 @@ def session_for(
                 "--zl-ab, --zl-rounds or --zl-compare"
             )
         inventory = Path(config.invocation_params.dir, str(inventory_raw))
-        if inventory.is_dir():
-            raise pytest.UsageError(f"--zl-inventory: {inventory} is a directory, not a file")
+        _check_inventory_path(inventory)
     if rules is None and inventory is None:
         return None  # a backend without override data (cuda, cpu, ...): nothing to do
     return CompatSession(config, backend, rules, inventory)
