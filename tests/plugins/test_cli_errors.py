@@ -77,6 +77,28 @@ def test_report_of_a_screen_root_without_operators(
     assert error == f"{root}: not an A/B root (no <op>/r<k>_A directories)"
 
 
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", "unreadable (JSONDecodeError)"),
+        ('{"switch": {"X": "1"}, "rou', "unreadable (JSONDecodeError)"),
+        ("[]", "not an object"),
+        ('{"switch": ["X"], "rounds": 2}', "switch is not an object of NAME: VALUE"),
+        ('{"switch": {"X": "1"}, "rounds": "two"}', "rounds is not a whole number"),
+    ],
+)
+def test_report_refuses_a_screen_json_it_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, why: str
+) -> None:
+    """A corrupt screen.json read as none: the table looked whole and the screen_result.json it
+    rewrote lost the switch. ``merge`` and ``--zl-resume`` refused the same file."""
+    root = synthetic_screen(tmp_path / "screen")
+    (root / "screen.json").write_text(text)
+    _, error = refused(capsys, "report", root)
+    assert error == f"{root / 'screen.json'}: {why}"
+    assert not (root / "screen_result.json").exists()
+
+
 def test_report_refuses_a_caliber_mismatch_in_its_own_words(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

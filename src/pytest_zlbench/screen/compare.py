@@ -3,6 +3,7 @@ an A/B root re-aggregated in place. Reads run directories only and runs no tests
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -218,6 +219,31 @@ def compare_two(
     return exit_status(0, publish(root, doc, tw, limit, words.fail_beyond))
 
 
+def _settings(root: Path) -> dict[str, Any] | None:
+    """A screen root's ``screen.json``: None for a root of a version that wrote none; a usage
+    error for one that cannot be read, whose switch is not NAME: VALUE, or whose rounds are not
+    a whole number (the table would look whole and its result lose the switch)."""
+    path = root / SETTINGS_FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise pytest.UsageError(f"{path}: unreadable ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise pytest.UsageError(f"{path}: not an object")
+    switch = data.get("switch")
+    if switch is not None and not (
+        isinstance(switch, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in switch.items())
+    ):
+        raise pytest.UsageError(f"{path}: switch is not an object of NAME: VALUE")
+    rounds = data.get("rounds")
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int)):
+        raise pytest.UsageError(f"{path}: rounds is not a whole number")
+    return data
+
+
 def reaggregate(
     root: Path,
     allow: bool,
@@ -235,6 +261,7 @@ def reaggregate(
         raise pytest.UsageError(
             f"{words.root} {root}: {what} an A/B root (no <op>/r<k>_A directories)"
         )
+    settings = _settings(root)
     results = []
     problems: list[str] = []
     for op_dir in op_dirs:
@@ -261,7 +288,6 @@ def reaggregate(
         raise pytest.UsageError(
             f"{words.root} {root}: not writable ({exc.strerror or exc})"
         ) from None
-    settings = records.read_json_object(root / SETTINGS_FILE)  # None: a root of an older version
     # unfinished when their session was interrupted: still cut, and no failure of their own
     cut = {d.name for d, _ in results if d.name in cut_ops(root) and not is_done(d)}
     entries = [
