@@ -77,6 +77,22 @@ IDLE = {
         "--zl-graph-budget-ms has no effect with --zl-timer=direct",
     ),
     "cold-cache-on-cpu": (("--zl-cold-cache",), "--zl-cold-cache has no effect with the cpu"),
+    "shared-inputs-in-a-run": (
+        ("--zl-shared-inputs", "--zl-out=D"),
+        "--zl-shared-inputs has no effect in a recorded run",
+    ),
+    "shard-from-in-a-run": (
+        ("--zl-shard-from=nowhere", "--zl-out=D"),
+        "--zl-shard-from has no effect in a recorded run",
+    ),
+    "shard-in-compare": (
+        ("--zl-compare=a", "--zl-compare=b", "--zl-shard=1/2"),
+        "--zl-shard has no effect with --zl-compare",
+    ),
+    "store-without-save": (
+        ("--zl-store=S", "--zl-out=D"),
+        "--zl-store has no effect without --zl-save or --zl-compare-to",
+    ),
     "out-with-inventory": (
         ("--zl-inventory=inv.tsv", "--zl-out=D"),
         "--zl-out has no effect with --zl-inventory",

@@ -334,7 +334,7 @@ def test_compare_to_a_stored_run_of_another_caliber_is_refused(
         (("--zl-out=r", "--zl-compare-to=none"), ["no stored run or screen named 'none'"]),
         (("--zl-out=r", "--zl-save=base"), ["'base' is already stored"]),
         ((SWITCH, "--zl-out=s", "--zl-compare-to=base"), ["--zl-compare-to pairs run"]),
-        (("--zl-shard=1/2",), ["--zl-shard splits an A/B screen"]),
+        (("--zl-shard=1/2",), ["--zl-shard has no effect", "splits the operators of an A/B"]),
         (("--zl-compare=a", "--zl-save=x"), ["--zl-save stores a recorded run or a screen"]),
         ((SWITCH, "--zl-out=s", "--zl-shard=3/2"), ["--zl-shard '3/2': K must be"]),
         ((SWITCH, "--zl-out=s", "--zl-shard-from=s"), ["give --zl-shard=K/N"]),

@@ -187,6 +187,18 @@ ACTS_IN: dict[str, tuple[frozenset[str], str]] = {
         frozenset({SCREEN}),
         "it cuts the side-worker batches of an A/B screen (--zl-ab or --zl-rounds)",
     ),
+    "zl_shared_inputs": (
+        frozenset({SCREEN}),
+        "it gives the two side workers of an A/B screen's round one block of inputs (lockstep)",
+    ),
+    "zl_shard": (
+        frozenset({SCREEN}),
+        "it splits the operators of an A/B screen into parts (--zl-ab or --zl-rounds)",
+    ),
+    "zl_shard_from": (
+        frozenset({SCREEN}),
+        "it balances the parts of a split A/B screen (--zl-shard) by an earlier screen's costs",
+    ),
 }
 #: options that act only on the graph timer (the cpu backend and the direct timer ignore them)
 GRAPH_ONLY = ("zl_cold_cache", "zl_graph_replays", "zl_graph_budget_ms")
@@ -277,6 +289,14 @@ def idle_options(
                 "zl_batch_size",
                 "has no effect with --zl-screen-mode=process: it cuts the side-worker batches, "
                 "and that mode runs one process per side per operator and round",
+            )
+        )
+    if "zl_store" in given and not {"zl_save", "zl_compare_to"} & given.keys():
+        out.append(
+            (
+                "zl_store",
+                "has no effect without --zl-save or --zl-compare-to: it names the baseline "
+                "store they use",
             )
         )
     if "zl_inventory" in given and "zl_out" in given and mode == RECORD:
