@@ -365,3 +365,14 @@ def test_an_empty_argument_is_refused_not_read_as_a_default(
     _, line = refused(capsys, command, *args)
     assert line == f"{named}: is empty"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_of_a_run_and_a_screen_root_says_what_the_root_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It read ``[caliber] B: .../run_identity.json: missing``, as of a broken run."""
+    a, _ = two_runs(tmp_path)
+    root = synthetic_screen(tmp_path / "screen")
+    _, error = refused(capsys, "compare", a, root, "-o", tmp_path / "cmp")
+    assert error == f"B: {root}: an A/B screen root, not a run directory (zlbench report reads it)"
+    assert not (tmp_path / "cmp").exists()

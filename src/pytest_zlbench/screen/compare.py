@@ -22,7 +22,7 @@ from ..core.caliber import refusing, unreadable
 from ..core.gate import REGRESSION_EXIT
 from ..core.parsing import parse_bool
 from ..core.records import RecordError
-from ..core.rundir import IdentityError, Side, load_side
+from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind
 from .outputs import exit_status, fail_beyond, publish
 from .result_file import cut_ops
 from .results import aggregate_op_dir, caliber_line, is_done, write_op_result
@@ -173,6 +173,13 @@ def compare_two(
     identity_problem = False
     errors: list[str] = []
     for label, path in (("A", path_a), ("B", path_b)):
+        if marked_kind(path) == SCREEN or (path / SETTINGS_FILE).is_file():
+            reads = "--zl-compare=ROOT alone" if words == PYTEST_WORDS else "zlbench report"
+            errors.append(
+                f"{words.root} {label}: {path}: an A/B screen root, not a run directory "
+                f"({reads} reads it)"
+            )
+            continue
         try:
             sides.append(load_side(path))
         except IdentityError as exc:
