@@ -376,3 +376,13 @@ def test_compare_of_a_run_and_a_screen_root_says_what_the_root_is(
     _, error = refused(capsys, "compare", a, root, "-o", tmp_path / "cmp")
     assert error == f"B: {root}: an A/B screen root, not a run directory (zlbench report reads it)"
     assert not (tmp_path / "cmp").exists()
+
+
+def test_compare_of_a_run_with_itself_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It printed a table of +0.000 % deltas, as if two runs had agreed exactly."""
+    a, _ = two_runs(tmp_path)
+    _, error = refused(capsys, "compare", a, tmp_path / "a" / ".." / "a", "-o", tmp_path / "c")
+    assert error == f"A and B are the same run directory ({a}): compare two runs"
+    assert not (tmp_path / "c").exists()

@@ -191,6 +191,11 @@ def compare_two(
         return int(pytest.ExitCode.USAGE_ERROR)
     if errors:
         raise pytest.UsageError("; ".join(errors))
+    if path_a.resolve() == path_b.resolve():  # after the checks of a run (a partial one's)
+        raise pytest.UsageError(
+            f"{words.root} A and B are the same run directory ({path_a.resolve()}): compare "
+            "two runs"
+        )
     a, b = sides
     problems = caliber_check(a.identity, b.identity, str(path_a), str(path_b))
     for problem in problems:
