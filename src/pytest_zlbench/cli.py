@@ -204,11 +204,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     from .adapters import plot
     from .contract import ROUND_GLOB
+    from .core.rundir import not_a_dir
     from .screen.results import aggregate_op_dir, draw_in_processes
 
     root = Path(args.root)
     if not root.is_dir():
-        raise Usage(f"zlbench plot: {root}: no such directory")
+        raise Usage(f"zlbench plot: {root}: {not_a_dir(root)}")
     op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
     if not op_dirs:
         raise Usage(f"zlbench plot: {root}: not an A/B root (no <op>/r<k>_A directories)")

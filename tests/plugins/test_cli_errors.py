@@ -386,3 +386,23 @@ def test_compare_of_a_run_with_itself_is_refused(
     _, error = refused(capsys, "compare", a, tmp_path / "a" / ".." / "a", "-o", tmp_path / "c")
     assert error == f"A and B are the same run directory ({a}): compare two runs"
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [
+        ("plot", ("{f}",)),
+        ("report", ("{root}", "--floor-from", "{f}")),
+        ("merge", ("{f}", "-o", "{tmp}/m")),
+    ],
+)
+def test_a_file_given_for_a_folder_is_named_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, args: tuple[str, ...]
+) -> None:
+    """A file read ``no such directory``, which sends the user looking for a missing path."""
+    f = tmp_path / "f"
+    f.write_text("x\n")
+    root = synthetic_screen(tmp_path / "screen")
+    given = [a.format(f=f, root=root, tmp=tmp_path) for a in args]
+    _, error = refused(capsys, command, *given)
+    assert error.endswith(f"{f}: a file, not a directory"), error

@@ -32,6 +32,11 @@ class Side:
     source: str  # "rows.jsonl", "run.log" or the record-log file name
 
 
+def not_a_dir(path: Path) -> str:
+    """Why ``path`` is not a directory, in a message's words: missing, or a file."""
+    return "a file, not a directory" if path.exists() else "no such directory"
+
+
 def _record_logs(path: Path) -> list[Path]:
     out = []
     for candidate in sorted(path.glob("*.log")):
@@ -58,10 +63,8 @@ def load_side(path: str | Path, *, allow_empty: bool = False) -> Side:
     from .flaggems import parse_record_log, parse_stdout
 
     root = Path(path)
-    if not root.exists():
-        raise RecordError(f"{root}: no such directory")
     if not root.is_dir():
-        raise RecordError(f"{root}: not a directory")
+        raise RecordError(f"{root}: {not_a_dir(root)}")
     partial = records.partial_rows(root)
     rows_file = root / records.ROWS_FILE
     if partial is not None and not rows_file.is_file() and not records.is_complete(root):

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ..contract import FLAGGEMS_CACHE_DIR, PINS_FILE, TUNER_DB_DIR
+from ..core.rundir import not_a_dir
 
 
 def check_source(source: Path, run_dir: Path) -> None:
@@ -19,7 +20,7 @@ def check_source(source: Path, run_dir: Path) -> None:
     if source == run_dir:
         raise pytest.UsageError(f"--zl-replay-from {source}: is this run's own --zl-out")
     if not source.is_dir():
-        raise pytest.UsageError(f"--zl-replay-from {source}: no such directory")
+        raise pytest.UsageError(f"--zl-replay-from {source}: {not_a_dir(source)}")
     if not (source / FLAGGEMS_CACHE_DIR).is_dir() and not (source / PINS_FILE).is_file():
         raise pytest.UsageError(
             f"--zl-replay-from {source}: holds neither {FLAGGEMS_CACHE_DIR}/ nor {PINS_FILE}: "

@@ -22,7 +22,7 @@ from ..core.caliber import refusing, unreadable
 from ..core.gate import REGRESSION_EXIT
 from ..core.parsing import parse_bool
 from ..core.records import RecordError
-from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind
+from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind, not_a_dir
 from .outputs import exit_status, fail_beyond, publish
 from .result_file import cut_ops
 from .results import aggregate_op_dir, caliber_line, is_done, write_op_result
@@ -265,7 +265,7 @@ def reaggregate(
     floor_from: Path | None = None,
 ) -> int:
     if not root.is_dir():
-        raise pytest.UsageError(f"{words.root} {root}: no such directory")
+        raise pytest.UsageError(f"{words.root} {root}: {not_a_dir(root)}")
     op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
     if not op_dirs:
         # --zl-compare takes one A/B root or two run directories; zlbench report one root

@@ -27,7 +27,7 @@ from ..core import records, screening
 from ..core.caliber import check as caliber_check
 from ..core.noise import NoiseFloor
 from ..core.records import CALIBER_FIELDS, RecordError, RunIdentity
-from ..core.rundir import SCREEN, kind_of
+from ..core.rundir import SCREEN, kind_of, not_a_dir
 from .results import aggregate_op_dir
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def control_floor(aa_root: Path, where: str) -> NoiseFloor:
     ``where`` (the option, as the user gave it) when ``aa_root`` is not one."""
     head = f"{where} {aa_root}"
     if not aa_root.is_dir():
-        raise pytest.UsageError(f"{head}: no such directory")
+        raise pytest.UsageError(f"{head}: {not_a_dir(aa_root)}")
     if kind_of(aa_root) != SCREEN:
         raise pytest.UsageError(f"{head}: not an A/B screen root (an A/A control screen's root)")
     op_dirs = _op_dirs(aa_root)

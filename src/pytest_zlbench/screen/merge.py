@@ -16,6 +16,7 @@ import pytest
 from ..contract import PROGRESS_FILE, ROUND_GLOB, SCREEN_FILE, SETTINGS_FILE
 from ..core import records
 from ..core.records import CALIBER_FIELDS
+from ..core.rundir import not_a_dir
 from .results import read_screen
 
 #: settings that may differ between parts: where each host kept its replay, and the shard
@@ -26,7 +27,7 @@ class Part:
     def __init__(self, root: Path) -> None:
         self.root = root
         if not root.is_dir():
-            raise pytest.UsageError(f"zlbench merge: {root}: no such directory")
+            raise pytest.UsageError(f"zlbench merge: {root}: {not_a_dir(root)}")
         if not (root / SCREEN_FILE).is_file():
             raise pytest.UsageError(
                 f"zlbench merge: {root}: not a finished screen root (no {SCREEN_FILE})"
