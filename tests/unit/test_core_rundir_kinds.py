@@ -128,6 +128,7 @@ def test_every_option_is_placed() -> None:
         "zl_allow_no_ir_diff", "zl_compare", "zl_allow_caliber_mismatch", "zl_timeout",
         "zl_record_timeout",
         "zl_resume", "zl_fail_beyond", "zl_screen_mode", "zl_floor_from", "zl_batch_size",
+        "zl_shared_inputs", "zl_shard", "zl_shard_from",
     }  # fmt: skip
 
 
