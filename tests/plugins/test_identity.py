@@ -358,7 +358,9 @@ def test_a_replay_source_that_is_not_a_recording_is_refused_before_the_run(
         needle = f"--zl-replay-from {given}: holds neither flaggems_cache/ nor autotune.json"
     else:
         given = rep
-        needle = f"--zl-replay-from {rep}: is this run's own --zl-out"
+        needle = (
+            f"--zl-replay-from {rep}: this is the run's own --zl-out; give an earlier run's folder"
+        )
     result = bench_suite.runpytest(
         "--zl-backend=cpu", "-p", "no:cacheprovider", f"--zl-out={rep}", f"--zl-replay-from={given}"
     )

@@ -134,6 +134,17 @@ def test_an_option_given_an_empty_value_is_refused_before_anything_runs(
     assert "passed" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("flag", ["--zl-floor-from", "--zl-out"])
+def test_an_empty_value_is_refused_when_it_is_the_only_zlbench_option(
+    suite: pytest.Pytester, flag: str
+) -> None:
+    """Alone on the command line, an empty value read as no option at all: the session ran as
+    plain pytest, without a word."""
+    result = suite.runpytest("-p", "no:cacheprovider", f"{flag}=")
+    assert_usage_error(result, f"{flag} is empty: give it a value, or leave it out")
+    assert "passed" not in result.stdout.str()
+
+
 def test_an_idle_ini_value_is_warned_about_once_and_the_run_goes_on(
     suite: pytest.Pytester,
 ) -> None:

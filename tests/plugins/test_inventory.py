@@ -266,6 +266,15 @@ def test_a_file_that_is_not_an_inventory_is_never_overwritten(suite: pytest.Pyte
     assert read(suite.path / "inv.tsv") == ROWS
 
 
+def test_an_empty_file_takes_the_inventory(suite: pytest.Pytester) -> None:
+    """``--zl-inventory=$(mktemp)`` was refused as "not an inventory": an empty file holds
+    nothing to lose."""
+    (suite.path / "inv.tsv").write_text("")
+    result = suite.runpytest("--zl-inventory=inv.tsv", "benchmark")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert read(suite.path / "inv.tsv") == ROWS
+
+
 def test_a_path_under_a_file_names_that_file(suite: pytest.Pytester) -> None:
     """It printed ``written to afile/x.tsv``, then ``File exists``."""
     (suite.path / "afile").write_text("x\n")

@@ -324,7 +324,7 @@ def _check_inventory_path(path: Path) -> None:
             if not folder.is_dir():
                 raise pytest.UsageError(f"--zl-inventory: {folder} is a file, not a folder")
             break
-    if path.exists():
+    if path.exists() and path.stat().st_size > 0:  # an empty file (mktemp) holds nothing
         from ..core.inventory import STATIC_TSV_COLUMNS, TSV_COLUMNS
 
         try:

@@ -37,9 +37,13 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def _zlbench_given(config: pytest.Config) -> bool:
-    """Whether any ``--zl-*`` option is given, on the command line or in the ini file."""
-    names = vars(config.known_args_namespace).keys() | vars(config.option).keys()
-    for name in names:
+    """Whether any ``--zl-*`` option is given, on the command line or in the ini file; an
+    empty value on the command line counts (preflight refuses it: an unset shell variable)."""
+    cli = {**vars(config.option), **vars(config.known_args_namespace)}
+    for name, value in cli.items():
+        if name.startswith("zl_") and (value == "" or (isinstance(value, list) and "" in value)):
+            return True
+    for name in cli:
         if name.startswith("zl_"):
             try:
                 if _common.raw(config, name) not in (None, False, [], ""):

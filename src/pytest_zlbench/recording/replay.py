@@ -18,7 +18,10 @@ def check_source(source: Path, run_dir: Path) -> None:
     """Refuse a ``--zl-replay-from`` that holds nothing a run could replay: the run would say
     ``autotune_mode: replay`` with the seed of nothing."""
     if source == run_dir:
-        raise pytest.UsageError(f"--zl-replay-from {source}: is this run's own --zl-out")
+        raise pytest.UsageError(
+            f"--zl-replay-from {source}: this is the run's own --zl-out; give an earlier "
+            "run's folder"
+        )
     if not source.is_dir():
         raise pytest.UsageError(f"--zl-replay-from {source}: {not_a_dir(source)}")
     if not (source / FLAGGEMS_CACHE_DIR).is_dir() and not (source / PINS_FILE).is_file():
