@@ -201,19 +201,43 @@ _STAMP = re.compile(r"^\[zlbench (?:(gw\d+) )?\s*(\d+(?:\.\d+)?)s\]", re.M)
 
 
 def screen_wall(progress: str) -> tuple[float, int]:
-    """A screen's wall seconds by its own clock, from its progress.log text, and its sessions:
-    per process (the controller, or each xdist worker) a session ends where its stamps start
-    again from zero (``--zl-resume``); each session counts its longest process."""
-    sessions: dict[str, list[float]] = {}
+    """A screen's wall seconds by its own clock, from its progress.log text, and its sessions.
+    Each process (the controller, each xdist worker) stamps its lines from its own start, and
+    the file holds the lines in the order written: a session ends where any process's stamp goes
+    back (``--zl-resume`` started it again); each session counts its latest stamp. (An xdist
+    worker replaced inside a session would read as a new session.)"""
+    wall, count = 0.0, 0
+    last: dict[str, float] = {}  # each process's latest stamp in this session
     for m in _STAMP.finditer(progress):
-        seq, t = sessions.setdefault(m[1] or "", []), float(m[2])
-        if seq and t >= seq[-1]:
-            seq[-1] = t
-        else:
-            seq.append(t)
-    count = max((len(seq) for seq in sessions.values()), default=0)
-    wall = sum(max(seq[k] for seq in sessions.values() if k < len(seq)) for k in range(count))
+        who, t = m[1] or "", float(m[2])
+        if who in last and t < last[who]:
+            wall, count, last = wall + max(last.values()), count + 1, {}
+        last[who] = t
+    if last:
+        wall, count = wall + max(last.values()), count + 1
     return wall, count
+
+
+#: the line that starts a batch of side workers: ``... operators, lockstep side workers, ...``
+_SIDE_WORKERS = re.compile(r"\b(\S+) side workers, at most \d+ round")
+
+
+def screen_mode(root: Path, result: dict[str, Any]) -> str:
+    """A screen root's mode: screen.json names one-process only; side workers name theirs in
+    progress.log and in each batch's cost.json; a log without a batch is process mode's."""
+    mode = (result.get("settings") or {}).get("mode")
+    if mode:
+        return str(mode)
+    log = root / "progress.log"
+    text = log.read_text() if log.is_file() else ""
+    found = _SIDE_WORKERS.search(text)
+    if found:
+        return found[1]
+    for cost in sorted(root.glob(".workers/*/cost.json")):
+        mode = json.loads(cost.read_text()).get("mode")
+        if mode:
+            return str(mode)
+    return "process" if text and not batch_totals(text) else "?"
 
 
 def _read_screen(root: Path) -> dict[str, Any]:
@@ -366,7 +390,7 @@ def _table_row(root: str, label: str) -> tuple[str, ...]:
     walls = f"{wall:.0f} s" + (f" ({sessions} sessions)" if sessions > 1 else "")
     return (
         label or " ".join(f"{k}={v}" for k, v in switch.items()) or "A/A",
-        (result.get("settings") or {}).get("mode") or "?",
+        screen_mode(path, result),
         (result.get("caliber") or {}).get("timer") or "?",
         f"{len(measured)} of {len(ops)}" if len(measured) < len(ops) else str(len(ops)),
         "-" if not used else str(used[0]) if used[0] == used[-1] else f"{used[0]}-{used[-1]}",

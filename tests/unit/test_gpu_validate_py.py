@@ -147,6 +147,15 @@ def test_a_screens_wall_is_its_longest_process_in_each_session_summed_over_sessi
     assert gpu_validate.screen_wall("no stamps\n") == (0.0, 0)
 
 
+def test_a_resumed_xdist_screens_wall_counts_each_session_once() -> None:
+    """Sessions are where a process's stamps go back, in the file's order: a card's worker
+    missing from the middle session did not pair its third session's stamps with the second's."""
+    first = "[zlbench gw0  10.0s] x\n[zlbench gw1 100.0s] x\n[zlbench 105.0s] wrote\n"
+    second = "[zlbench   0.5s] reused\n[zlbench gw0  40.0s] x\n[zlbench  42.0s] wrote\n"
+    third = "[zlbench   0.4s] reused\n[zlbench gw1  30.0s] x\n[zlbench gw0  20.0s] x\n"
+    assert gpu_validate.screen_wall(first + second + third) == (105.0 + 42.0 + 30.0, 3)
+
+
 def test_the_table_gives_one_row_per_screen_with_its_mode_cost_and_precision(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -166,12 +175,13 @@ def test_the_table_gives_one_row_per_screen_with_its_mode_cost_and_precision(
     doc = {
         "status": "incomplete",
         "switch": {},
-        "settings": {"mode": "lockstep"},
+        "settings": {"switch": {}, "rounds": 3},  # screen.json names only one-process
         "caliber": {"timer": "kernel"},
         "operators": ops,
     }
     (tmp_path / "screen_result.json").write_text(json.dumps(doc))
     (tmp_path / "progress.log").write_text(
+        "[zlbench     0.1s] 3 operators, lockstep side workers, at most 3 rounds\n"
         "[zlbench    10.0s] abs r1: A ok, B ok (4.0s) [operator 1 of 3, round 1 of 3]\n"
         "[zlbench    20.0s] mul r1: A ok, B ok (6.0s) [operator 2 of 3, round 1 of 3]\n"
         f"[zlbench    30.0s] {batch_cost('batch0', 'lockstep', 2, 5, 30, 6, tmp_path / 'x')}\n"
@@ -185,6 +195,37 @@ def test_the_table_gives_one_row_per_screen_with_its_mode_cost_and_precision(
         "the label", "lockstep", "kernel", "2 of 3", "2-3", "30 s", "15.0 s", "5.0 s", "20%",
         "1", "0.200 %, 0.200 %", "0.050 %, 0.050 %", "0",
     ]  # fmt: skip
+
+
+def mode_of(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    gpu_validate.cmd_table([str(root)])
+    return [c.strip() for c in capsys.readouterr().out.splitlines()[2].strip("|").split("|")][1]
+
+
+def test_the_tables_mode_is_read_where_each_mode_leaves_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """screen.json names one-process mode only; side workers name theirs in progress.log and
+    each batch's cost.json; process mode runs no side workers and names none."""
+    doc = {"status": "complete", "switch": {}, "settings": {"rounds": 3}, "operators": []}
+    (tmp_path / "screen_result.json").write_text(json.dumps(doc))
+    log = tmp_path / "progress.log"
+    log.write_text("[zlbench     0.1s] 2 operators, sequential side workers, at most 3 rounds\n")
+    assert mode_of(tmp_path, capsys) == "sequential"
+    log.write_text("[zlbench     0.1s] abs: every side replays S (no recording pass)\n")
+    batch = tmp_path / ".workers" / "batch0"
+    batch.mkdir(parents=True)
+    batch_cost("batch0", "lockstep", 2, 5, 30, 6, batch)
+    assert mode_of(tmp_path, capsys) == "lockstep"
+    (batch / "cost.json").unlink()
+    assert mode_of(tmp_path, capsys) == "process"
+    doc["settings"] = {"rounds": 3, "mode": "one-process"}
+    (tmp_path / "screen_result.json").write_text(json.dumps(doc))
+    assert mode_of(tmp_path, capsys) == "one-process"
+    log.unlink()
+    doc["settings"] = {"rounds": 3}
+    (tmp_path / "screen_result.json").write_text(json.dumps(doc))
+    assert mode_of(tmp_path, capsys) == "?"
 
 
 def test_the_table_refuses_a_folder_that_is_not_a_screen_root_in_one_line(tmp_path: Path) -> None:
