@@ -369,8 +369,20 @@ TABLE_HEAD = (
 def cmd_table(roots: list[str]) -> None:
     from tabulate import tabulate
 
-    rows = [_table_row(*arg.partition("=")[::2]) for arg in roots]
+    rows = [_table_row(*_root_label(arg)) for arg in roots]
     print(tabulate(rows, headers=TABLE_HEAD, tablefmt="github", disable_numparse=True))
+
+
+def _root_label(arg: str) -> tuple[str, str]:
+    """``ROOT`` or ``ROOT=LABEL``: the root is the first folder the argument names up to an "="
+    (a path may hold one: ``runs/DTYPES=fp16/aa``); the rest is the label."""
+    if Path(arg).is_dir():
+        return arg, ""
+    cuts = [i for i, ch in enumerate(arg) if ch == "="]
+    for i in cuts:
+        if Path(arg[:i]).is_dir():
+            return arg[:i], arg[i + 1 :]
+    return (arg[: cuts[0]], arg[cuts[0] + 1 :]) if cuts else (arg, "")
 
 
 def _table_row(root: str, label: str) -> tuple[str, ...]:

@@ -83,7 +83,8 @@
 #             runs each mode at once on cards of its own (those on their own dtypes, fft, on
 #             the last of several, the rest under xdist over the others), so that modes fit one
 #             call of a lent machine (cards as nvidia-smi numbers them: leave
-#             CUDA_VISIBLE_DEVICES unset); the stage ends with one table of its screens
+#             CUDA_VISIBLE_DEVICES unset; the stage sets CUDA_DEVICE_ORDER=PCI_BUS_ID); the
+#             stage ends with one table of its screens
 #             (gpu_validate.py table)
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
 #             inventory's sample, benchmarks/sample_ops.py) with the smoke shapes, one card;
@@ -552,6 +553,8 @@ cost_chain() {
     if [ -n "${MODE_CARDS:-}" ]; then  # the cards each screen ran on, for the table
       [ "$which" = own ] || [ ${#KEEP[@]} -eq 0 ] || echo "$CUDA_VISIBLE_DEVICES" > "$O/cost/${kind}_$mode.cards"
       [ "$which" = keep ] || [ ${#OWN_SEL[@]} -eq 0 ] || echo "${CUDA_VISIBLE_DEVICES%%,*}" > "$O/cost/${kind}_${mode}_own.cards"
+    else  # on every card now: an earlier run's cards no longer name where it ran
+      rm -f "$O/cost/${kind}_$mode.cards" "$O/cost/${kind}_${mode}_own.cards"
     fi
     [ "$which" = own ] || [ ${#KEEP[@]} -eq 0 ] || cost_screen "cost/${kind}_$mode" "${KEEP[@]}" "${COMMON[@]}" "${smoke[@]}" \
       ${switch[@]+"${switch[@]}"} --zl-rounds=3 --zl-screen-mode="$mode" --zl-replay-from="$seed" --zl-timeout=300 ${par[@]+"${par[@]}"}
@@ -563,7 +566,8 @@ cost_chain() {
 # SCREEN_MODES given cards of its own, or the stage is refused
 declare -A CARDS_OF=()
 mode_cards() {
-  local pair mode cards seen=","
+  local pair mode cards c seen=","
+  export CUDA_DEVICE_ORDER=PCI_BUS_ID  # CUDA's numbers are nvidia-smi's only in PCI bus order
   for pair in $MODE_CARDS; do
     mode=${pair%%=*} cards=${pair#*=}
     [[ $pair == *=* && $cards =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "cost: MODE_CARDS: '$pair' is not MODE=CARD[,CARD...]"; return 1; }

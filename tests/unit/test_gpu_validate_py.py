@@ -228,6 +228,19 @@ def test_the_tables_mode_is_read_where_each_mode_leaves_it(
     assert mode_of(tmp_path, capsys) == "?"
 
 
+def test_a_root_whose_path_holds_an_equals_sign_is_read_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ROOT=LABEL`` split at the first "=" read ``runs/DTYPES=fp16/aa`` as ``runs/DTYPES``."""
+    root = tmp_path / "DTYPES=fp16" / "aa"
+    root.mkdir(parents=True)
+    doc = {"status": "complete", "switch": {}, "operators": []}
+    (root / "screen_result.json").write_text(json.dumps(doc))
+    for arg, label in ((str(root), "A/A"), (f"{root}=mine", "mine"), (f"{root}=x=1", "x=1")):
+        gpu_validate.cmd_table([arg])
+        assert capsys.readouterr().out.splitlines()[2].split("|")[1].strip() == label
+
+
 def test_the_table_refuses_a_folder_that_is_not_a_screen_root_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match=r"^gpu_validate.py: .*: not a screen root \("):
         gpu_validate.cmd_table([str(tmp_path)])

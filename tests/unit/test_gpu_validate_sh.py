@@ -17,9 +17,11 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_validate.sh"
 STUB = """#!/usr/bin/env bash
 # a stand-in python: -c prints what the script asks of torch and the plugin; -m pytest records
 # its arguments and makes its --zl-out folder (a complete run, and a screen's result, when
-# STUB_COMPLETE=1); STUB_CALLS.cards gets each call's CUDA_VISIBLE_DEVICES
+# STUB_COMPLETE=1); STUB_CALLS.cards gets each call's CUDA_VISIBLE_DEVICES, STUB_CALLS.order its
+# CUDA_DEVICE_ORDER; with STUB_SLEEP a pytest call lasts that long, its start and end in .times
 echo "$*" >> "$STUB_CALLS"
 echo "${CUDA_VISIBLE_DEVICES-all} $*" >> "$STUB_CALLS.cards"
+echo "${CUDA_DEVICE_ORDER-unset} $*" >> "$STUB_CALLS.order"
 if [ "$1" = -c ]; then
   case "$2" in
     *SHAPES_DIR*) echo /x/smoke.yaml ;; *device_count*) echo "${STUB_CARDS:-1}" ;; *) echo stub ;;
@@ -30,6 +32,12 @@ for a in "$@"; do
   case "$a" in --zl-out=*) d=${a#--zl-out=}; mkdir -p "$d"
     [ "${STUB_COMPLETE:-0}" = 1 ] && touch "$d/.complete" "$d/screen_result.json" ;; esac
 done
+if [ -n "${STUB_SLEEP:-}" ]; then
+  start=$(date +%s.%N); sleep "$STUB_SLEEP"
+  for a in "$@"; do
+    case "$a" in --zl-out=*) echo "${a##*/} $start $(date +%s.%N)" >> "$STUB_CALLS.times" ;; esac
+  done
+fi
 echo "1 passed"
 exit "${STUB_RC:-0}"
 """
@@ -46,7 +54,8 @@ def run_cost(tmp_path: Path, stage: str = "cost", **env: str) -> list[list[str]]
     (checkout / "pytest.ini").touch()
     calls = tmp_path / "calls.txt"
     calls.unlink(missing_ok=True)
-    Path(f"{calls}.cards").unlink(missing_ok=True)
+    for kind in ("cards", "order", "times"):
+        Path(f"{calls}.{kind}").unlink(missing_ok=True)
     environ = {
         **os.environ,
         "PYTHON": str(stub),
@@ -178,6 +187,7 @@ def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
         PROCESS_OPS="benchmark/test_abs.py::test_abs benchmark/test_fft.py::test_perf_fft",
         STUB_CARDS="4",
         STUB_COMPLETE="1",
+        STUB_SLEEP="1",
     )
     by_name = {out_of(r): r for r in runs}
     assert sorted(by_name) == [
@@ -187,9 +197,23 @@ def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
         "seed": "all",
         "aa_lockstep": "0",
         "aa_lockstep_own": "0",
-        "aa_process": "1,2",  # the others at once on the last card
-        "aa_process_own": "3",
+        "aa_process": "1,2",
+        "aa_process_own": "3",  # on the last card, at once with the others
     }
+    times = {}
+    for line in (tmp_path / "calls.txt.times").read_text().splitlines():
+        name, start, end = line.split()
+        times[name] = (float(start), float(end))
+
+    def at_once(a: str, b: str) -> bool:
+        return times[a][0] < times[b][1] and times[b][0] < times[a][1]
+
+    assert at_once("aa_lockstep", "aa_process")  # each mode on its cards, at the same time
+    assert at_once("aa_process", "aa_process_own")
+    assert not at_once("seed", "aa_lockstep")  # the seed first
+    # CUDA_VISIBLE_DEVICES numbers the cards as nvidia-smi does only in PCI bus order
+    orders = (tmp_path / "calls.txt.order").read_text().splitlines()
+    assert {o.split()[0] for o in orders if " -m pytest benchmark/" in o} == {"PCI_BUS_ID"}
     lockstep, process = by_name["aa_lockstep"], by_name["aa_process"]
     assert len([a for a in lockstep if a.startswith("benchmark/")]) == 29
     assert "-n" not in lockstep
@@ -205,6 +229,15 @@ def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
         "aa_lockstep_own (cards 0)",
         "aa_process (cards 1,2)",
         "aa_process_own (cards 3)",
+    ]
+    # resumed later without MODE_CARDS (on all cards): no label names the cards of before
+    run_cost(tmp_path, DTYPES="float16", SCREEN_MODES="lockstep", COST_SCREENS="aa",
+             COST_RESUME="1", STUB_CARDS="4", STUB_COMPLETE="1")  # fmt: skip
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    table = next(line for line in calls if " table " in line).split(" table ")[1]
+    assert [root.split("=", 1)[1] for root in table.split(f" {tmp_path}")] == [
+        "aa_lockstep",
+        "aa_lockstep_own",
     ]
 
 
