@@ -1,5 +1,5 @@
 """Before a session touches the disk: every ``--zl-*`` value is parsed, and every option that
-has no effect in the session's mode is refused (docs/RELIABILITY.md, "Options").
+has no effect in the session's mode is refused (docs/RELIABILITY.md, "Options and words").
 
 Runs once per session at its earliest hook (``pytest_load_initial_conftests``, before the
 recorded run's directory is claimed and before conftests import torch), in the process the user
