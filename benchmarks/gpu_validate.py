@@ -220,24 +220,27 @@ def screen_wall(progress: str) -> tuple[float, int]:
 
 #: the line that starts a batch of side workers: ``... operators, lockstep side workers, ...``
 _SIDE_WORKERS = re.compile(r"\b(\S+) side workers, at most \d+ round")
+#: a side's own process, as process mode runs every one: ``... abs r1 A: ok (3.4s)``
+_SIDE_PROCESS = re.compile(r"^\[zlbench[^\]]*\] \S+ r\d+ [AB]: ", re.M)
 
 
 def screen_mode(root: Path, result: dict[str, Any]) -> str:
     """A screen root's mode: screen.json names one-process only; side workers name theirs in
-    progress.log and in each batch's cost.json; a log without a batch is process mode's."""
+    progress.log (the latest session's, where a resumed screen changed mode) and in each batch's
+    cost.json; a log with sides in processes of their own and no batch is process mode's."""
     mode = (result.get("settings") or {}).get("mode")
     if mode:
         return str(mode)
     log = root / "progress.log"
     text = log.read_text() if log.is_file() else ""
-    found = _SIDE_WORKERS.search(text)
+    found = _SIDE_WORKERS.findall(text)
     if found:
-        return found[1]
+        return str(found[-1])
     for cost in sorted(root.glob(".workers/*/cost.json")):
         mode = json.loads(cost.read_text()).get("mode")
         if mode:
             return str(mode)
-    return "process" if text and not batch_totals(text) else "?"
+    return "process" if _SIDE_PROCESS.search(text) and not batch_totals(text) else "?"
 
 
 def _read_screen(root: Path) -> dict[str, Any]:
@@ -374,12 +377,12 @@ def cmd_table(roots: list[str]) -> None:
 
 
 def _root_label(arg: str) -> tuple[str, str]:
-    """``ROOT`` or ``ROOT=LABEL``: the root is the first folder the argument names up to an "="
+    """``ROOT`` or ``ROOT=LABEL``: the root is the longest folder the argument names up to an "="
     (a path may hold one: ``runs/DTYPES=fp16/aa``); the rest is the label."""
     if Path(arg).is_dir():
         return arg, ""
     cuts = [i for i, ch in enumerate(arg) if ch == "="]
-    for i in cuts:
+    for i in reversed(cuts):  # the longest root first
         if Path(arg[:i]).is_dir():
             return arg[:i], arg[i + 1 :]
     return (arg[: cuts[0]], arg[cuts[0] + 1 :]) if cuts else (arg, "")

@@ -83,7 +83,7 @@
 #             runs each mode at once on cards of its own (those on their own dtypes, fft, on
 #             the last of several, the rest under xdist over the others), so that modes fit one
 #             call of a lent machine (cards as nvidia-smi numbers them: leave
-#             CUDA_VISIBLE_DEVICES unset; the stage sets CUDA_DEVICE_ORDER=PCI_BUS_ID); the
+#             CUDA_VISIBLE_DEVICES unset; each mode runs with CUDA_DEVICE_ORDER=PCI_BUS_ID); the
 #             stage ends with one table of its screens
 #             (gpu_validate.py table)
 #   scale     RLC_ENHANCE=1 over SCALE_OPS test functions (default: the first 100 of the
@@ -501,7 +501,8 @@ stage_cost() {
   else  # each mode on its cards at once, its console kept apart until all have ended
     local pids=()
     for mode in "${MODES[@]}"; do
-      (export CUDA_VISIBLE_DEVICES=${CARDS_OF[$mode]}; cost_mode "$mode") > "$O/cost/$mode.console" 2>&1 &
+      # CUDA numbers the cards as nvidia-smi does only in PCI bus order
+      (export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=${CARDS_OF[$mode]}; cost_mode "$mode") > "$O/cost/$mode.console" 2>&1 &
       pids+=($!)
     done
     wait "${pids[@]}"
@@ -567,7 +568,6 @@ cost_chain() {
 declare -A CARDS_OF=()
 mode_cards() {
   local pair mode cards c seen=","
-  export CUDA_DEVICE_ORDER=PCI_BUS_ID  # CUDA's numbers are nvidia-smi's only in PCI bus order
   for pair in $MODE_CARDS; do
     mode=${pair%%=*} cards=${pair#*=}
     [[ $pair == *=* && $cards =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "cost: MODE_CARDS: '$pair' is not MODE=CARD[,CARD...]"; return 1; }

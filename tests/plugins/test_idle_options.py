@@ -134,7 +134,7 @@ def test_an_option_given_an_empty_value_is_refused_before_anything_runs(
     assert "passed" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("flag", ["--zl-floor-from", "--zl-out"])
+@pytest.mark.parametrize("flag", ["--zl-floor-from", "--zl-timeout", "--zl-save"])
 def test_an_empty_value_is_refused_when_it_is_the_only_zlbench_option(
     suite: pytest.Pytester, flag: str
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -273,6 +274,21 @@ def test_an_empty_file_takes_the_inventory(suite: pytest.Pytester) -> None:
     result = suite.runpytest("--zl-inventory=inv.tsv", "benchmark")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert read(suite.path / "inv.tsv") == ROWS
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX")
+def test_an_empty_path_that_is_not_a_plain_file_is_never_replaced(suite: pytest.Pytester) -> None:
+    """An empty file takes the inventory, but ``/dev/null`` (here a link to it) or a FIFO is
+    empty too: the inventory's rename would replace it."""
+    link = suite.path / "null.tsv"
+    link.symlink_to(os.devnull)
+    fifo = suite.path / "fifo.tsv"
+    os.mkfifo(fifo)
+    for path in (link, fifo):
+        result = suite.runpytest(f"--zl-inventory={path}", "benchmark")
+        assert_usage_error(result, f"--zl-inventory: {path} exists and is not an inventory")
+    assert link.is_symlink()
+    assert not fifo.is_file()
 
 
 def test_a_path_under_a_file_names_that_file(suite: pytest.Pytester) -> None:

@@ -212,7 +212,15 @@ def test_the_tables_mode_is_read_where_each_mode_leaves_it(
     log = tmp_path / "progress.log"
     log.write_text("[zlbench     0.1s] 2 operators, sequential side workers, at most 3 rounds\n")
     assert mode_of(tmp_path, capsys) == "sequential"
+    # resumed in another mode: the latest session's
+    log.write_text(
+        log.read_text()
+        + "[zlbench     0.1s] 2 operators, lockstep side workers, at most 3 rounds\n"
+    )
+    assert mode_of(tmp_path, capsys) == "lockstep"
     log.write_text("[zlbench     0.1s] abs: every side replays S (no recording pass)\n")
+    assert mode_of(tmp_path, capsys) == "?"  # killed before its first batch line: not known
+    log.write_text(log.read_text() + "[zlbench    20.0s] abs r1 A: ok (3.4s)\n")
     batch = tmp_path / ".workers" / "batch0"
     batch.mkdir(parents=True)
     batch_cost("batch0", "lockstep", 2, 5, 30, 6, batch)
@@ -234,6 +242,7 @@ def test_a_root_whose_path_holds_an_equals_sign_is_read_whole(
     """``ROOT=LABEL`` split at the first "=" read ``runs/DTYPES=fp16/aa`` as ``runs/DTYPES``."""
     root = tmp_path / "DTYPES=fp16" / "aa"
     root.mkdir(parents=True)
+    (tmp_path / "DTYPES").mkdir()  # a folder named by the path's first "=": not the root
     doc = {"status": "complete", "switch": {}, "operators": []}
     (root / "screen_result.json").write_text(json.dumps(doc))
     for arg, label in ((str(root), "A/A"), (f"{root}=mine", "mine"), (f"{root}=x=1", "x=1")):

@@ -324,14 +324,19 @@ def _check_inventory_path(path: Path) -> None:
             if not folder.is_dir():
                 raise pytest.UsageError(f"--zl-inventory: {folder} is a file, not a folder")
             break
-    if path.exists() and path.stat().st_size > 0:  # an empty file (mktemp) holds nothing
+    # the inventory is renamed into place: only a plain file may be replaced (not /dev/null, a
+    # FIFO or a link); an empty one (mktemp) holds nothing to lose
+    plain = path.is_file() and not path.is_symlink()
+    if (path.exists() or path.is_symlink()) and not (plain and path.stat().st_size == 0):
         from ..core.inventory import STATIC_TSV_COLUMNS, TSV_COLUMNS
 
-        try:
-            with path.open(encoding="utf-8") as f:
-                head = tuple(f.readline().rstrip("\n").split("\t"))
-        except (OSError, UnicodeDecodeError):
-            head = ()
+        head: tuple[str, ...] = ()
+        if plain:  # never read a FIFO: it would wait for a writer
+            try:
+                with path.open(encoding="utf-8") as f:
+                    head = tuple(f.readline().rstrip("\n").split("\t"))
+            except (OSError, UnicodeDecodeError):
+                head = ()
         if head not in (TSV_COLUMNS, STATIC_TSV_COLUMNS):
             raise pytest.UsageError(
                 f"--zl-inventory: {path} exists and is not an inventory; give a new file"
