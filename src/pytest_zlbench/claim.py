@@ -65,6 +65,12 @@ class Claim:
         path = self.path
         if path.exists() and not path.is_dir():
             raise pytest.UsageError(f"{self.option} {path}: not a directory")
+        if resume and self.kind == rundir.SCREEN and rundir.kind_of(path) is None:
+            raise pytest.UsageError(
+                f"--zl-resume: {path} holds no screen to continue "
+                f"({'no such directory' if not path.exists() else 'empty'}); "
+                "check --zl-out, or drop --zl-resume to start a screen there"
+            )
         missing = [p for p in (path, *path.parents) if not p.exists()]
         try:
             path.mkdir(parents=True, exist_ok=True)

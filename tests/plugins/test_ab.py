@@ -20,7 +20,14 @@ from pytest_zlbench.core import compat, screening
 from pytest_zlbench.core.records import CALIBER_FIELDS, is_complete, read_identity
 from pytest_zlbench.screen.controller import OpItem
 from pytest_zlbench.screen.options import dropped_options, passthrough_args, reset_inis
-from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, WRITE_TTGIR, error_lines
+from zl_testing import (
+    BUSY,
+    FAST_CPU_TIMER_CONFTEST,
+    NO_HYPOTHESIS,
+    WRITE_TTGIR,
+    assert_usage_error,
+    error_lines,
+)
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
@@ -581,6 +588,19 @@ def test_resume_reuses_complete_operators(suite: pytest.Pytester) -> None:
     assert {name: (root / "abs" / name).stat().st_ino for name in kept} == kept
     assert (root / "relu" / "op.complete").is_file()
     assert sorted(read_lines(root)) == ["abs", "relu"]
+
+
+def test_resume_refuses_a_root_that_holds_no_screen(suite: pytest.Pytester) -> None:
+    # --zl-resume with a mistyped --zl-out started a whole screen afresh without a word
+    suite.makepyfile(test_ops=HELPERS + ABS)
+    missing, root = screen(suite, SWITCH, "--zl-resume", root="no_such_screen")
+    line = assert_usage_error(missing, "--zl-resume", "no screen to continue")
+    assert str(root) in line
+    assert not root.exists()  # nothing created, nothing measured
+    (suite.path / "empty").mkdir()
+    empty, root = screen(suite, SWITCH, "--zl-resume", root="empty")
+    assert_usage_error(empty, "--zl-resume", "no screen to continue")
+    assert not any(root.iterdir())
 
 
 def test_a_resumed_screen_drops_the_views_of_the_session_before_it(
