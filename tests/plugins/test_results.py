@@ -333,6 +333,11 @@ def test_compare_to_a_stored_run_of_another_caliber_is_refused(
         (("--zl-out=r", "--zl-save=a/b"), ["'a/b' cannot name a stored run"]),
         (("--zl-out=r", "--zl-compare-to=none"), ["no stored run or screen named 'none'"]),
         (("--zl-out=r", "--zl-save=base"), ["'base' is already stored"]),
+        # refused before the run, not after it: the store cannot be written
+        (
+            ("--zl-out=r", "--zl-save=x", "--zl-store=a_file/store"),
+            ["--zl-save: ", "a_file: not a directory; the store cannot be created"],
+        ),
         ((SWITCH, "--zl-out=s", "--zl-compare-to=base"), ["--zl-compare-to pairs run"]),
         (("--zl-shard=1/2",), ["--zl-shard has no effect", "splits the operators of an A/B"]),
         (("--zl-compare=a", "--zl-save=x"), ["--zl-save stores a recorded run or a screen"]),
@@ -349,10 +354,12 @@ def test_store_and_shard_options_refuse_bad_input_in_one_line(
 ) -> None:
     if "--zl-save=base" in args:
         record(bench_suite, bench_suite.path / "base", "--zl-save=base").assert_outcomes(passed=3)
+    (bench_suite.path / "a_file").write_text("")
     # --zl-compare reads the backend from the runs: --zl-backend there is refused on its own
     backend = () if any(a.startswith("--zl-compare=") for a in args) else ("--zl-backend=cpu",)
     result = bench_suite.runpytest(*backend, "-p", "no:cacheprovider", *args)
     assert_usage_error(result, *needles)
+    assert not (bench_suite.path / "r").exists()  # refused before anything ran
 
 
 # --------------------------------------------------------------------------------------------
@@ -461,7 +468,8 @@ def test_plot_without_matplotlib_says_what_was_not_drawn(
     assert drawn.returncode == 0, drawn.stderr
     assert drawn.stdout.splitlines() == [
         f"zlbench: drew {root / 'gemm' / 'delta.svg'}",
-        f"zlbench: drew {root / 'mul' / 'delta.svg'}",  # a NO_TRITON operator has its numbers
+        # a NO_TRITON operator has its numbers; its plot, drawn by the screen, is kept
+        f"zlbench: {root / 'mul' / 'delta.svg'}: up to date",
         f"zlbench: drew {root / 'overview.svg'} and {root / 'overview.png'}",
     ]
     assert (root / "gemm" / "delta.svg").is_file()

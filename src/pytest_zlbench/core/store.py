@@ -168,6 +168,15 @@ class Store:
                 "(stored entries are never overwritten)"
             )
 
+    def check_writable(self) -> None:
+        """Refuse a store that :meth:`save` could not write, before anything is measured: the
+        nearest folder of its path that exists must be a writable directory."""
+        existing = next(p for p in (self.root, *self.root.parents) if p.exists())
+        if not existing.is_dir():
+            raise StoreError(f"{existing}: not a directory; the store cannot be created")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise StoreError(f"{existing}: not writable; the store cannot be created")
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         try:

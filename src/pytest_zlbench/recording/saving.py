@@ -249,6 +249,7 @@ def start_saving(config: pytest.Config) -> None:
     try:
         if save:
             store.check_free(save)
+            store.check_writable()
         if compare_to:
             stored_run(config, compare_to)
     except StoreError as exc:
