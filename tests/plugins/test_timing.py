@@ -281,6 +281,52 @@ def test_the_run_summary_names_unsteady_measurements(gems_suite: pytest.Pytester
     )
 
 
+ZERO_CONFTEST = """
+import pytest_zlbench.timing.timer as _timing
+from pytest_zlbench.adapters.timers import Measurement
+
+
+class _Zero:
+    # a timer that read no time for the FlagGems side of the second shape
+    name = "graph"
+
+    def __init__(self):
+        self.calls = 0
+
+    def describe(self):
+        return "graph(stand-in)"
+
+    def measure(self, fn):
+        fn()
+        self.calls += 1
+        ms = 0.0 if self.calls == 4 else 0.2 + self.calls / 1000
+        return Measurement(ms, None, "graph")
+
+
+_timing.build_timer = lambda *args, **kwargs: _Zero()
+"""
+
+
+def test_the_run_summary_names_rows_without_a_positive_latency(
+    gems_suite: pytest.Pytester,
+) -> None:
+    """A row that ran but read no positive latency is counted as failed, and says so."""
+    conftest = gems_suite.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + ZERO_CONFTEST)
+    out = gems_suite.path / "run"
+    result = gems_suite.runpytest("--zl-backend=cpu", f"--zl-out={out}", "benchmark")
+    result.assert_outcomes(passed=1)
+    rows = read_jsonl(out / "rows.jsonl")
+    assert [(r["status"], r["latency_ms"]) for r in rows][1] == ("ok", 0.0)
+    result.stdout.fnmatch_lines(
+        [
+            "zlbench: 1 row(s) ran without a positive latency, counted as failed: abs float32 "
+            "[[]400[]] 0 ms",
+            "zlbench: run complete: *",
+        ]
+    )
+
+
 def test_flaggems_fallback_rows_are_marked(gems_suite: pytest.Pytester) -> None:
     """Through the FlagGems adapter (both layouts): a shape whose capture failed is a row with
     ``timer=direct`` and its reason, and the run's text output carries the marker line."""

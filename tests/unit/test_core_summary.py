@@ -244,3 +244,14 @@ def test_summary_tsv_has_one_integer_column_per_timer_for_pandas() -> None:
         ["mm", "float32", 1, 0, 0, 0, 0],
         ["fft", "complex64", 0, 0, 0, 0, 0],
     ]
+
+
+def test_rows_that_ran_without_a_positive_latency_are_named() -> None:
+    line = summary.no_latency_line(ROWS)
+    assert line == (
+        "zlbench: 2 row(s) ran without a positive latency, counted as failed: "
+        "mm float32 s nan ms; fft complex64 s 0 ms"
+    )
+    assert summary.no_latency_line(ROWS[:4]) is None  # a failed row is no surprise
+    many = [row("abs", "float16", -1.0)] * 6
+    assert summary.no_latency_line(many).endswith("abs float16 s -1 ms; 2 more")

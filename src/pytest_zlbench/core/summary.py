@@ -178,6 +178,24 @@ def unsteady_line(found: Sequence[Unsteady], shown: int = 4) -> str | None:
     )
 
 
+def no_latency_line(rows: Iterable[Row], shown: int = 4) -> str | None:
+    """One line naming the rows that ran (status ok) without a finite positive latency, which
+    the table counts as failed; ``None`` when there are none."""
+    found = [r for r in rows if r.status == "ok" and not r.usable]
+    if not found:
+        return None
+    names = "; ".join(
+        f"{r.op} {r.dtype} {r.shape} "
+        + ("no latency" if r.latency is None else f"{r.latency:g} ms")
+        for r in found[:shown]
+    )
+    more = f"; {len(found) - shown} more" if len(found) > shown else ""
+    return (
+        f"zlbench: {len(found)} row(s) ran without a positive latency, counted as failed: "
+        f"{names}{more}"
+    )
+
+
 def timer_of_run(rows: Iterable[Row], requested: str) -> str:
     """The run identity's ``timer``: the requested one, or ``mixed`` when some rows fell back."""
     used = {r.timer for r in rows if r.usable}

@@ -313,6 +313,9 @@ class RunRecorder(WorkerRows):
             terminalreporter.write_line(
                 "no rows in rows.jsonl" if kept else "no rows were measured"
             )
+        empty = summary.no_latency_line(self.rows)
+        if empty:
+            terminalreporter.write_line(empty, yellow=True)
         wide = summary.unsteady_line(summary.unsteady(self.rows))
         if wide:
             terminalreporter.write_line(wide, yellow=True)
