@@ -114,6 +114,24 @@ def test_the_kernel_timer_is_refused_where_the_profiler_cannot_trace(name: str) 
         build_timer(backend, "kernel", cold=False)
 
 
+def test_a_backend_whose_device_torch_cannot_see_fails_each_test_in_one_line(
+    rows_suite: pytest.Pytester,
+) -> None:
+    # it failed every test with torch's own traceback ("Torch not compiled with CUDA enabled")
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this torch sees a CUDA device")
+    result = rows_suite.runpytest_subprocess("--zl-backend=cuda", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=3)
+    text = "\n".join(result.outlines + result.errlines)
+    assert "Traceback" not in text, text
+    assert "AssertionError" not in text, text
+    result.stdout.fnmatch_lines(
+        ["zlbench: --zl-backend=cuda: torch * sees no cuda device (torch.cuda.is_available() is "
+         "False)"] * 3
+    )  # fmt: skip
+
+
 def test_the_kernel_timer_refuses_a_cold_cache(rows_suite: pytest.Pytester) -> None:
     result = rows_suite.runpytest("--zl-timer=kernel", "--zl-cold-cache")
     assert_usage_error(result, "--zl-timer=kernel", "warm replays", "--zl-cold-cache")

@@ -173,6 +173,31 @@ class TorchDeviceAPI:
         return int(self.m.memory_allocated())
 
 
+def device_problem(backend: Backend) -> str | None:
+    """Why torch cannot drive ``backend``'s device in this process (its module is missing, or
+    it sees no device), in one line; ``None`` when it can."""
+    flag = f"--zl-backend={backend.name}"
+    for name in (backend.import_module, "torch"):
+        if not name:
+            continue
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            return f"{flag}: {name} cannot be imported ({exc})"
+    import torch
+
+    module = getattr(torch, backend.torch_device, None)
+    available = getattr(module, "is_available", None)
+    if available is None:
+        return f"{flag}: torch {torch.__version__} has no torch.{backend.torch_device}"
+    if not available():
+        return (
+            f"{flag}: torch {torch.__version__} sees no {backend.torch_device} device "
+            f"(torch.{backend.torch_device}.is_available() is False)"
+        )
+    return None
+
+
 def triton_do_bench() -> Callable[..., Any] | None:
     try:
         from triton.testing import do_bench

@@ -60,8 +60,11 @@ def build_timer(
     refuse_timer(backend, requested)
     if backend.name == "cpu":
         return CpuTimer()
-    from ..adapters.torch_api import TorchDeviceAPI, triton_do_bench
+    from ..adapters.torch_api import TorchDeviceAPI, device_problem, triton_do_bench
 
+    problem = device_problem(backend)
+    if problem is not None:  # fails the test that needs the timer, in one line
+        pytest.fail(f"zlbench: {problem}", pytrace=False)
     do_bench = triton_do_bench()
     if do_bench is None:
         raise pytest.UsageError(f"the {backend.name} backend needs triton for its direct timer")
