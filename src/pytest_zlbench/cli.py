@@ -239,13 +239,17 @@ def cmd_plot(args: argparse.Namespace) -> int:
     judged = screening.judge_screen(results, floor)
     plots = list(zip(op_dirs, judged, strict=True))
     failed = 0
+    # a plot that already shows its result is kept as it is, and said so
+    kept = {op_dir for op_dir, result in plots if plot.shows(op_dir / plot.PLOT_FILE, result)}
     try:
         draw_in_processes(plots)  # many plots: most of them drawn in a few processes
         for op_dir, result in plots:
             path = op_dir / plot.PLOT_FILE
             drawn = plot.draw(path, result, result.op, inside=root)
             if drawn:
-                tw.line(f"zlbench: drew {path}")
+                tw.line(
+                    f"zlbench: {path}: up to date" if op_dir in kept else f"zlbench: drew {path}"
+                )
             elif drawn is None:
                 failed += 1  # its line is on stderr
             else:
