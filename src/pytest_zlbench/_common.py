@@ -127,6 +127,19 @@ def declared() -> dict[str, tuple[str, str, bool]]:
     return dict(_declared)
 
 
+def named(config: pytest.Config, dest: str) -> str:
+    """How a message names ``dest``'s value: ``--zl-floor-from`` when the command line gave it,
+    ``zl_floor_from (ini)`` when it came from the ini file (where the user looks for it)."""
+    flag = "--" + dest.replace("_", "-")
+    ns = getattr(config, "known_args_namespace", None)
+    value = config.option.__dict__.get(dest) if hasattr(config, "option") else None
+    if value in (None, False, []) and ns is not None:
+        value = getattr(ns, dest, None)
+    if value in (None, False, []) and raw(config, dest) not in (None, False, []):
+        return f"{dest} (ini)"
+    return flag
+
+
 def raw(config: pytest.Config, dest: str) -> Any:
     """The CLI value if given, else the ini value, else None. Works on an early config too."""
     ns = getattr(config, "known_args_namespace", None)

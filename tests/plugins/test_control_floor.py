@@ -23,7 +23,7 @@ from test_result_outputs import (
 
 from pytest_zlbench.core import records, rundir
 from pytest_zlbench.core.records import Row
-from zl_testing import NO_HYPOTHESIS
+from zl_testing import NO_HYPOTHESIS, assert_usage_error
 
 SEPARATE = "separate A/A control"
 #: an A/A control's per-round deltas: ten 200 µs shapes in two rounds, up to ±15 %: its floor
@@ -197,6 +197,20 @@ def test_pytest_zl_compare_of_a_root_takes_the_floor_from_a_control(
     assert result.ret == 0, result.outlines
     floor = json.loads((root / "screen_result.json").read_text())["noise_floor"]
     assert (floor["source"], floor["root"]) == (SEPARATE, str(aa.resolve()))
+
+
+def test_a_floor_root_from_the_ini_file_is_named_by_its_ini_key(
+    zl_pytester: pytest.Pytester,
+) -> None:
+    # the refusal named --zl-floor-from, an option the command line did not have
+    root = synthetic_screen(zl_pytester.path / "screen")
+    missing = zl_pytester.path / "missing"
+    ini = ("-o", f"zl_floor_from={missing}")
+    result = zl_pytester.runpytest(f"--zl-compare={root}", *ini, "-p", "no:cacheprovider")
+    assert_usage_error(result, f"zl_floor_from (ini) {missing}: no such directory")
+    zl_pytester.makepyfile(test_ops=OPS_SUITE)
+    result = screen(zl_pytester, "--zl-ab=OMP_NUM_THREADS=1", f"--zl-out={root}2", *ini)
+    assert_usage_error(result, f"zl_floor_from (ini) {missing}: no such directory")
 
 
 def test_pytest_zl_compare_of_two_runs_refuses_a_floor(zl_pytester: pytest.Pytester) -> None:

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,7 @@ def run_compare(config: pytest.Config) -> int:
         paths.insert(0, stored_run(config, str(name)))
     limit = fail_beyond(config)
     floor_from = _common.raw(config, "zl_floor_from")
+    words = replace(PYTEST_WORDS, floor_from=_common.named(config, "zl_floor_from"))
     return compare_paths(
         paths,
         mode.out,
@@ -89,6 +90,7 @@ def run_compare(config: pytest.Config) -> int:
         terminal_writer(config),
         config,
         limit,
+        words=words,
         floor_from=Path(str(floor_from)) if floor_from else None,
     )
 

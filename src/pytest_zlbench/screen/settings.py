@@ -233,8 +233,9 @@ def floor_root(config: pytest.Config, mode: str = "lockstep") -> Path | None:
     if not _common.is_worker(config):
         from .control_floor import check_mode, control_floor
 
-        control_floor(path, "--zl-floor-from")
-        check_mode(mode == "one-process", path, "--zl-floor-from")
+        where = _common.named(config, "zl_floor_from")
+        control_floor(path, where)
+        check_mode(mode == "one-process", path, where)
     return path
 
 
