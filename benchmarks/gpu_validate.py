@@ -155,13 +155,22 @@ def cmd_nodes() -> None:
         api.release(graph)
 
 
+#: a pass's end in progress.log: a side workers' ``<op> <record|rK>: ... (<s>s) [...]``, or
+#: a child process's ``<op> <record|rK A|rK B>: ok (<s>s)``
+_PASS_END = re.compile(
+    r"^\[zlbench[^\]]*\] (\S+) (?:record|r\d+(?: [AB])?): .*\((\d+(?:\.\d+)?)s\)"
+    r"(?: \[[^\]]*\])?$",
+    re.M,
+)
+
+
 def _op_seconds(root: Path) -> dict[str, float]:
-    """Seconds each operator kept the side workers busy, summed over its passes, from the
-    screen's progress lines (``<op> <record|rK>: ... (<s>s) [...]``)."""
+    """Seconds each operator kept the side workers (in process mode, its child processes)
+    busy, summed over its passes, from the screen's progress lines."""
     seconds: dict[str, float] = {}
     log = root / "progress.log"
     text = log.read_text() if log.is_file() else ""
-    for m in re.finditer(r"\] (\S+) (?:record|r\d+): [^(\n]*\((\d+(?:\.\d+)?)s\) \[", text):
+    for m in _PASS_END.finditer(text):
         seconds[m[1]] = seconds.get(m[1], 0.0) + float(m[2])
     return seconds
 

@@ -7,6 +7,8 @@ an in-process pytester run drops modules it imported, so without this each run w
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import hypothesis  # noqa: F401 - see the docstring
 import pytest
 
@@ -17,3 +19,15 @@ def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     when this suite itself runs under ``-n`` (xdist exports these to its worker processes)."""
     for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _timer_factory_restored() -> Iterator[None]:
+    """Conftests of in-process runs put stand-in timers into ``timing.timer.build_timer``; once
+    this process holds that module (a test imported it), the stand-in would outlive the run and
+    time every later in-process run of the same worker."""
+    from pytest_zlbench.timing import timer
+
+    build = timer.build_timer
+    yield
+    timer.build_timer = build

@@ -197,6 +197,35 @@ def test_the_table_gives_one_row_per_screen_with_its_mode_cost_and_precision(
     ]  # fmt: skip
 
 
+def test_the_tables_busy_seconds_count_process_children_and_failed_sides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Process mode's busy seconds are its children's (it read "-"); a pass whose cause holds
+    parentheses counts too. Its share timed stays "-": no child records its timed turns."""
+    doc = {"status": "complete", "switch": {}, "settings": {"rounds": 1}, "operators": []}
+    (tmp_path / "screen_result.json").write_text(json.dumps(doc))
+    (tmp_path / "progress.log").write_text(
+        "[zlbench     0.3s] abs: every side replays S (no recording pass)\n"
+        "[zlbench    10.3s] abs r1 A: running, 10s of 300s (pid 876)\n"
+        "[zlbench    27.2s] abs r1 A: ok (26.9s)\n"
+        "[zlbench    53.7s] abs r1 B: ok (26.6s)\n"
+        "[zlbench    60.0s] mul record: ok (6.0s)\n"
+        "[zlbench    70.0s] mul r1 A: exit status 1 (a test failed) (10.0s)\n"
+        "[zlbench    80.0s] mul r1 B: ok (10.0s)\n"
+    )
+    assert gpu_validate._op_seconds(tmp_path) == {"abs": 53.5, "mul": 26.0}
+    gpu_validate.cmd_table([str(tmp_path)])
+    cells = [c.strip() for c in capsys.readouterr().out.splitlines()[2].strip("|").split("|")]
+    assert (cells[1], cells[7], cells[8]) == ("process", "39.8 s", "-")
+    (tmp_path / "progress.log").write_text(
+        "[zlbench     9.0s] mv record: ok (9.0s) [operator 1 of 2, recording pass; 9s elapsed]\n"
+        "[zlbench    20.0s] mv r1: A failed (exit status 1 (x)), B ok (4.0s) [operator 1 of 2, "
+        "round 1 of 3; 20s elapsed, about 10s left]\n"
+        "[zlbench    23.7s] abs r1: still running (A 10s, B 10s)\n"
+    )
+    assert gpu_validate._op_seconds(tmp_path) == {"mv": 13.0}
+
+
 def mode_of(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
     gpu_validate.cmd_table([str(root)])
     return [c.strip() for c in capsys.readouterr().out.splitlines()[2].strip("|").split("|")][1]
