@@ -55,6 +55,7 @@ from typing import Any
 from pytest_zlbench.core.autotune import PINS_FILE, tuned_keys
 from pytest_zlbench.core.records import Row, iter_rows_jsonl, partial_files
 from pytest_zlbench.core.screen_tsv import ScreenLine
+from pytest_zlbench.core.shard import costs_from_progress
 from pytest_zlbench.screen.cost import batch_totals
 
 
@@ -155,24 +156,12 @@ def cmd_nodes() -> None:
         api.release(graph)
 
 
-#: a pass's end in progress.log: a side workers' ``<op> <record|rK>: ... (<s>s) [...]``, or
-#: a child process's ``<op> <record|rK A|rK B>: ok (<s>s)``
-_PASS_END = re.compile(
-    r"^\[zlbench[^\]]*\] (\S+) (?:record|r\d+(?: [AB])?): .*\((\d+(?:\.\d+)?)s\)"
-    r"(?: \[[^\]]*\])?$",
-    re.M,
-)
-
-
 def _op_seconds(root: Path) -> dict[str, float]:
     """Seconds each operator kept the side workers (in process mode, its child processes)
-    busy, summed over its passes, from the screen's progress lines."""
-    seconds: dict[str, float] = {}
+    busy, summed over its passes, from the screen's progress lines (as ``--zl-shard`` reads
+    them)."""
     log = root / "progress.log"
-    text = log.read_text() if log.is_file() else ""
-    for m in _PASS_END.finditer(text):
-        seconds[m[1]] = seconds.get(m[1], 0.0) + float(m[2])
-    return seconds
+    return costs_from_progress(log.read_text() if log.is_file() else "")
 
 
 def cmd_cheapest(root: str, count: str) -> None:
@@ -317,7 +306,10 @@ def cmd_screen(root: str, wall: str = "") -> None:
         split.setdefault((timer, size), []).append(value)
     if seconds:
         per_op = sorted(seconds.values())
-        line = f"seconds per operator (side workers): median {statistics.median(per_op):.1f}"
+        line = (
+            "seconds per operator (its passes, in side workers or child processes): median "
+            f"{statistics.median(per_op):.1f}"
+        )
         measured = _measured(ops)
         log = path / "progress.log"
         resumed = log.is_file() and "(--zl-resume)" in log.read_text()

@@ -608,6 +608,7 @@ stage_scale() {
       $PY "$BENCH/sample_ops.py" pick "$c/inventory.tsv" | head -n "${SCALE_N:-100}" > "$c/functions.txt"
     fi
   fi
+  [ -d "$c/screen" ] || resume=()  # cut before its screen held anything: nothing to continue
   local log=scale/screen
   [ ${#resume[@]} -eq 0 ] || log=scale/screen_resumed_$(date +%s)
   local t0 s; t0=$(date +%s)

@@ -129,7 +129,8 @@ def declared() -> dict[str, tuple[str, str, bool]]:
 
 def named(config: pytest.Config, dest: str) -> str:
     """How a message names ``dest``'s value: ``--zl-floor-from`` when the command line gave it,
-    ``zl_floor_from (ini)`` when it came from the ini file (where the user looks for it)."""
+    ``zl_floor_from (ini)`` when it came from the ini file (where the user looks for it). For
+    options whose default is ``None`` or ``False`` (any other default reads as given)."""
     flag = "--" + dest.replace("_", "-")
     ns = getattr(config, "known_args_namespace", None)
     value = config.option.__dict__.get(dest) if hasattr(config, "option") else None

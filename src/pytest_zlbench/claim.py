@@ -51,6 +51,7 @@ class Claim:
         self.kind = kind
         self.path = path
         self.option = option  # how messages name the directory's option
+        self.resume_option = ""  # how messages name --zl-resume where it must find a screen
         self.fd: int | None = None
         self.created: Path | None = None  # the topmost directory this claim created
         self.before: set[str] = set()  # the names the directory held when claimed
@@ -65,12 +66,7 @@ class Claim:
         path = self.path
         if path.exists() and not path.is_dir():
             raise pytest.UsageError(f"{self.option} {path}: not a directory")
-        if resume and self.kind == rundir.SCREEN and rundir.kind_of(path) is None:
-            raise pytest.UsageError(
-                f"--zl-resume: {path} holds no screen to continue "
-                f"({'no such directory' if not path.exists() else 'empty'}); "
-                "check --zl-out, or drop --zl-resume to start a screen there"
-            )
+        existed = path.exists()
         missing = [p for p in (path, *path.parents) if not p.exists()]
         try:
             path.mkdir(parents=True, exist_ok=True)
@@ -82,6 +78,8 @@ class Claim:
         try:
             self._lock()  # first: a directory in use is refused as such, whatever it holds
             self.before = {p.name for p in path.iterdir()}  # under the lock: no one else writes
+            if resume and self.resume_option and not rundir.entries(path):
+                self._nothing_to_resume(existed)
             problem = rundir.claim_problem(path, self.kind, resume=resume)
             if problem is not None:
                 raise pytest.UsageError(f"{self.option} {path}: {problem}")
@@ -90,6 +88,19 @@ class Claim:
         except BaseException:
             self.release(rollback=True)
             raise
+
+    def _nothing_to_resume(self, existed: bool) -> None:
+        """Refuse to continue a screen where there is none (a root made by a session killed
+        before it measured anything is marked and continued)."""
+        if rundir.marked_kind(self.path) == self.kind:
+            return
+        name = self.resume_option
+        off = "-o zl_resume=false" if name.endswith("(ini)") else f"drop {name}"
+        raise pytest.UsageError(
+            f"{name}: {self.path} holds no screen to continue "
+            f"({'empty' if existed else 'no such directory'}); check {self.option}, or {off} "
+            "to start a screen there"
+        )
 
     def _lock(self) -> None:
         """Hold ``.zl_lock`` (exclusive, never waiting); refuse when another session holds it."""
@@ -234,14 +245,18 @@ def claiming(
     *,
     resume: bool = False,
     option: str = "--zl-out",
+    resume_option: str = "",
 ) -> Iterator[Claim]:
     """Claim ``path`` for a session of ``kind`` (see the module's docstring). What the block
     raises rolls the claim back at once; otherwise the claim is held until the session ends
-    (``config.add_cleanup``), then rolled back unless the session measured or ended well."""
+    (``config.add_cleanup``), then rolled back unless the session measured or ended well.
+    With ``resume_option`` (how messages name it), ``resume`` must find something to continue:
+    a missing or empty directory is refused."""
     from .preflight import check
 
     check(config)  # nothing touches the disk before the options are validated
     claim = Claim(config, kind, path.resolve(), option)
+    claim.resume_option = resume_option
     with _taken(claim, resume):
         yield claim
     config.add_cleanup(claim.release)

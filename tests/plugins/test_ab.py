@@ -599,8 +599,18 @@ def test_resume_refuses_a_root_that_holds_no_screen(suite: pytest.Pytester) -> N
     assert not root.exists()  # nothing created, nothing measured
     (suite.path / "empty").mkdir()
     empty, root = screen(suite, SWITCH, "--zl-resume", root="empty")
-    assert_usage_error(empty, "--zl-resume", "no screen to continue")
+    assert_usage_error(empty, "--zl-resume", "no screen to continue (empty)")
     assert not any(root.iterdir())
+    # a folder of other files is named as such
+    (suite.path / "junk").mkdir()
+    (suite.path / "junk" / "notes.txt").write_text("mine\n")
+    junk, _ = screen(suite, SWITCH, "--zl-resume", root="junk")
+    assert_usage_error(junk, "not empty and holds no run (1 entries: notes.txt)")
+    # from the ini file: named by its key, and without --zl-out it has nothing to continue
+    ini, _ = screen(suite, SWITCH, "-o", "zl_resume=true", root="new")
+    assert_usage_error(ini, "zl_resume (ini): ", "no screen to continue", "-o zl_resume=false")
+    fresh = suite.runpytest_subprocess(*BASE, SWITCH, "-o", "zl_resume=true")
+    fresh.assert_outcomes(passed=1)
 
 
 def test_a_resumed_screen_drops_the_views_of_the_session_before_it(

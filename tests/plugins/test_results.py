@@ -336,7 +336,7 @@ def test_compare_to_a_stored_run_of_another_caliber_is_refused(
         # refused before the run, not after it: the store cannot be written
         (
             ("--zl-out=r", "--zl-save=x", "--zl-store=a_file/store"),
-            ["--zl-save: ", "a_file: not a directory; the store cannot be created"],
+            ["--zl-save: ", "store: cannot be created or written (", "a_file: not a directory)"],
         ),
         ((SWITCH, "--zl-out=s", "--zl-compare-to=base"), ["--zl-compare-to pairs run"]),
         (("--zl-shard=1/2",), ["--zl-shard has no effect", "splits the operators of an A/B"]),

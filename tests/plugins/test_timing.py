@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import signal
 from types import SimpleNamespace
@@ -115,21 +116,45 @@ def test_the_kernel_timer_is_refused_where_the_profiler_cannot_trace(name: str) 
 
 
 def test_a_backend_whose_device_torch_cannot_see_fails_each_test_in_one_line(
-    rows_suite: pytest.Pytester,
+    rows_suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # it failed every test with torch's own traceback ("Torch not compiled with CUDA enabled")
-    torch = pytest.importorskip("torch")
-    if torch.cuda.is_available():
-        pytest.skip("this torch sees a CUDA device")
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("needs torch")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no card, also where there are some
     result = rows_suite.runpytest_subprocess("--zl-backend=cuda", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=3)
     text = "\n".join(result.outlines + result.errlines)
     assert "Traceback" not in text, text
     assert "AssertionError" not in text, text
     result.stdout.fnmatch_lines(
-        ["zlbench: --zl-backend=cuda: torch * sees no cuda device (torch.cuda.is_available() is "
-         "False)"] * 3
+        ["zlbench: backend cuda: torch * sees no cuda device (torch.cuda.is_available() is "
+         "False; CUDA_VISIBLE_DEVICES=)"] * 3
     )  # fmt: skip
+
+
+def test_a_registered_backend_torch_has_no_module_for_fails_each_test_in_one_line(
+    rows_suite: pytest.Pytester,
+) -> None:
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("needs torch")
+    conftest = rows_suite.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + """
+from pytest_zlbench.core.backends import Backend
+
+
+def pytest_zlbench_device_register(registry):
+    registry.add(Backend(name="ghost", torch_device="ghost", torch_module="torch.ghost",
+                         visibility_var="GHOST_CARDS", graph_capture=False, vendor="ghost",
+                         flagtree_prefix="FLAGTREE_GHOST_"))
+"""
+    )
+    result = rows_suite.runpytest_subprocess("--zl-backend=ghost", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=3)
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+    result.stdout.fnmatch_lines(["zlbench: backend ghost: torch * has no torch.ghost"] * 3)
 
 
 def test_the_kernel_timer_refuses_a_cold_cache(rows_suite: pytest.Pytester) -> None:

@@ -49,13 +49,18 @@ def test_costs_from_progress_sum_each_operators_child_runs() -> None:
             "[zlbench gw0    3.1s] mm record: ok (3.1s)",
             "[zlbench gw0    5.0s] mm r1 A: ok (1.9s)",
             "[zlbench gw0    7.0s] mm r1 B: exit status 1: boom (2.0s)",
+            # a cause may name a parametrized test (brackets) and hold parentheses
+            "[zlbench gw0    9.0s] mm r2 A: exit status 1: t.py::test_mm[64] (x) (2.0s)",
+            "[zlbench gw0   11.0s] mm r2: A failed (exit status 1), B ok (4.0s) [operator 1 of 2, "
+            "round 2 of 3; 11s elapsed]",
+            "[zlbench gw0   11.5s] mm r3: still running (A 10s, B 10s)",
             "[zlbench gw1    1.0s] abs r1 A: ok (1.0s)",
             "[zlbench gw1    1.5s] abs: side A of round 1 failed; retrying it once",
             "# merged from /root/part1",
             "[zlbench    9.0s] wrote /root/screen.tsv (2 operators)",
         ]
     )
-    assert costs_from_progress(text) == pytest.approx({"mm": 7.0, "abs": 1.0})
+    assert costs_from_progress(text) == pytest.approx({"mm": 13.0, "abs": 1.0})
 
 
 @pytest.mark.parametrize("text", ["", "1", "0/2", "3/2", "1/0", "a/b", "1/2/3", "-1/2"])

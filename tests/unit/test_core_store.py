@@ -112,12 +112,19 @@ def test_a_malformed_index_is_one_line(tmp_path: Path, text: str) -> None:
 def test_a_store_that_cannot_be_created_is_named_before_anything_is_saved(tmp_path: Path) -> None:
     (tmp_path / "a_file").write_text("")
     Store(tmp_path / "new" / "store").check_writable()  # absent folders are created on save
-    with pytest.raises(StoreError, match=r"a_file: not a directory; the store cannot be created"):
-        Store(tmp_path / "a_file" / "deeper" / "store").check_writable()
+    below = tmp_path / "a_file" / "deeper" / "store"
+    with pytest.raises(StoreError) as info:
+        Store(below).check_writable()
+    assert str(info.value) == (
+        f"{below}: cannot be created or written ({tmp_path / 'a_file'}: not a directory)"
+    )
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(StoreError, match=r"gone: a link to nothing\)$"):
+        Store(tmp_path / "gone" / "store").check_writable()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
 def test_a_store_in_a_read_only_folder_is_named_before_anything_is_saved(tmp_path: Path) -> None:
     (tmp_path / "ro").mkdir(mode=0o555)
-    with pytest.raises(StoreError, match=r"ro: not writable; the store cannot be created"):
+    with pytest.raises(StoreError, match=r"ro: not writable\)$"):
         Store(tmp_path / "ro" / "store").check_writable()

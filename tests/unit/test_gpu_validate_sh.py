@@ -113,6 +113,19 @@ def test_cost_resume_continues_the_cut_screens_and_keeps_their_logs(tmp_path: Pa
 
 
 @pytest.mark.skipif(os.name != "posix", reason="a bash script")
+def test_scale_resume_continues_only_a_screen_that_holds_something(tmp_path: Path) -> None:
+    """A scale screen cut before its root held anything (the claim rolled it back) is started
+    afresh: --zl-resume refuses a root that holds no screen."""
+    scale = tmp_path / "V" / "scale"
+    scale.mkdir(parents=True)
+    (scale / "functions.txt").write_text("benchmark/test_abs.py::test_abs\n")
+    (runs,) = run_cost(tmp_path, "scale", SCALE_RESUME="1")
+    assert "--zl-resume" not in runs
+    (runs,) = run_cost(tmp_path, "scale", SCALE_RESUME="1")  # the stub made the root
+    assert "--zl-resume" in runs
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a bash script")
 def test_a_run_with_less_than_20_s_left_of_the_deadline_is_not_started(tmp_path: Path) -> None:
     """DEADLINE bounds a lent machine's one command: no run starts that could not finish."""
     env = {"DTYPES": "float16", "SCREEN_MODES": "one-process", "COST_SCREENS": "aa"}

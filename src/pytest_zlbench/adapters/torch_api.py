@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
@@ -174,28 +175,43 @@ class TorchDeviceAPI:
 
 
 def device_problem(backend: Backend) -> str | None:
-    """Why torch cannot drive ``backend``'s device in this process (its module is missing, or
-    it sees no device), in one line; ``None`` when it can."""
-    flag = f"--zl-backend={backend.name}"
+    """Why torch cannot drive ``backend``'s device in this process (a module that cannot be
+    imported, no device module, or no device it can see), in one line; ``None`` when it can or
+    when the device module cannot say (no ``is_available``)."""
+    head = f"backend {backend.name}"
     for name in (backend.import_module, "torch"):
         if not name:
             continue
         try:
             importlib.import_module(name)
-        except ImportError as exc:
-            return f"{flag}: {name} cannot be imported ({exc})"
+        except Exception as exc:
+            return f"{head}: {name} cannot be imported ({_one_line(exc)})"
     import torch
 
     module = getattr(torch, backend.torch_device, None)
+    if module is None:
+        return f"{head}: torch {torch.__version__} has no torch.{backend.torch_device}"
     available = getattr(module, "is_available", None)
     if available is None:
-        return f"{flag}: torch {torch.__version__} has no torch.{backend.torch_device}"
-    if not available():
-        return (
-            f"{flag}: torch {torch.__version__} sees no {backend.torch_device} device "
-            f"(torch.{backend.torch_device}.is_available() is False)"
-        )
-    return None
+        return None
+    call = f"torch.{backend.torch_device}.is_available()"
+    try:
+        seen = bool(available())
+    except Exception as exc:
+        return f"{head}: {call} failed ({_one_line(exc)})"
+    if seen:
+        return None
+    pinned = os.environ.get(backend.visibility_var) if backend.visibility_var else None
+    cards = f"; {backend.visibility_var}={pinned}" if pinned is not None else ""
+    return (
+        f"{head}: torch {torch.__version__} sees no {backend.torch_device} device "
+        f"({call} is False{cards})"
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def triton_do_bench() -> Callable[..., Any] | None:

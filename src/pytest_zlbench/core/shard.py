@@ -15,12 +15,13 @@ import re
 import statistics
 from collections.abc import Iterable, Mapping
 
-#: one line of a screen's ``progress.log`` that reports a finished child run, e.g.
-#: ``[zlbench gw0    12.3s] abs r1 A: ok (3.4s)`` or ``... mm record: exit status 1: ... (9.0s)``
-#: a child run's line (``op r1 A: ok (3.9s)``) or a side workers' round of one operator
-#: (``op r1: A ok, B ok (0.2s) [operator 1 of 2, ...]``) in a screen's progress.log
+#: a line of a screen's ``progress.log`` that ends a pass: a child run's
+#: (``[zlbench gw0    12.3s] abs r1 A: ok (3.4s)``, ``mm record: exit status 1: ... (9.0s)``) or
+#: a side workers' round of one operator (``op r1: A ok, B ok (0.2s) [operator 1 of 2, ...]``);
+#: the cause of a failure before the seconds may hold parentheses and brackets
 _CHILD_LINE = re.compile(
-    r"^\[zlbench[^\]]*\] (\S+) (?:record|r\d+(?: [AB])?): [^\[]*\((\d+(?:\.\d+)?)s\)(?: \[.*\])?$"
+    r"^\[zlbench[^\]]*\] (\S+) (?:record|r\d+(?: [AB])?): .*\((\d+(?:\.\d+)?)s\)"
+    r"(?: \[[^\]]*\])?$"
 )
 
 

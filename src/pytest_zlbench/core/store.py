@@ -171,11 +171,16 @@ class Store:
     def check_writable(self) -> None:
         """Refuse a store that :meth:`save` could not write, before anything is measured: the
         nearest folder of its path that exists must be a writable directory."""
-        existing = next(p for p in (self.root, *self.root.parents) if p.exists())
-        if not existing.is_dir():
-            raise StoreError(f"{existing}: not a directory; the store cannot be created")
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise StoreError(f"{existing}: not writable; the store cannot be created")
+        existing = next(p for p in (self.root, *self.root.parents) if os.path.lexists(p))
+        if not existing.exists():
+            problem = "a link to nothing"
+        elif not existing.is_dir():
+            problem = "not a directory"
+        elif not os.access(existing, os.W_OK | os.X_OK):
+            problem = "not writable"
+        else:
+            return
+        raise StoreError(f"{self.root}: cannot be created or written ({existing}: {problem})")
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

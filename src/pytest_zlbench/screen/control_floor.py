@@ -123,17 +123,20 @@ def check_caliber(
     return [p.line() for p in problems]
 
 
-def at_screen_end(settings: AbSettings) -> tuple[NoiseFloor | None, list[str], str | None]:
-    """``--zl-floor-from`` applied at the end of a screen: the control's floor and the caliber
-    lines to show, or (a control of another caliber, not allowed) no floor and why not."""
+def at_screen_end(
+    settings: AbSettings, where: str = OPTION
+) -> tuple[NoiseFloor | None, list[str], str | None]:
+    """``--zl-floor-from`` (named ``where`` in messages) applied at the end of a screen: the
+    control's floor and the caliber lines to show, or (a control of another caliber, not
+    allowed) no floor and why not."""
     assert settings.floor_from is not None
     try:
-        floor = control_floor(settings.floor_from, OPTION)
+        floor = control_floor(settings.floor_from, where)
         lines = check_caliber(
             settings.root,
             settings.floor_from,
             settings.allow_caliber_mismatch,
-            OPTION,
+            where,
             "--zl-allow-caliber-mismatch",
         )
     except pytest.UsageError as exc:

@@ -363,7 +363,8 @@ class AbController:
             return None
         from .control_floor import at_screen_end
 
-        floor, lines, self.floor_refused = at_screen_end(self.settings)
+        where = _common.named(self.config, "zl_floor_from")
+        floor, lines, self.floor_refused = at_screen_end(self.settings, where)
         self.caliber.update(dict.fromkeys(lines))
         return floor
 
@@ -412,7 +413,10 @@ def start_controller(config: pytest.Config) -> None:
     if not _common.is_worker(config):
         from ..claim import SCREEN, claiming
 
-        with claiming(config, SCREEN, root, resume=settings.resume):  # lock, kind, emptiness
+        # a root given by --zl-out must hold the screen --zl-resume continues; a new root
+        # (runs/zl_<time>) has nothing to continue, and the option was warned about
+        named = _common.named(config, "zl_resume") if mode.out else ""
+        with claiming(config, SCREEN, root, resume=settings.resume, resume_option=named):
             prepare_root(root, settings)
     controller = AbController(config, settings)
     config.stash[ab_controller_key] = controller
