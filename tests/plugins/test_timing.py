@@ -277,14 +277,14 @@ _timing.build_timer = lambda *args, **kwargs: _FallingBack()
 """
 
 
-UNSTEADY_CONFTEST = """
+#: a graph timer's stand-in whose readings the conftest's ``reading(calls)`` makes
+STAND_IN_CONFTEST = """
 import pytest_zlbench.timing.timer as _timing
 from pytest_zlbench.adapters.timers import Measurement
 from pytest_zlbench.core.records import Spread
 
 
-class _Unsteady:
-    # a power-capped GEMM's samples: 14 % from p20 to p80 on the FlagGems side, 2 % for torch
+class _StandIn:
     name = "graph"
 
     def __init__(self):
@@ -296,13 +296,23 @@ class _Unsteady:
     def measure(self, fn):
         fn()
         self.calls += 1
-        wide = 0.14 if self.calls % 2 == 0 else 0.02
-        ms = 0.2 + self.calls / 1000  # the adapter pairs a measurement with its row by latency
-        return Measurement(ms, Spread(ms * (1 - wide / 2), ms, ms * (1 + wide / 2), 30), "graph")
+        return reading(self.calls)
 
 
-_timing.build_timer = lambda *args, **kwargs: _Unsteady()
+_timing.build_timer = lambda *args, **kwargs: _StandIn()
 """
+
+UNSTEADY_CONFTEST = (
+    STAND_IN_CONFTEST
+    + """
+
+def reading(calls):
+    # a power-capped GEMM's samples: 14 % from p20 to p80 on the FlagGems side, 2 % for torch
+    wide = 0.14 if calls % 2 == 0 else 0.02
+    ms = 0.2 + calls / 1000  # the adapter pairs a measurement with its row by latency
+    return Measurement(ms, Spread(ms * (1 - wide / 2), ms, ms * (1 + wide / 2), 30), "graph")
+"""
+)
 
 
 def test_the_run_summary_names_unsteady_measurements(gems_suite: pytest.Pytester) -> None:
@@ -324,42 +334,34 @@ def test_the_run_summary_names_unsteady_measurements(gems_suite: pytest.Pytester
     )
 
 
-ZERO_CONFTEST = """
-import pytest_zlbench.timing.timer as _timing
-from pytest_zlbench.adapters.timers import Measurement
+ZERO_CONFTEST = (
+    STAND_IN_CONFTEST
+    + """
 
-
-class _Zero:
-    # a timer that read no time for the FlagGems side of the second shape
-    name = "graph"
-
-    def __init__(self):
-        self.calls = 0
-
-    def describe(self):
-        return "graph(stand-in)"
-
-    def measure(self, fn):
-        fn()
-        self.calls += 1
-        ms = 0.0 if self.calls == 4 else 0.2 + self.calls / 1000
-        return Measurement(ms, None, "graph")
-
-
-_timing.build_timer = lambda *args, **kwargs: _Zero()
+def reading(calls):
+    # no time read for the FlagGems side of the second shape
+    ms = 0.0 if calls == 4 else 0.2 + calls / 1000
+    return Measurement(ms, None, "graph")
 """
+)
+
+
+def run_with_timer(suite: pytest.Pytester, conftest: str) -> tuple[pytest.RunResult, list[Any]]:
+    """A recorded run of the FlagGems suite timed by ``conftest``'s stand-in: its result and
+    rows."""
+    path = suite.path / "conftest.py"
+    path.write_text(path.read_text() + conftest)
+    out = suite.path / "run"
+    result = suite.runpytest("--zl-backend=cpu", f"--zl-out={out}", "benchmark")
+    result.assert_outcomes(passed=1)
+    return result, read_jsonl(out / "rows.jsonl")
 
 
 def test_the_run_summary_names_rows_without_a_positive_latency(
     gems_suite: pytest.Pytester,
 ) -> None:
     """A row that ran but read no positive latency is counted as failed, and says so."""
-    conftest = gems_suite.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + ZERO_CONFTEST)
-    out = gems_suite.path / "run"
-    result = gems_suite.runpytest("--zl-backend=cpu", f"--zl-out={out}", "benchmark")
-    result.assert_outcomes(passed=1)
-    rows = read_jsonl(out / "rows.jsonl")
+    result, rows = run_with_timer(gems_suite, ZERO_CONFTEST)
     assert [(r["status"], r["latency_ms"]) for r in rows][1] == ("ok", 0.0)
     result.stdout.fnmatch_lines(
         [
@@ -373,17 +375,12 @@ def test_the_run_summary_names_rows_without_a_positive_latency(
 def test_flaggems_fallback_rows_are_marked(gems_suite: pytest.Pytester) -> None:
     """Through the FlagGems adapter (both layouts): a shape whose capture failed is a row with
     ``timer=direct`` and its reason, and the run's text output carries the marker line."""
-    conftest = gems_suite.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + FALLING_BACK_CONFTEST)
-    out = gems_suite.path / "run"
-    result = gems_suite.runpytest("--zl-backend=cpu", f"--zl-out={out}", "benchmark")
-    result.assert_outcomes(passed=1)
-    rows = read_jsonl(out / "rows.jsonl")
+    _, rows = run_with_timer(gems_suite, FALLING_BACK_CONFTEST)
     assert [(r["shape_text"], r["timer"], r["fallback"]) for r in rows] == [
         ("[200]", "direct", "RuntimeError: sync"),
         ("[400]", "direct", "RuntimeError: sync"),
     ]
-    log = (out / "run.log").read_text()
+    log = (gems_suite.path / "run" / "run.log").read_text()
     for shape in ("[200]", "[400]"):
         assert (
             f"BENCHMARK_DIRECT_NO_CUDAGRAPH op=abs dtype=float32 shape={shape} "
