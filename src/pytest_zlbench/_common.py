@@ -127,26 +127,29 @@ def declared() -> dict[str, tuple[str, str, bool]]:
     return dict(_declared)
 
 
-def named(config: pytest.Config, dest: str) -> str:
-    """How a message names ``dest``'s value: ``--zl-floor-from`` when the command line gave it,
-    ``zl_floor_from (ini)`` when it came from the ini file (where the user looks for it). For
-    options whose default is ``None`` or ``False`` (any other default reads as given)."""
-    flag = "--" + dest.replace("_", "-")
+def _cli(config: pytest.Config, dest: str) -> Any:
+    """The command line's value of ``dest`` (None, False or [] when it gave none). Early,
+    ``config.option`` holds the defaults (False for a flag) and the namespace the command line:
+    either may hold it."""
     ns = getattr(config, "known_args_namespace", None)
     value = config.option.__dict__.get(dest) if hasattr(config, "option") else None
     if value in (None, False, []) and ns is not None:
         value = getattr(ns, dest, None)
-    if value in (None, False, []) and raw(config, dest) not in (None, False, []):
+    return value
+
+
+def named(config: pytest.Config, dest: str) -> str:
+    """How a message names ``dest``'s value: ``--zl-floor-from`` when the command line gave it,
+    ``zl_floor_from (ini)`` when it came from the ini file (where the user looks for it). For
+    options whose default is ``None`` or ``False`` (any other default reads as given)."""
+    if _cli(config, dest) in (None, False, []) and raw(config, dest) not in (None, False, []):
         return f"{dest} (ini)"
-    return flag
+    return "--" + dest.replace("_", "-")
 
 
 def raw(config: pytest.Config, dest: str) -> Any:
     """The CLI value if given, else the ini value, else None. Works on an early config too."""
-    ns = getattr(config, "known_args_namespace", None)
-    value = config.option.__dict__.get(dest) if hasattr(config, "option") else None
-    if value is None and ns is not None:
-        value = getattr(ns, dest, None)
+    value = _cli(config, dest)
     if value not in (None, False, []):
         return value
     try:

@@ -46,12 +46,19 @@ class Claim:
     """A session's hold on one directory; also a plugin that learns whether the session
     measured anything (then the directory is kept) and how its tests ended."""
 
-    def __init__(self, config: pytest.Config | None, kind: str, path: Path, option: str) -> None:
+    def __init__(
+        self,
+        config: pytest.Config | None,
+        kind: str,
+        path: Path,
+        option: str,
+        resume_option: str = "",
+    ) -> None:
         self.config = config
         self.kind = kind
         self.path = path
         self.option = option  # how messages name the directory's option
-        self.resume_option = ""  # how messages name --zl-resume where it must find a screen
+        self.resume_option = resume_option  # names --zl-resume where it must find a screen
         self.fd: int | None = None
         self.created: Path | None = None  # the topmost directory this claim created
         self.before: set[str] = set()  # the names the directory held when claimed
@@ -255,8 +262,7 @@ def claiming(
     from .preflight import check
 
     check(config)  # nothing touches the disk before the options are validated
-    claim = Claim(config, kind, path.resolve(), option)
-    claim.resume_option = resume_option
+    claim = Claim(config, kind, path.resolve(), option, resume_option)
     with _taken(claim, resume):
         yield claim
     config.add_cleanup(claim.release)
