@@ -1,4 +1,4 @@
-"""The contract between an A/B screen and its child runs, in one place (SPEC §7, §8).
+"""The contract between an A/B screen and its child runs, in one place.
 
 A screen (``pytest_zlbench.screen``) starts every side of every round as a child pytest process
 that records one run directory (``pytest_zlbench.recording``). What passes between them is
@@ -101,7 +101,7 @@ ROUND_FIELD = "round"
 # --------------------------------------------------------------------------------------------
 # Files and directories
 
-#: a run directory's caches (SPEC §4): the run's own Triton cache and FlagGems' cache, whose
+#: a run directory's caches: the run's own Triton cache and FlagGems' cache, whose
 #: ``config_cache/`` holds the LibTuner databases a replay copies
 TRITON_CACHE_DIR = "triton_cache"
 FLAGGEMS_CACHE_DIR = "flaggems_cache"

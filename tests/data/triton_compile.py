@@ -1,4 +1,4 @@
-"""Compile kernels from a kernel file for sm_90 on a CPU-only host (triton-ir.md §10.1 recipe A).
+"""Compile kernels from a kernel file for sm_90 on a CPU-only host.
 
 Usage: ``python triton_compile.py [--target=hip:gfx942:64] KERNEL_FILE NAME [NAME ...]``; the
 default target is ``cuda:90:32`` (AMD targets compile on the CPU too, to ``.amdgcn``/``.hsaco``).

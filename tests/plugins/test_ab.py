@@ -1,4 +1,4 @@
-"""zlbench.ab: the A/B screen on the cpu backend (SPEC §7, §8, §11, §12).
+"""zlbench.ab: the A/B screen on the cpu backend.
 
 Each operator's sides run as real child pytest processes, so these runs use
 ``runpytest_subprocess`` and suites of one or two tiny operators. The suites stand in for Triton
@@ -725,9 +725,9 @@ def pytest_addoption(parser):
 def test_a_caliber_mismatch_inside_a_screen_is_a_refusal(
     suite: pytest.Pytester, allow: bool
 ) -> None:
-    """SPEC §5 holds inside a screen too: when an operator's two sides differ in a caliber field
-    (here the switch changes FlagGems' level), every problem gets a ``!!! [caliber]`` line, the
-    round has no range, and the exit status is 4 unless --zl-allow-caliber-mismatch."""
+    """The caliber rule holds inside a screen too: when an operator's two sides differ in a
+    caliber field (here the switch changes FlagGems' level), every problem gets a ``!!! [caliber]``
+    line, the round has no range, and the exit status is 4 unless --zl-allow-caliber-mismatch."""
     suite.makeconftest("import os\n" + SUITE_CONFTEST + LEVEL_FROM_ENV)
     suite.makepyfile(test_relu=RELU)
     args = ["--zl-ab=ZL_TEST_LEVEL=comprehensive"] + (
@@ -785,7 +785,7 @@ timing.build_timer = lambda *args, **kwargs: CpuTimer(warmup_ms=1.0, rep_ms=2.0,
 def test_a_gpu_backend_screen_records_once_and_every_side_replays(
     suite: pytest.Pytester,
 ) -> None:
-    """SPEC §8: a recording pass pins the autotune configs; every measured run on both sides
+    """A recording pass pins the autotune configs; every measured run on both sides
     replays that one set (here a stand-in LibTuner database and autotune.json)."""
     suite.makeconftest(SUITE_CONFTEST + SIM_BACKEND)
     suite.makepyfile(

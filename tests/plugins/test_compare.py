@@ -1,4 +1,4 @@
-"""zlbench.ab ``--zl-compare``: pairing existing runs, caliber refusals (SPEC §5, §8, §12).
+"""zlbench.ab ``--zl-compare``: pairing existing runs, caliber refusals.
 
 ``--zl-compare`` runs no tests and imports nothing of the wrapped suite, so these runs are
 in-process; the run directories are hand-written unless a test says otherwise.
@@ -386,8 +386,8 @@ def test_a_truncated_log_is_one_line(zl_pytester: pytest.Pytester) -> None:
 def test_a_recording_run_against_a_replay_compares_timing_not_ir(
     zl_pytester: pytest.Pytester,
 ) -> None:
-    """SPEC §5: record on one side and replay on the other is the normal timing comparison;
-    SPEC §7: fingerprints only between runs replaying the same configs. The recording run's
+    """Record on one side and replay on the other is the normal timing comparison;
+    fingerprints only between runs replaying the same configs. The recording run's
     tuning candidates must not read as IR_CHANGED."""
     from pytest_zlbench.core.fingerprint import IrEntry, IrReport
 

@@ -1,4 +1,4 @@
-"""zlbench.compat: per-backend skip overrides (SPEC §9).
+"""zlbench.compat: per-backend skip overrides.
 
 The suite below reproduces the guards of FlagGems v5.3.4 files that ``ops/compat/musa.yaml``
 names, with their exact reason strings and conditions, under a stub ``flag_gems`` whose

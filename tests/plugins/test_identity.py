@@ -1,4 +1,4 @@
-"""zlbench.identity: ``--zl-out`` run directories (SPEC §5)."""
+"""zlbench.identity: ``--zl-out`` run directories."""
 
 from __future__ import annotations
 
@@ -240,7 +240,7 @@ def test_xdist_rows_reach_the_controller_once(bench_suite: pytest.Pytester) -> N
 
 
 # --------------------------------------------------------------------------------------------
-# autotune record / replay (SPEC §8): LibTuner databases and plain triton.autotune choices
+# autotune record / replay: LibTuner databases and plain triton.autotune choices
 
 TRITON_CONFTEST = '''
 import os

@@ -1,4 +1,4 @@
-"""Robustness of the A/B screen and of ``--zl-compare`` (SPEC §8, §11, §12).
+"""Robustness of the A/B screen and of ``--zl-compare``.
 
 Retries, the dtype fallback, interrupts and ``--zl-resume``, concurrent workers under one root,
 and one table of every bad input. The screens run real child pytest processes on tiny suites

@@ -1,4 +1,4 @@
-"""The standing tests of style.md §10, for every zlbench plugin at once: inert by default,
+"""The standing tests for every zlbench plugin at once: inert by default,
 disable-able alone, survives missing neighbours."""
 
 from __future__ import annotations

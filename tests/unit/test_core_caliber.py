@@ -113,7 +113,7 @@ def test_unreadable_identity_is_fatal() -> None:
 
 def test_printed_lines_read_back_as_refusal_or_warning() -> None:
     """The lines travel as text (xdist reports, screen notes): ``is_fatal`` reads each back as
-    ``line()`` wrote it, and ``refusing`` applies SPEC §5's rule to them."""
+    ``line()`` wrote it, and ``refusing`` applies the caliber rule to them."""
     refusal = CaliberProblem("timer", "timer differs: A graph, B direct").line()
     warning = CaliberProblem("tuner_cache", "shared tuner cache", fatal=False).line()
     assert (is_fatal(refusal), is_fatal(warning)) == (True, False)

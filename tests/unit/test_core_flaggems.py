@@ -45,7 +45,7 @@ def row(status: str, *cells: str, shape: str = "[torch.Size([64, 64])]") -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# The examples of flaggems-interface.md §7.1, byte for byte
+# Tables as FlagGems v5.3 prints them, byte for byte
 
 
 def test_parse_abs_golden():

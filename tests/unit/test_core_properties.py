@@ -1,6 +1,6 @@
 """Properties over arbitrary input: every reader of user-supplied text or JSON either returns a
 value or raises ``ValueError`` (``RecordError`` is one) with a one-line message, never anything
-else (SPEC §11). The never-crashes properties of ``parse_devices`` and ``parse_switch`` live in
+else. The never-crashes properties of ``parse_devices`` and ``parse_switch`` live in
 ``test_core_parsing.py`` and those of ``pair_rows`` in ``test_core_screening.py``; this module
 covers the other readers and adds the side-swap property of the pairing."""
 

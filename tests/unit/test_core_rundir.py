@@ -1,4 +1,4 @@
-"""core.rundir: loading one side of a comparison (SPEC §5, §8, §11)."""
+"""core.rundir: loading one side of a comparison."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""core.screening: pairing, verdicts, aggregation over rounds, screen.tsv (SPEC §7, §8)."""
+"""core.screening: pairing, verdicts, aggregation over rounds, screen.tsv."""
 
 from __future__ import annotations
 
@@ -772,7 +772,7 @@ def test_render_screen_caliber_line_skips_operators_without_one() -> None:
     assert not [line for line in screening.render_screen([failed]) if line.startswith("caliber")]
 
 
-# -- fingerprints only between runs replaying the same pinned configs (SPEC §7) -----------------
+# -- fingerprints only between runs replaying the same pinned configs ----------------------------
 
 REPLAY = IDENTITY.replace(autotune_mode="replay", info={"replay_seed": "aaaa"})
 RECORD = IDENTITY.replace(autotune_mode="record")
@@ -817,7 +817,7 @@ def test_a_recording_side_never_reads_as_an_ir_change() -> None:
     assert same.verdict == IR_CHANGED
 
 
-# -- the baseline as an in-run control (SPEC §8) ------------------------------------------------
+# -- the baseline as an in-run control -----------------------------------------------------------
 
 
 def based(shape: str, latency: float, base: float) -> Row:

@@ -1,4 +1,4 @@
-"""Record and replay the choices of plain ``triton.autotune`` kernels (SPEC §8, issue 3).
+"""Record and replay the choices of plain ``triton.autotune`` kernels (issue 3).
 
 FlagGems' LibTuner keeps its choices in an SQLite file that a replay copies; plain
 ``@triton.autotune`` kernels keep theirs only in the process's memory, so every process tunes

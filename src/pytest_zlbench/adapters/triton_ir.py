@@ -1,4 +1,4 @@
-"""Lazy glue to Triton's MLIR parser for IR fingerprints (triton-ir.md §3.1).
+"""Lazy glue to Triton's MLIR parser for IR fingerprints.
 
 Nothing here imports triton at module import time. :func:`nodebug_text` is the ``nodebug``
 callable that ``core.fingerprint.scan_cache`` accepts; it re-parses every MLIR stage of a cache

@@ -1,4 +1,4 @@
-"""Comparing two run identities before their rows may be compared (SPEC §5)."""
+"""Comparing two run identities before their rows may be compared."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def is_fatal(line: str) -> bool:
 
 
 def refusing(lines: Iterable[str], allow: bool) -> bool:
-    """SPEC §5: any refusal among ``lines`` stops the comparison unless allowed."""
+    """Any refusal among ``lines`` stops the comparison unless allowed."""
     return not allow and any(map(is_fatal, lines))
 
 

@@ -1,4 +1,4 @@
-"""Per-backend skip overrides (SPEC §9), the dismiss list (SPEC §10) and the no-capture list:
+"""Per-backend skip overrides, the dismiss list and the no-capture list:
 parse and match.
 
 ``ops/compat/<backend>.yaml`` lists *overrides*, each pinned to one test file (relative to the

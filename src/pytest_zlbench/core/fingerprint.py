@@ -1,7 +1,7 @@
 """IR fingerprints of a Triton cache directory (pure: no pytest, torch or triton).
 
 A run's fingerprint is, per kernel name, the sorted multiset of normalised TTGIR hashes of its
-variants (SPEC §7, triton-ir.md §3). Each entry also carries one hash per compile stage (TTIR,
+variants. Each entry also carries one hash per compile stage (TTIR,
 TTGIR, LLVM IR, PTX or the vendor's ISA, the binary; ``core.ir_stages``), compared by
 :func:`compare_stages`. Normalisation is either Triton's own re-parse without debug
 info (method ``nodebug``, supplied by ``adapters.triton_ir.nodebug_text``) or the text-only
@@ -64,7 +64,7 @@ _CONVERT_LAYOUT = re.compile(r"(?<![\w.#])ttg\.convert_layout(?![\w.])")
 
 
 def count_convert_layout(text: str) -> int:
-    """Number of ``ttg.convert_layout`` op occurrences in TTGIR text (triton-ir.md §4)."""
+    """Number of ``ttg.convert_layout`` op occurrences in TTGIR text."""
     return len(_CONVERT_LAYOUT.findall(text))
 
 

@@ -1,6 +1,6 @@
 """FlagGems benchmark output: parse its stdout tables and ``--record log`` files, render tables.
 
-Pure (stdlib only). The formats are described in ``flaggems-interface.md`` §7:
+Pure (stdlib only). The formats:
 
 * ``parse_stdout`` reads every table a FlagGems run printed (``pytest -s``), among arbitrary pytest
   output, plus the two marker lines our timing plugin prints (``ZLBENCH_TIMER <timer>`` and

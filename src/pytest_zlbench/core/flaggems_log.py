@@ -1,5 +1,5 @@
-"""Parse a FlagGems ``--record log`` file (one JSON ``BenchmarkResult`` per line,
-``flaggems-interface.md`` §7)."""
+"""Parse a FlagGems ``--record log`` file (one JSON ``BenchmarkResult`` per
+line)."""
 
 from __future__ import annotations
 

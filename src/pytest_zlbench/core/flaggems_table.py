@@ -1,4 +1,4 @@
-"""The table FlagGems prints (``flaggems-interface.md`` §7.1): its marker lines, its columns,
+"""The table FlagGems prints: its marker lines, its columns,
 its shape text, and :func:`format_table`, which writes one table exactly as
 ``print(BenchmarkResult(...))`` does. Read back by :mod:`.flaggems_stdout`."""
 

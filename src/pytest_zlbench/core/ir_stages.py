@@ -4,7 +4,7 @@ runs' per-stage fingerprints compare (pure: no pytest, torch or triton).
 A switch can act at any stage: in the frontend (``TRITON_F32_DEFAULT``), in TTGIR passes
 (``DISABLE_MMA_V3``), in LLVM (``DISABLE_LLVM_OPT``), in instruction selection
 (``TRITON_DEFAULT_FP_FUSION``) or in the assembler (``DISABLE_PTXAS_OPT``). A TTGIR-only
-fingerprint reads "no change" for the last three (triton-ir.md §3.3), so each entry of ``ir.json``
+fingerprint reads "no change" for the last three, so each entry of ``ir.json``
 carries one hash per stage and :func:`compare_stages` names the first stage at which two runs
 differ.
 """

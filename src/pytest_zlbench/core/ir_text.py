@@ -1,8 +1,8 @@
 """Normalisers for the files of a Triton cache entry (pure: no pytest, torch or triton).
 
 Each one removes what differs between two compiles of the same code in two processes: source
-locations and debug info, which carry the kernel file's absolute path and line numbers
-(triton-ir.md §2, §3). Nothing else differed between two fresh processes with different
+locations and debug info, which carry the kernel file's absolute path and line numbers.
+Nothing else differed between two fresh processes with different
 ``TRITON_CACHE_DIR``, kernel directories and ``PYTHONHASHSEED`` (Triton 3.6, sm_90 and gfx942):
 no timestamps, PIDs, hashes or random names.
 
@@ -89,7 +89,7 @@ def _strip_line(line: str) -> str:
 
 
 def strip_locations(text: str) -> str:
-    """Remove every MLIR location from TTGIR text (triton-ir.md §3.2).
+    """Remove every MLIR location from TTGIR text.
 
     Drops ``#loc`` alias lines and every `` loc(...)`` span, found with a balanced-parenthesis scan
     that ignores parentheses inside string literals (locations nest, occur mid-line and inside

@@ -1,4 +1,4 @@
-"""Pairing the rows of two sides, and one round of one operator (SPEC §8).
+"""Pairing the rows of two sides, and one round of one operator.
 
 Rows pair by (operator, dtype, size detail, occurrence): a size detail can repeat within one
 table, so the n-th occurrence on side A pairs with the n-th on side B, never by overwriting.
@@ -55,7 +55,7 @@ class Pair:
 
     @property
     def base_delta(self) -> float | None:
-        """The baseline's (torch's) delta between the sides: the in-run control (SPEC §8). A
+        """The baseline's (torch's) delta between the sides: the in-run control. A
         compiler switch does not reach the baseline, so its move is the machine's."""
         a, b = self.a.latency_base, self.b.latency_base
         if a is None or b is None or not (a > 0 and b > 0):

@@ -17,7 +17,7 @@ from typing import Any
 
 SCHEMA = 1
 
-#: The seven caliber fields of SPEC §5, in order. Two runs are comparable only when all are equal.
+#: The seven caliber fields, in order. Two runs are comparable only when all are equal.
 CALIBER_FIELDS: tuple[str, ...] = (
     "backend",
     "device",

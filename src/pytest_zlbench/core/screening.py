@@ -1,4 +1,4 @@
-"""Aggregating one operator's rounds of an A/B screen into a verdict and numbers (SPEC §7, §8).
+"""Aggregating one operator's rounds of an A/B screen into a verdict and numbers.
 
 :func:`aggregate` pairs each round's rows (:mod:`core.pairing`), folds them into per-shape
 results, compares the IR (:func:`core.verdicts.summarise_ir`), takes the verdict of the first

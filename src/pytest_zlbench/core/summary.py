@@ -1,5 +1,5 @@
 """The per-run summary: per operator and dtype, how many rows, their median speedup over the
-baseline, and which timers measured each latency (SPEC §5 ``summary.tsv``). Rows whose two
+baseline, and which timers measured each latency (``summary.tsv``). Rows whose two
 latencies were timed by unlike timers give no speedup and are counted apart.
 
 The file is a tidy table (issue 18): every numeric column holds one number, so the rows each

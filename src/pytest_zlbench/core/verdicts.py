@@ -8,7 +8,7 @@ that applies gives the verdict, its notes and the label of its range. The order:
 2. ``ir_not_recorded``: a side of a measured round has no ``ir.json`` (an imported log):
    ``IR_UNKNOWN``, range labelled *IR not recorded*.
 3. ``not_pinned``: the sides do not replay the same pinned autotune configs (a recording run
-   compiles every tuning candidate; SPEC §7): ``IR_UNKNOWN`` with the reason.
+   compiles every tuning candidate): ``IR_UNKNOWN`` with the reason.
 4. ``replay_tuned``: a replaying side had to tune (its identity lists the keys under
    ``autotuned``), so it compiled every candidate of those keys: ``IR_UNKNOWN`` with the keys.
 5. ``not_comparable``: the fingerprints cannot be compared (methods or Triton versions differ):
@@ -80,7 +80,7 @@ def not_compared(diff: IrDiff) -> str | None:
 
 
 def unpinned(a: RunIdentity | None, b: RunIdentity | None) -> str | None:
-    """Why two runs' fingerprints cannot be compared, or ``None``: SPEC §7 compares them only
+    """Why two runs' fingerprints cannot be compared, or ``None``: they are compared only
     between runs that replay the same pinned autotune configs (or both tune nothing), because a
     recording run compiles every tuning candidate and its extra variants would read as an IR
     change. Runs whose identities do not say which recording they replayed are taken as alike."""

@@ -1,4 +1,4 @@
-"""zlbench.ab: ``--zl-ab``, ``--zl-rounds``, ``--zl-compare``: the A/B screen (SPEC §7, §8).
+"""zlbench.ab: ``--zl-ab``, ``--zl-rounds``, ``--zl-compare``: the A/B screen.
 
 Each operator becomes one pytest item. By default (``--zl-screen-mode=lockstep``) the first item
 of a batch runs the whole batch round-major through long-lived side workers, one process per side

@@ -1,4 +1,4 @@
-"""zlbench.compat: per-backend skip overrides (SPEC §9) and ``--zl-inventory`` (SPEC §10).
+"""zlbench.compat: per-backend skip overrides and ``--zl-inventory``.
 
 **Overrides.** ``ops/compat/<backend>.yaml`` (package data; schema in ``ops/README.md``) pins
 each override to one test file and one exact skip reason. They apply only when ``--zl-backend``
@@ -27,9 +27,9 @@ stale overrides arrive as ``ZlbenchCompatWarning`` (``pytest_zlbench.compat.sess
 id, Benchmark class, reasons of the skip marks whose condition is true, after any lift) and then
 deselects every test, like FlagGems' own ``--collect-marks``: regenerating the inventory of a
 suite on a GPU host must not start hours of benchmarks. It lives here rather than in a plugin of
-its own because it reads the same skip marks and the same benchmark-directory layout, and SPEC §3
-has no sixth entry point. The work lives in ``pytest_zlbench.compat``, imported only when there
-is some to do.
+its own because it reads the same skip marks and the same benchmark-directory layout, and the
+distribution keeps to five plugin entry points. The work lives in ``pytest_zlbench.compat``,
+imported only when there is some to do.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What every process of a recorded run does: stamp each test's rows with the card that measured
 them and attach them to the test's report, keep them on disk as they are measured, and pin the
-plain ``triton.autotune`` choices (SPEC §8)."""
+plain ``triton.autotune`` choices."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ class WorkerRows:
             self.partial = None
 
     def _pin(self) -> None:
-        """Wrap plain triton.autotune once the suite has imported Triton (SPEC §8)."""
+        """Wrap plain triton.autotune once the suite has imported Triton."""
         if self.pinning:
             return
         from ..adapters import triton_autotune

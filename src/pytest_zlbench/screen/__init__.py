@@ -1,4 +1,4 @@
-"""The work of ``zlbench.ab``: the A/B screen (SPEC §7, §8) and ``--zl-compare``.
+"""The work of ``zlbench.ab``: the A/B screen and ``--zl-compare``.
 
 * ``settings``: the screen's settings, parsed once, and ``screen.json`` (what ``--zl-resume``
   checks);

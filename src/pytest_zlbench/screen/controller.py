@@ -290,7 +290,7 @@ class AbController:
                 self.caliber.update(dict.fromkeys(map(str, value)))
 
     def refused(self) -> bool:
-        """SPEC §5 inside a screen: a caliber mismatch between the runs of an operator (its
+        """The caliber rule inside a screen: a caliber mismatch between the runs of an operator (its
         round already counts as failed) makes the screen's exit status 4, unless allowed."""
         return refusing(self.caliber, self.settings.allow_caliber_mismatch)
 
@@ -358,7 +358,7 @@ class AbController:
     def control_floor(self) -> Any:
         """``--zl-floor-from``'s floor (``None``: the screen's own). A control of another
         caliber is not applied: the screen is judged against its own floor, and the refusal
-        makes the exit status 4 (SPEC §5), as a caliber mismatch between rounds does."""
+        makes the exit status 4, as a caliber mismatch between rounds does."""
         if self.settings.floor_from is None:
             return None
         from .control_floor import at_screen_end

@@ -228,7 +228,7 @@ class Bench:
             node=self._item.nodeid,
             lockstep=row_lockstep(m.lockstep, base.lockstep if base else None),
         )
-        if row.fallback:  # the same marker line the FlagGems adapter prints (SPEC §6)
+        if row.fallback:  # the same marker line the FlagGems adapter prints
             from ..core.flaggems import fallback_line
 
             print(fallback_line(row))

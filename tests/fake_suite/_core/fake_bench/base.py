@@ -1,4 +1,4 @@
-"""The ``Benchmark`` class both fake layouts share (flaggems-interface.md §3–§4 and §6).
+"""The ``Benchmark`` class both fake layouts share.
 
 Each layout's ``Benchmark`` (current ``benchmark/base.py``, legacy
 ``benchmark/performance_utils.py``) subclasses :class:`BenchmarkCore`, binds its conftest's

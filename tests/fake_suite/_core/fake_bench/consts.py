@@ -2,7 +2,7 @@
 legacy ``benchmark/attri_util.py``, which re-export this module and add what their era differs in:
 ``BenchMode`` and the names of the warm-up/iteration defaults).
 
-``BenchmarkResult.__str__`` renders the stdout table of flaggems-interface.md §7.1. It is written
+``BenchmarkResult.__str__`` renders the stdout table FlagGems v5.3 prints. It is written
 independently of ``pytest_zlbench.core.flaggems.format_table`` (the fake must run without the
 plugin installed, and two implementations of one format check each other).
 """

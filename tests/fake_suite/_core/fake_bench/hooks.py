@@ -1,4 +1,4 @@
-"""What both fake layouts' ``benchmark/conftest.py`` do (flaggems-interface.md §4–§5).
+"""What both fake layouts' ``benchmark/conftest.py`` do.
 
 FlagGems' option names, reading them for ``Config``, the ``--record log`` file and
 ``report.opid`` (the test's first custom mark). A layout's conftest imports the hook functions

@@ -1,4 +1,4 @@
-"""A CPU stand-in for FlagGems (the real package needs a GPU to import: flaggems-interface.md §10).
+"""A CPU stand-in for FlagGems (the real package needs a GPU to import).
 
 Imported as ``flag_gems``: each layout's ``src/flag_gems`` puts this module in its place.
 

@@ -1,4 +1,4 @@
-"""Fake FlagGems ``benchmark/conftest.py`` (current layout, flaggems-interface.md §4–§5).
+"""Fake FlagGems ``benchmark/conftest.py`` (current layout).
 
 What both layouts do (FlagGems' option names, the ``--record log`` file, ``report.opid``) is
 ``fake_bench.hooks``. This era's own: the module-level ``Config`` is ``None`` at import and a

@@ -1,4 +1,4 @@
-"""Fake FlagGems ``benchmark/conftest.py`` (legacy layout, v5.0.x; flaggems-interface.md §4–§5).
+"""Fake FlagGems ``benchmark/conftest.py`` (legacy layout, v5.0.x).
 
 What both layouts do (FlagGems' option names, the ``--record log`` file, ``report.opid``) is
 ``fake_bench.hooks``. This era's own: ``Config`` is created at import and mutated in
