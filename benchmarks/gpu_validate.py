@@ -1,5 +1,11 @@
-"""Summaries of run directories for ``benchmarks/gpu_validate.sh`` (usable on their own).
+"""The GPU validation of pytest-zlbench against FlagGems' benchmark suite, and the summaries of
+its run directories (each usable on its own).
 
+python benchmarks/gpu_validate.py run [-o DIR] [--seed DIR] [--pack] STAGE...
+    from a FlagGems checkout on a CUDA machine: the validation stage by stage (env, seed,
+    record, noise, capnoise, placement, oneproc, timers, caliber, ab, aa, refuse, aa3, mma, rlc,
+    crash, cost, scale, cards, capture, xdist, kill, sample, or all); ``run --help`` lists
+    each stage, its cost and the environment variables that shape it (``gpu_stages.py``)
 python benchmarks/gpu_validate.py rows DIR...
     per run: rows in rows.jsonl (else in the partial-rows files of an unfinished run),
     counted by (operator, timer, the first 70 characters of the fallback reason)
@@ -34,7 +40,7 @@ python benchmarks/gpu_validate.py table ROOT[=LABEL]...
 python benchmarks/gpu_validate.py cheapest ROOT N
     the test functions of the N complete operators of screen ROOT that kept its side workers
     busy the fewest seconds (those measured on their own dtypes left out), one per line: a
-    list for gpu_validate.sh's CARDS_OPS
+    list for the cards stage's CARDS_OPS
 python benchmarks/gpu_validate.py identity DIR TIMER DIRECT_REPEAT DEVICE
     writes a hand-made run_identity.json beside a plain FlagGems log (DIR/run.log), so that
     timer_noise.py and --zl-compare read FlagGems' own timers: backend cuda, --level core,
@@ -43,6 +49,7 @@ python benchmarks/gpu_validate.py identity DIR TIMER DIRECT_REPEAT DEVICE
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import statistics
@@ -50,6 +57,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pytest_zlbench.core.autotune import PINS_FILE, tuned_keys
@@ -481,6 +489,8 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     command, args = argv[0], argv[1:]
+    if command == "run":
+        return int(_stages().run(args))
     if command == "rows":
         cmd_rows(args)
     elif command == "cards":
@@ -505,6 +515,18 @@ def main(argv: list[str]) -> int:
         print(f"unknown command or arguments: {' '.join(argv)}\n{__doc__}", file=sys.stderr)
         return 2
     return 0
+
+
+def _stages() -> ModuleType:
+    """``gpu_stages.py`` beside this file (``benchmarks/`` is no package)."""
+    spec = importlib.util.spec_from_file_location(
+        "gpu_stages", Path(__file__).with_name("gpu_stages.py")
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":

@@ -1,18 +1,20 @@
-"""``benchmarks/gpu_validate.sh``'s cost and cards stages, run against a stand-in Python that
-records each command and makes each ``--zl-out`` folder: which test functions they screen, how
-``COST_RESUME=1`` continues a cut run, and how the cards stage compares one card with all."""
+"""``benchmarks/gpu_validate.py run``'s cost, scale and cards stages, run in this process against
+a stand-in Python (``PYTHON``) that records each command and makes each ``--zl-out`` folder: which
+test functions they screen, how ``COST_RESUME=1`` continues a cut run, and how the cards stage
+compares one card with all."""
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_validate.sh"
+from zl_testing import load_benchmark
+
+gpu_validate = load_benchmark("gpu_validate")
 
 STUB = """#!/usr/bin/env bash
 # a stand-in python: -c prints what the script asks of torch and the plugin; -m pytest records
@@ -56,33 +58,33 @@ def run_cost(tmp_path: Path, stage: str = "cost", **env: str) -> list[list[str]]
     calls.unlink(missing_ok=True)
     for kind in ("cards", "order", "times"):
         Path(f"{calls}.{kind}").unlink(missing_ok=True)
-    environ = {
-        **os.environ,
-        "PYTHON": str(stub),
-        "STUB_CALLS": str(calls),
-        "PATH": os.environ.get("PATH", ""),
-        **env,
-    }
-    done = subprocess.run(
-        ["bash", str(SCRIPT), "-o", str(tmp_path / "V"), stage],
-        cwd=checkout,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    with pytest.MonkeyPatch.context() as patch:
+        for name in KNOBS:
+            patch.delenv(name, raising=False)
+        for name, value in {"PYTHON": str(stub), "STUB_CALLS": str(calls), **env}.items():
+            patch.setenv(name, value)
+        patch.chdir(checkout)
+        assert gpu_validate.main(["run", "-o", str(tmp_path / "V"), stage]) == 0
     if not calls.exists():
         return []
     lines = calls.read_text().splitlines()
     return [line.split() for line in lines if line.startswith("-m pytest benchmark/")]
 
 
+#: the environment variables that shape the stages, unset around each call
+KNOBS = (
+    "DTYPES", "OWN_DTYPES", "SCREEN_MODES", "ZL_TIMER", "SHARED_INPUTS", "SCREEN_ARGS",
+    "RUN_TIMEOUT", "DEADLINE", "AB_OPS", "COST_OPS", "COST_SCREENS", "COST_SEED", "COST_RESUME",
+    "PROCESS_OPS", "MODE_CARDS", "SCALE_OPS", "SCALE_N", "SCALE_BATCH", "SCALE_RESUME",
+    "CARDS_OPS", "CARDS_BATCH", "CARDS_RUNS", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+)  # fmt: skip
+
+
 def out_of(args: list[str]) -> str:
     return next(a for a in args if a.startswith("--zl-out=")).rsplit("/", 1)[-1]
 
 
-@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.skipif(os.name != "posix", reason="a bash stand-in")
 def test_the_cost_stage_screens_all_its_default_functions(tmp_path: Path) -> None:
     """The default list spans several lines: every one of its 30 functions is screened (fft on
     its own dtypes, apart, under DTYPES)."""
@@ -99,7 +101,7 @@ def test_the_cost_stage_screens_all_its_default_functions(tmp_path: Path) -> Non
     assert "--zl-resume" not in screen
 
 
-@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.skipif(os.name != "posix", reason="a bash stand-in")
 def test_cost_resume_continues_the_cut_screens_and_keeps_their_logs(tmp_path: Path) -> None:
     env = {"DTYPES": "float16", "SCREEN_MODES": "one-process", "COST_SCREENS": "aa"}
     run_cost(tmp_path, STUB_COMPLETE="1", **env)
@@ -112,7 +114,7 @@ def test_cost_resume_continues_the_cut_screens_and_keeps_their_logs(tmp_path: Pa
     assert run_cost(tmp_path, **env) == []
 
 
-@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.skipif(os.name != "posix", reason="a bash stand-in")
 def test_scale_resume_continues_only_a_screen_that_holds_something(tmp_path: Path) -> None:
     """A scale screen cut before its root held anything (the claim rolled it back) is started
     afresh: --zl-resume refuses a root that holds no screen."""
@@ -125,7 +127,7 @@ def test_scale_resume_continues_only_a_screen_that_holds_something(tmp_path: Pat
     assert "--zl-resume" in runs
 
 
-@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.skipif(os.name != "posix", reason="a bash stand-in")
 def test_a_run_with_less_than_20_s_left_of_the_deadline_is_not_started(tmp_path: Path) -> None:
     """DEADLINE bounds a lent machine's one command: no run starts that could not finish."""
     env = {"DTYPES": "float16", "SCREEN_MODES": "one-process", "COST_SCREENS": "aa"}
@@ -136,7 +138,7 @@ def test_a_run_with_less_than_20_s_left_of_the_deadline_is_not_started(tmp_path:
     assert [out_of(r) for r in runs] == ["seed", "aa_one-process", "aa_one-process_own"]
 
 
-@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.skipif(os.name != "posix", reason="a bash stand-in")
 def test_the_cards_stage_runs_one_card_then_all_on_the_cache_of_the_first(tmp_path: Path) -> None:
     """The same functions on card 0 alone, then over both cards under xdist; both keep pytest's
     cache in one folder (the second splits the operators by the costs the first recorded)."""
@@ -184,7 +186,7 @@ def cards_of(tmp_path: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.skipif(os.name != "posix", reason="a bash stand-in")
 def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
     tmp_path: Path,
 ) -> None:
@@ -255,7 +257,7 @@ def test_mode_cards_runs_each_mode_at_once_on_cards_of_its_own_then_one_table(
     ]
 
 
-@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.skipif(os.name != "posix", reason="a bash stand-in")
 @pytest.mark.parametrize(
     ("cards", "why"),
     [
@@ -274,7 +276,7 @@ def test_mode_cards_that_do_not_fit_are_refused_before_anything_runs(
     assert not (tmp_path / "V" / "cost").exists()
 
 
-@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.skipif(os.name != "posix", reason="a bash stand-in")
 def test_process_ops_narrow_process_mode_alone(tmp_path: Path) -> None:
     """One mode after the other on one card: PROCESS_OPS applies to process mode, and the mode
     after it screens the whole list again."""
@@ -288,3 +290,29 @@ def test_process_ops_narrow_process_mode_alone(tmp_path: Path) -> None:
     tests = {out_of(r): len([a for a in r if a.startswith("benchmark/")]) for r in runs}
     assert tests == {"seed": 29, "aa_process": 1, "aa_lockstep": 29, "aa_lockstep_own": 1}
     assert set(cards_of(tmp_path).values()) == {"all"}
+
+
+def test_run_outside_a_flaggems_checkout_is_one_line_and_status_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert gpu_validate.main(["run", "-o", str(tmp_path / "V"), "cost"]) == 2
+    err = capsys.readouterr().err
+    assert err == "gpu_validate: run from a FlagGems checkout (benchmark/ and pytest.ini here)\n"
+    assert not (tmp_path / "V").exists()
+    with pytest.raises(SystemExit) as stop:  # argparse: an unknown stage, before anything runs
+        gpu_validate.main(["run", "costs"])
+    assert stop.value.code == 2
+    assert "invalid choice: 'costs'" in capsys.readouterr().err
+
+
+def test_a_pack_leaves_out_the_code_caches(tmp_path: Path) -> None:
+    stages = gpu_validate._stages()
+    kept = [
+        "V/cost/aa_lockstep/abs/r1_A/rows.jsonl",
+        "V/cost/aa_lockstep/abs/r1_A/triton_cache",  # the folder itself, empty
+    ]
+    left = ["V/seed/triton_cache/h0/k.ttgir", "V/timers/fgk1/fg_cache/config_cache/x.db"]
+    for name in kept + left:
+        info = stages.tarfile.TarInfo(name)
+        assert (stages._packed(info) is None) == (name in left), name
