@@ -33,3 +33,9 @@ def bench_suite(zl_pytester: pytest.Pytester) -> pytest.Pytester:
     zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
     zl_pytester.makepyfile(test_bench=BENCH_TESTS)
     return zl_pytester
+
+
+@pytest.fixture
+def pictures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Screens started by this test draw their pictures (``zl_testing.NO_PICTURES``)."""
+    monkeypatch.setenv("ZL_TEST_PICTURES", "1")

@@ -91,6 +91,28 @@ def _fast_cpu_timer(monkeypatch):
 """
 
 
+#: conftest lines for screen tests: a screen's controller draws no pictures unless
+#: ``ZL_TEST_PICTURES`` is set (the tests of the pictures set it). matplotlib's import and text
+#: layout cost every screen seconds that no other test is about. The report is written, without
+#: pictures, and nothing says a picture is missing. Side workers and children (``ZLBENCH_SIDE``
+#: set) draw nothing anyway; an in-process run, which shares its modules with this suite, draws.
+NO_PICTURES = """
+import os as _os
+import sys as _sys
+
+if not (
+    _os.environ.get("ZL_TEST_PICTURES")
+    or _os.environ.get("ZLBENCH_SIDE")
+    or "_pytest.pytester" in _sys.modules
+):
+    import pytest_zlbench.adapters.plot as _plot
+
+    _plot.unavailable = lambda: None
+    _plot.write = lambda *args, **kwargs: False
+    _plot.write_overview = lambda *args, **kwargs: False
+"""
+
+
 def error_lines(result: pytest.RunResult) -> list[str]:
     """The ``ERROR:`` lines a usage error printed, after checking there was no traceback."""
     text = "\n".join(result.outlines + result.errlines)

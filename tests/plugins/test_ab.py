@@ -24,6 +24,7 @@ from zl_testing import (
     BUSY,
     FAST_CPU_TIMER_CONFTEST,
     NO_HYPOTHESIS,
+    NO_PICTURES,
     WRITE_TTGIR,
     assert_usage_error,
     error_lines,
@@ -33,6 +34,7 @@ SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
 SUITE_CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
+    + NO_PICTURES
     + """
 
 def pytest_configure(config):
@@ -376,6 +378,7 @@ def test_screen_one_round(suite: pytest.Pytester) -> None:
     assert not any("collected" in line for line in again.outlines)
 
 
+@pytest.mark.usefixtures("pictures")
 def test_rounds_alternate_and_measure_operators_without_triton(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_ops=HELPERS + ABS + GEMM)
     result, root = screen(suite, SWITCH, "--zl-rounds=3")
@@ -556,6 +559,7 @@ def test_a_crashed_side_fails_its_operator_and_the_screen_goes_on(
     assert "Traceback" not in "\n".join(result.outlines + result.errlines)
 
 
+@pytest.mark.usefixtures("pictures")
 def test_resume_reuses_complete_operators(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_ops=HELPERS + ABS, test_relu=RELU)
     first, root = screen(suite, SWITCH)
@@ -613,6 +617,7 @@ def test_resume_refuses_a_root_that_holds_no_screen(suite: pytest.Pytester) -> N
     fresh.assert_outcomes(passed=1)
 
 
+@pytest.mark.usefixtures("pictures")
 def test_a_resumed_screen_drops_the_views_of_the_session_before_it(
     suite: pytest.Pytester,
 ) -> None:
@@ -766,6 +771,7 @@ def test_a_shared_tuner_cache_warns_in_the_screen(
 SIM_BACKEND = """
 import dataclasses
 
+import pytest_zlbench.adapters.device_info as device_info
 import pytest_zlbench.timing.timer as timing
 from pytest_zlbench.adapters.timers import CpuTimer
 from pytest_zlbench.core.backends import BUILTIN_BACKENDS
@@ -779,6 +785,12 @@ def pytest_zlbench_device_register(registry):
 
 
 timing.build_timer = lambda *args, **kwargs: CpuTimer(warmup_ms=1.0, rep_ms=2.0, min_samples=5)
+
+# the sim card is described as the CPU is: describing a torch device imports torch
+_describe = device_info.describe
+device_info.describe = lambda backend: (
+    {"name": "sim", "visible": None} if backend.name == "sim" else _describe(backend)
+)
 """
 
 

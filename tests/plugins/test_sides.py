@@ -28,6 +28,7 @@ from zl_testing import (
     FAST_CPU_TIMER_CONFTEST,
     GEMS_LAYOUTS,
     NO_HYPOTHESIS,
+    NO_PICTURES,
     WRITE_TTGIR,
     write_gems_suite,
 )
@@ -36,10 +37,12 @@ SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
 CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
+    + NO_PICTURES
     + """
 import dataclasses
 import os
 
+import pytest_zlbench.adapters.device_info as device_info
 import pytest_zlbench.screen.sides as sides
 import pytest_zlbench.timing.timer as timing
 from pytest_zlbench.adapters.timers import CpuTimer
@@ -62,9 +65,18 @@ def pytest_zlbench_device_register(registry):
 _build_timer = timing.build_timer
 timing.build_timer = lambda *args, **kwargs: CpuTimer(warmup_ms=1.0, rep_ms=2.0, min_samples=5)
 
+# the sim card is described as the CPU is: describing a torch device imports torch, seconds of
+# every worker's start that no test here is about
+_describe = device_info.describe
+device_info.describe = lambda backend: (
+    {"name": "sim", "visible": None} if backend.name == "sim" else _describe(backend)
+)
+
 
 def pytest_unconfigure(config):
-    timing.build_timer = _build_timer  # an in-process run leaves the module as it found it
+    # an in-process run leaves the modules as it found them
+    timing.build_timer = _build_timer
+    device_info.describe = _describe
 
 
 def pytest_configure(config):
@@ -1315,6 +1327,7 @@ def lines_of(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+@pytest.mark.usefixtures("pictures")
 def test_each_operators_plot_is_drawn_once_at_the_end_of_the_screen(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1351,6 +1364,7 @@ _plot._save_svg = _counted
     assert sorted(drawn) == [f"{op}/delta.svg" for op in plotted]
 
 
+@pytest.mark.usefixtures("pictures")
 def test_ctrl_c_while_the_plots_are_drawn_keeps_the_screens_results(
     suite: pytest.Pytester,
 ) -> None:
