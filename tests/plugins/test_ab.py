@@ -833,7 +833,11 @@ def test_tuning_leaves_a_database():
         assert "replay had to tune" not in (out / "relu" / f"r1_{side}" / "run.log").read_text()
     assert len(seeds) == 1  # both sides replay the same recording
     assert child_steps(out, "relu") == ["r1 A", "r1 B"]
-    steps = [line.split(":")[0] for line in progress(out, "relu") if line.endswith(")")]
+    steps = [  # each finished step (not a slow one's "running, 10s (pid N)" heartbeat)
+        line.split(":")[0]
+        for line in progress(out, "relu")
+        if line.endswith(")") and ": running, " not in line
+    ]
     assert steps[:3] == ["relu record", "relu r1 A", "relu r1 B"], steps
 
 

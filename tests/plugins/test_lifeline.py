@@ -18,7 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from zl_testing import BUSY, FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error
+from zl_testing import (
+    BUSY,
+    FAST_CPU_TIMER_CONFTEST,
+    NO_HYPOTHESIS,
+    NO_PICTURES,
+    assert_usage_error,
+)
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads /proc to find the session's processes"
@@ -58,7 +64,7 @@ def test_op{k}(zl_bench):
 
 @pytest.fixture
 def gated(zl_pytester: pytest.Pytester) -> pytest.Pytester:
-    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST + NO_PICTURES)
     zl_pytester.makepyfile(test_ops=GATED)
     return zl_pytester
 

@@ -21,12 +21,14 @@ from zl_testing import (
     BUSY,
     FAST_CPU_TIMER_CONFTEST,
     NO_HYPOTHESIS,
+    NO_PICTURES,
     WRITE_TTGIR,
     assert_usage_error,
 )
 
 OPS_CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
+    + NO_PICTURES
     + """
 
 def pytest_configure(config):
@@ -217,26 +219,37 @@ def test_report_and_plot_refuse_a_folder_that_is_no_screen(
     one_error(err, "not an A/B root")
 
 
-def test_help_of_the_command_and_of_each_subcommand() -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pytest_zlbench.cli", *args],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-
-    top = run("--help")
+def test_help_of_the_command_and_of_each_subcommand(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``python -m pytest_zlbench.cli`` once as a process (the module runs as a command), then
+    each subcommand's help and a usage error in this process."""
+    top = subprocess.run(
+        [sys.executable, "-m", "pytest_zlbench.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert top.returncode == 0
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        try:
+            rc = cli.main(list(args))
+        except SystemExit as stop:  # argparse's --help
+            rc = stop.code if isinstance(stop.code, int) else 1
+        out, err = capsys.readouterr()
+        return rc, out, err
+
     for command in ("compare", "report", "plot", "merge", "list"):
         assert command in top.stdout
-        sub = run(command, "--help")
-        assert sub.returncode == 0, sub.stderr
-        assert f"usage: zlbench {command}" in sub.stdout
-    bad = run("compare")
-    assert bad.returncode == 4
-    assert bad.stderr.startswith("ERROR: zlbench compare: ")
-    assert len(bad.stderr.splitlines()) == 1
+        rc, out, err = run(command, "--help")
+        assert rc == 0, err
+        assert f"usage: zlbench {command}" in out
+    rc, _, err = run("compare")
+    assert rc == 4
+    assert err.startswith("ERROR: zlbench compare: ")
+    assert len(err.splitlines()) == 1
 
 
 def test_the_console_script_is_declared() -> None:
@@ -443,6 +456,7 @@ def test_a_screen_split_in_two_and_merged_equals_the_unsplit_screen(
     assert not any((path / name).exists() for name in ("m2", "m3", "m4", "m5"))
 
 
+@pytest.mark.usefixtures("pictures")
 def test_plot_without_matplotlib_says_what_was_not_drawn(
     zl_pytester: pytest.Pytester,
     capsys: pytest.CaptureFixture[str],

@@ -220,19 +220,19 @@ def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode
 ) -> None:
     suite.makepyfile(test_ops=TESTS)
     result, root, pids = screen(
-        suite, "lockstep", SWITCH, "--zl-rounds=3", "-o", "console_output_style=progress"
+        suite, "lockstep", SWITCH, "--zl-rounds=2", "-o", "console_output_style=progress"
     )
     assert result.ret == 0, result.outlines + result.errlines
     result.assert_outcomes(passed=4)
-    # the controller, one recording worker, then two workers per round: 8 processes (25 as
-    # one process per side per operator and round)
+    # the controller, one recording worker, then two workers per round: 6 processes (18 as
+    # one process per side per operator and round); two rounds run both orders of a round
     sides = sorted(side for _, side in pids)
-    assert len({pid for pid, _ in pids}) == len(pids) == 8, pids
-    assert sides == ["-", "A", "A", "A", "B", "B", "B", "record"]
+    assert len({pid for pid, _ in pids}) == len(pids) == 6, pids
+    assert sides == ["-", "A", "A", "B", "B", "record"]
 
-    process, proot, ppids = screen(suite, "process", SWITCH, "--zl-rounds=3")
+    process, proot, ppids = screen(suite, "process", SWITCH, "--zl-rounds=2")
     assert process.ret == 0, process.outlines
-    assert len(ppids) > 20  # a process per side per operator and round
+    assert len(ppids) > 15  # a process per side per operator and round
 
     # the same verdicts, rows, kernels, rounds and run directories as one process per side
     mine, theirs = lines(root), lines(proot)
@@ -251,13 +251,13 @@ def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode
     )
     assert run_dirs(root) == run_dirs(proot)
     assert run_dirs(root)["gemm"] == [
-        "r1_A", "r1_B", "r2_A", "r2_B", "r3_A", "r3_B", "record",
+        "r1_A", "r1_B", "r2_A", "r2_B", "record",
     ]  # fmt: skip
     assert run_dirs(root)["steady"] == ["r1_A", "r1_B", "record"]
 
     # each side's run records its side, round and switch, and replays the one recording
     seeds = set()
-    for k in (1, 2, 3):
+    for k in (1, 2):
         for side, switch in (("A", {}), ("B", {"OMP_NUM_THREADS": "1"})):
             identity = read_identity(root / "gemm" / f"r{k}_{side}")
             assert (identity.info["side"], identity.info["round"]) == (side, k)
@@ -274,11 +274,11 @@ def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode
     # one line per operator per round, with where the screen is and what is left
     result.stdout.fnmatch_lines(
         [
-            "*4 operators, lockstep side workers, at most 3 rounds",
+            "*4 operators, lockstep side workers, at most 2 rounds",
             "*abs record: ok (*s) [[]operator 1 of 4, recording pass; *",
-            "*gemm r1: A ok, B ok (*s) [[]operator 2 of 4, round 1 of 3; *s elapsed, about *s*",
-            "*steady: SWITCH_NO_IR_DIFF, rounds 2..3 skipped",
-            "*gemm r2: B ok, A ok (*s) [[]operator 2 of 3, round 2 of 3; *",
+            "*gemm r1: A ok, B ok (*s) [[]operator 2 of 4, round 1 of 2; *s elapsed, about *s*",
+            "*steady: SWITCH_NO_IR_DIFF, rounds 2..2 skipped",
+            "*gemm r2: B ok, A ok (*s) [[]operator 2 of 3, round 2 of 2; *",
             "*= zlbench screen =*",
         ]
     )
@@ -287,10 +287,10 @@ def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode
     assert cost["mode"] == "lockstep"
     assert cost["operators"] == 4
     assert 0 < cost["timed_s"] < cost["wall_s"], cost
-    assert cost["operator_passes"] == 4 + 4 + 3 + 3  # recording pass, then 4, 3, 3 in rounds
+    assert cost["operator_passes"] == 4 + 4 + 3  # recording pass, then 4 and 3 in rounds
     assert any(
         re.match(
-            r"batch \S+: 14 operator passes in \d+s, \d+s of it inside timed turns "
+            r"batch \S+: 11 operator passes in \d+s, \d+s of it inside timed turns "
             r"\(\d+%\)$",
             ln,
         )
@@ -310,10 +310,10 @@ def test_every_row_of_a_flaggems_test_says_how_its_own_shape_took_turns(
     carries its own measurements' pairing (an A/A screen pairs them all), where the first row
     once took every shape's and the others none."""
     write_gems_suite(suite, layout)
-    result, root, _ = screen(suite, "lockstep", "--zl-rounds=2", "benchmark")
+    result, root, _ = screen(suite, "lockstep", "--zl-rounds=1", "benchmark")
     assert result.ret == 0, result.outlines + result.errlines
     result.assert_outcomes(passed=1)
-    for k in (1, 2):
+    for k in (1,):
         for side in ("A", "B"):
             rows = read_rows(root / "ops" / f"r{k}_{side}")  # named after test_ops.py
             assert [r.shape for r in rows] == ["[200]", "[400]"]
@@ -343,20 +343,22 @@ def test_sequential_mode_times_the_sides_in_turn(suite: pytest.Pytester) -> None
     assert any(re.match(r"slow r1: still running \([AB] \d+s\)", ln) for ln in log), log
 
 
-@pytest.mark.parametrize("how", ["exit", "sigkill"])
+@pytest.mark.parametrize(("how", "rounds"), [("exit", 2), ("sigkill", 1)])
 def test_a_worker_that_dies_is_replaced_and_its_operator_retried_alone(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, how: str
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, how: str, rounds: int
 ) -> None:
+    """The worker dies in every round; how it dies (its own exit, SIGKILL) changes only the
+    cause in the note, so the second way runs one round."""
     monkeypatch.setenv("DIE_BY", how)
     monkeypatch.setenv("DONE_PROBE", str(suite.path / "lockstep"))
     suite.makepyfile(test_ops=TESTS + DIES)
-    result, root, pids = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
+    result, root, pids = screen(suite, "lockstep", SWITCH, f"--zl-rounds={rounds}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines
     result.assert_outcomes(passed=4, failed=1)
     got = lines(root)
     # every other operator was measured in every round, after the worker died
     for op in ("abs", "gemm", "relu"):
-        assert ab(root, op)["rounds"] == 2, op
+        assert ab(root, op)["rounds"] == rounds, op
         assert ab(root, op)["rounds_failed"] == 0, op
     assert got["gemm"].verdict == screening.IR_CHANGED
     # the operator it died on: retried alone (one process per side), reported with the reason
@@ -377,9 +379,9 @@ def test_a_worker_that_dies_is_replaced_and_its_operator_retried_alone(
     assert "dies" in partial[0].read_text()
     log = progress(root)
     assert any(ln.startswith("dies r1 B: ") for ln in log), log  # the process-mode retry
-    # a fresh side-B worker took the operators after it
+    # a fresh side-B worker took the operators after it (and the next round has one of its own)
     b_workers = [pid for pid, side in pids if side == "B"]
-    assert len(b_workers) >= 3, pids
+    assert len(b_workers) >= 1 + rounds, pids
     # nothing is left running
     for pid, _ in pids:
         assert _gone(pid), pid
@@ -395,7 +397,7 @@ def _gone(pid: int) -> bool:
 
 def test_each_xdist_worker_runs_its_own_batch(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_ops=TESTS)
-    result, root, pids = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "-n", "2")
+    result, root, pids = screen(suite, "lockstep", SWITCH, "--zl-rounds=1", "-n", "2")
     assert result.ret == 0, result.outlines
     result.assert_outcomes(passed=4)
     batches = sorted(p.name for p in (root / ".workers").iterdir())
@@ -409,9 +411,9 @@ def test_each_xdist_worker_runs_its_own_batch(suite: pytest.Pytester) -> None:
     assert len(seen) == 2, seen
     assert sum(len(ops) for ops in seen.values()) == 4, seen
     assert sorted(lines(root)) == ["abs", "gemm", "relu", "steady"]
-    assert run_dirs(root)["gemm"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+    assert run_dirs(root)["gemm"] == ["r1_A", "r1_B", "record"]
     # controller, 2 xdist workers, per batch: a recording worker and two per round
-    assert len(pids) <= 3 + 2 * (1 + 2 * 2), pids
+    assert len(pids) <= 3 + 2 * (1 + 2), pids
 
 
 def test_the_screen_mode_is_checked(suite: pytest.Pytester) -> None:
