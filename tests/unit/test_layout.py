@@ -1,6 +1,6 @@
 """Standing tests of the source layout of ``src/pytest_zlbench`` (read with ``ast``, nothing is
-imported): the import graph has no cycle and nothing imports upward into ``plugins/``, and no
-module is longer than the house limit."""
+imported): the import graph has no cycle and nothing imports upward into ``plugins/``. Modules
+are split by job, not by length: there is no line cap."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "pytest_zlbench"
 PLUGINS = f"{PACKAGE}.plugins"
-#: the most lines one source module may have
-MAX_LINES = 450
 
 
 def _modules() -> dict[str, Path]:
@@ -117,13 +115,3 @@ def test_nothing_imports_upward_into_plugins() -> None:
         if dep.startswith(f"{PLUGINS}.")
     )
     assert between == []
-
-
-def test_no_module_is_too_long() -> None:
-    """Every module of src/ (all of them are read) has at most MAX_LINES lines."""
-    long = sorted(
-        f"{path.relative_to(SRC / PACKAGE).as_posix()}: {lines} lines"
-        for path in (SRC / PACKAGE).rglob("*.py")
-        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
-    )
-    assert long == []

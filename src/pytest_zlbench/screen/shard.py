@@ -19,7 +19,8 @@ T = TypeVar("T")
 
 def shard_of(config: pytest.Config) -> tuple[int, int] | None:
     """``--zl-shard`` parsed; ``None`` when the screen is not split."""
-    return _common.get(config, "zl_shard", core_shard.parse_shard, None)
+    shard: tuple[int, int] | None = _common.value(config, "zl_shard")
+    return shard
 
 
 def costs_of(config: pytest.Config) -> dict[str, float] | None:
