@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .screen_modes import runner_for
+
 #: the session modes: what a session does, resolved from its options
 MEASURE = "measure"  # times tests, records nothing (no --zl-out)
 RECORD = "record"  # a recorded run (--zl-out)
@@ -638,7 +640,8 @@ def idle_options(
     if (
         mode == SCREEN
         and "zl_batch_size" in given
-        and str(screen_mode or "").strip().lower() == "process"
+        and screen_mode is not None
+        and not runner_for(screen_mode.strip().lower()).side_workers
     ):
         out.append(
             (

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .screen_modes import SCREEN_MODES, runner_for
+
 TIMER_CHOICES: tuple[str, ...] = ("auto", "graph", "kernel", "direct")
 _DEVICE_TOKEN = re.compile(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -124,17 +126,16 @@ def parse_bool(value: str | bool) -> bool:
 # --------------------------------------------------------------------------------------------
 # Where a value came from (the option table and the modes: ``core.options``)
 
-#: how an A/B screen runs its sides (``--zl-screen-mode``)
-SCREEN_MODES = ("lockstep", "sequential", "one-process", "process")
-
 
 def parse_screen_mode(value: object) -> str:
+    """``--zl-screen-mode``: one of ``core.screen_modes.SCREEN_MODES``."""
     text = str(value).strip().lower()
-    if text not in SCREEN_MODES:
+    try:
+        return runner_for(text).mode
+    except ValueError:
         raise ValueError(
             f"--zl-screen-mode: expected one of {', '.join(SCREEN_MODES)}, not {value!r}"
-        )
-    return text
+        ) from None
 
 
 def flag_of(dest: str) -> str:

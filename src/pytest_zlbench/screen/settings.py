@@ -16,6 +16,7 @@ from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, RECORD_SIDE, SETTINGS_FIL
 from ..core import records
 from ..core.options import BATCH_SIZE
 from ..core.parsing import Switch, switches_env
+from ..core.screen_modes import Runner, runner_for
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,11 @@ class AbSettings:
         """The option that sets :meth:`limit` for ``side``."""
         return "--zl-record-timeout" if side == RECORD_SIDE else "--zl-timeout"
 
+    @property
+    def runner(self) -> Runner:
+        """How the sides run (``core.screen_modes.runner_for``: the one reading of the mode)."""
+        return runner_for(self.mode)
+
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
         return {
@@ -83,7 +89,7 @@ class AbSettings:
             # only when set: a screen root written before the option existed resumes as it was
             **({"shared_inputs": True} if self.shared_inputs else {}),
             # one process reads another noise floor: its rounds never mix with the others'
-            **({"mode": self.mode} if self.mode == "one-process" else {}),
+            **({"mode": self.mode} if self.runner.one_process else {}),
         }
 
 
@@ -213,18 +219,19 @@ def floor_root(config: pytest.Config, mode: str = "lockstep") -> Path | None:
 
         where = _common.named(config, "zl_floor_from")
         control_floor(path, where)
-        check_mode(mode == "one-process", path, where)
+        check_mode(runner_for(mode).one_process, path, where)
     return path
 
 
 def shared_inputs_error(mode: str, timer: str, cold: bool) -> str | None:
     """Why ``--zl-shared-inputs`` would do nothing with these options, or ``None``."""
-    if mode == "one-process":
+    runner = runner_for(mode)
+    if runner.one_process:
         return (
             "needs --zl-screen-mode=lockstep, not one-process (its two sides share all their "
             "memory in one process already)"
         )
-    if mode != "lockstep":
+    if not runner.lockstep:
         return (
             f"needs --zl-screen-mode=lockstep, not {mode} (the sides share their inputs' memory "
             "only while they take turns)"
