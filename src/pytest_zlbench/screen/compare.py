@@ -72,7 +72,7 @@ def run_compare(config: pytest.Config) -> int:
         )
     name = _common.raw(config, "zl_compare_to")
     if name:
-        from ..recording.saving import stored_run
+        from ..recording.stored import stored_run
 
         if len(paths) != 1:
             raise pytest.UsageError(
