@@ -203,7 +203,7 @@ def test_an_operator_is_complete_and_counted_in_the_pace_when_its_verdict_is_fin
     ops = ["abs", "gemm", "dies"]
     ctl = screen(tmp_path, {"batch0": ops}, ("batch0",), rounds=3)
     ctl.settings = dataclasses.replace(ctl.settings, mode="lockstep")
-    ctl.children = SimpleNamespace(refused_dtypes=lambda op, why: None)  # type: ignore[assignment]
+    ctl.children = SimpleNamespace(refused_dtypes=lambda op, why: None, seconds={})  # type: ignore[assignment]
     for item in ctl.batches["batch0"]:
         item.batch = "batch0"
     ctl.run_batch(ctl.batches["batch0"])

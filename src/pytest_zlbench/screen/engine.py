@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
-from ..core import screening
+from ..core import records, screening
 from ..core.rounds import IDENTICAL_IR, RoundView, batch_passes, stop_reason
+from ..core.shard import COST_FILE, cost_record
 from . import result_file
 from .batches import BATCH, beyond_noise, own_batch
 from .children import Deterministic, DtypeFallback, same_failure
@@ -116,6 +117,7 @@ class ScreenEngine:
             self.result_update()  # screen_result.json: this operator is running
             self.measure_alone(item, op_dir)
             pass_ended(op_dir)
+            self.write_cost(op_dir, self.children.seconds.get(item.op, 0.0))
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
         # its plot shows the judged result, known at the session's end: drawn there
         write_op_result(op_dir, result)
@@ -366,6 +368,13 @@ class ScreenEngine:
             self.complete(s.root / item.op)  # before the next retry or batch starts
         for item in todo:
             self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)
+            alone_s = self.children.seconds.get(item.op, 0.0)
+            self.write_cost(s.root / item.op, self.costs[item.op] + alone_s)
+
+    def write_cost(self, op_dir: Path, seconds: float) -> None:
+        """The operator's cost record (``core.shard.cost_record``), which ``--zl-shard-from``
+        balances a later screen's parts by."""
+        records.write_json(op_dir / COST_FILE, cost_record(op_dir.name, seconds))
 
     def rounds_kept(self, item: Operator, op_dir: Path, batch: str, own: bool) -> int:
         """Resumed: the rounds ``item`` finished in an earlier session with the options its
