@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from pytest_zlbench.core.screen_modes import runner_for
+from pytest_zlbench.core.screen_modes import screen_mode
 from pytest_zlbench.screen.collect import cut_before
 from pytest_zlbench.screen.results import note_cut, pass_ended, pass_started
 
@@ -17,7 +17,7 @@ PLAIN = SimpleNamespace()
 def resumed(root: Path, lines: list[str]) -> SimpleNamespace:
     return SimpleNamespace(
         settings=SimpleNamespace(resume=True, root=root),
-        runner=runner_for("lockstep"),
+        mode=screen_mode("lockstep"),
         config=PLAIN,
         progress=lines.append,
     )

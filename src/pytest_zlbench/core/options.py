@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .screen_modes import runner_for
+from . import screen_modes
 
 #: the session modes: what a session does, resolved from its options
 MEASURE = "measure"  # times tests, records nothing (no --zl-out)
@@ -641,7 +641,7 @@ def idle_options(
         mode == SCREEN
         and "zl_batch_size" in given
         and screen_mode is not None
-        and not runner_for(screen_mode.strip().lower()).side_workers
+        and not screen_modes.screen_mode(screen_mode.strip().lower()).side_workers
     ):
         out.append(
             (

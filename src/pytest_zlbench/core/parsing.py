@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .screen_modes import SCREEN_MODES, runner_for
+from .screen_modes import SCREEN_MODES, screen_mode
 
 TIMER_CHOICES: tuple[str, ...] = ("auto", "graph", "kernel", "direct")
 _DEVICE_TOKEN = re.compile(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
@@ -131,7 +131,7 @@ def parse_screen_mode(value: object) -> str:
     """``--zl-screen-mode``: one of ``core.screen_modes.SCREEN_MODES``."""
     text = str(value).strip().lower()
     try:
-        return runner_for(text).mode
+        return screen_mode(text).mode
     except ValueError:
         raise ValueError(
             f"--zl-screen-mode: expected one of {', '.join(SCREEN_MODES)}, not {value!r}"

@@ -1,6 +1,6 @@
 """How an A/B screen runs its sides (``--zl-screen-mode``): the one place that reads the mode.
 
-:func:`runner_for` turns the mode into a :class:`Runner`, what the screen's engine and its
+:func:`screen_mode` turns the mode into a :class:`ScreenMode`, what the screen's engine and its
 pytest face ask of it (side workers over batches or one process per side; lockstep turns; one
 worker measuring both sides); nothing else compares mode names. Pure."""
 
@@ -17,7 +17,7 @@ SCREEN_MODES = (LOCKSTEP, SEQUENTIAL, ONE_PROCESS, PROCESS)
 
 
 @dataclass(frozen=True)
-class Runner:
+class ScreenMode:
     """What a screen mode means for the runs of its sides.
 
     * ``side_workers``: long-lived side workers run a batch of operators round-major
@@ -33,14 +33,14 @@ class Runner:
     one_process: bool = False
 
 
-def runner_for(mode: str) -> Runner:
+def screen_mode(mode: str) -> ScreenMode:
     """The runner of ``mode`` (one of :data:`SCREEN_MODES`); a ``ValueError`` for any other."""
     if mode == PROCESS:
-        return Runner(mode, side_workers=False)
+        return ScreenMode(mode, side_workers=False)
     if mode == LOCKSTEP:
-        return Runner(mode, side_workers=True, lockstep=True)
+        return ScreenMode(mode, side_workers=True, lockstep=True)
     if mode == ONE_PROCESS:
-        return Runner(mode, side_workers=True, one_process=True)
+        return ScreenMode(mode, side_workers=True, one_process=True)
     if mode == SEQUENTIAL:
-        return Runner(mode, side_workers=True)
+        return ScreenMode(mode, side_workers=True)
     raise ValueError(f"--zl-screen-mode: expected one of {', '.join(SCREEN_MODES)}, not {mode!r}")

@@ -4,8 +4,8 @@ as it finishes and judges between rounds whether more rounds can change its verd
 (``core.rounds.stop_reason``). Its pytest face, ``screen.controller``, collects the operators,
 hands them over one at a time and reports what the engine wrote.
 
-How the sides run is chosen once, from ``--zl-screen-mode`` (``core.screen_modes.runner_for``,
-:attr:`ScreenEngine.runner`):
+How the sides run is chosen once, from ``--zl-screen-mode`` (``core.screen_modes.screen_mode``
+reads the mode; :func:`round_runner` picks the runner, the one branch on it):
 
 * **side workers** (lockstep, sequential, one-process): the operators of a batch are measured
   together, round-major, by long-lived side workers (``screen.sides``), the first operator of
@@ -80,8 +80,9 @@ class ScreenEngine:
         self.progress = progress
         self.workers = workers
         self.cwd = cwd if cwd is not None else Path.cwd()
-        #: how the sides run: the one reading of --zl-screen-mode
-        self.runner = settings.runner
+        #: what --zl-screen-mode means (``core.screen_modes``), and the runner it picks
+        self.mode = settings.screen_mode
+        self.round_runner = round_runner(self)
         #: the side workers' batches of this process (not in ``process`` mode), and those run
         self.batches: dict[str, list[Operator]] = {}
         self.batches_run: set[str] = set()
@@ -104,20 +105,7 @@ class ScreenEngine:
             self.progress(f"{item.op}: complete, reused (--zl-resume)")
             result, item.caliber_lines = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
             return result
-        if item.batch is not None:
-            if item.batch not in self.batches_run:
-                self.batches_run.add(item.batch)
-                self.run_batch(self.batches[item.batch])
-        else:
-            if op_dir.exists():  # an operator an interrupted screen left unfinished
-                self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
-                shutil.rmtree(op_dir)
-            op_dir.mkdir(parents=True)
-            note_cut(op_dir, item.cut)
-            self.result_update()  # screen_result.json: this operator is running
-            self.measure_alone(item, op_dir)
-            pass_ended(op_dir)
-            self.write_cost(op_dir, self.children.seconds.get(item.op, 0.0))
+        self.round_runner.measure(item)
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
         # its plot shows the judged result, known at the session's end: drawn there
         write_op_result(op_dir, result)
@@ -435,6 +423,55 @@ class ScreenEngine:
             mark_skipped(op_dir, f"stopped after {k} of {s.rounds} rounds: {reason}\n")
             self.progress(f"{item.op}: stopped after {k} of {s.rounds} rounds: {reason}")
         return reason
+
+
+class ProcessRunner:
+    """``--zl-screen-mode=process``: each operator's rounds in turn, one child run per side
+    (``ScreenEngine.measure_alone``)."""
+
+    def __init__(self, engine: ScreenEngine) -> None:
+        self.engine = engine
+
+    def measure(self, item: Operator) -> None:
+        engine = self.engine
+        op_dir = engine.settings.root / item.op
+        if op_dir.exists():  # an operator an interrupted screen left unfinished
+            engine.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
+            shutil.rmtree(op_dir)
+        op_dir.mkdir(parents=True)
+        note_cut(op_dir, item.cut)
+        engine.result_update()  # screen_result.json: this operator is running
+        engine.measure_alone(item, op_dir)
+        pass_ended(op_dir)
+        engine.write_cost(op_dir, engine.children.seconds.get(item.op, 0.0))
+
+
+class BatchRunner:
+    """The side-worker modes (lockstep, sequential, one-process): the first operator of a batch
+    to run measures the whole batch (``ScreenEngine.run_batch``, ``screen.sides``)."""
+
+    def __init__(self, engine: ScreenEngine) -> None:
+        self.engine = engine
+
+    def measure(self, item: Operator) -> None:
+        engine = self.engine
+        batch = item.batch
+        if batch is None:  # not put in a batch (collect puts every measured operator in one)
+            ProcessRunner(engine).measure(item)
+        elif batch not in engine.batches_run:
+            engine.batches_run.add(batch)
+            engine.run_batch(engine.batches[batch])
+
+
+#: what measures one operator (its whole batch, with side workers)
+RoundRunner = ProcessRunner | BatchRunner
+
+
+def round_runner(engine: ScreenEngine) -> RoundRunner:
+    """The runner of the engine's screen mode: the one place the engine branches on it."""
+    if engine.mode.side_workers:
+        return BatchRunner(engine)
+    return ProcessRunner(engine)
 
 
 def _resumed_from(kept: int) -> str:

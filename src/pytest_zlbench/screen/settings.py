@@ -16,7 +16,7 @@ from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, RECORD_SIDE, SETTINGS_FIL
 from ..core import records
 from ..core.options import BATCH_SIZE
 from ..core.parsing import Switch, switches_env
-from ..core.screen_modes import Runner, runner_for
+from ..core.screen_modes import ScreenMode, screen_mode
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,9 @@ class AbSettings:
         return "--zl-record-timeout" if side == RECORD_SIDE else "--zl-timeout"
 
     @property
-    def runner(self) -> Runner:
-        """How the sides run (``core.screen_modes.runner_for``: the one reading of the mode)."""
-        return runner_for(self.mode)
+    def screen_mode(self) -> ScreenMode:
+        """How the sides run (``core.screen_modes.screen_mode``: the one reading of the mode)."""
+        return screen_mode(self.mode)
 
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
@@ -89,7 +89,7 @@ class AbSettings:
             # only when set: a screen root written before the option existed resumes as it was
             **({"shared_inputs": True} if self.shared_inputs else {}),
             # one process reads another noise floor: its rounds never mix with the others'
-            **({"mode": self.mode} if self.runner.one_process else {}),
+            **({"mode": self.mode} if self.screen_mode.one_process else {}),
         }
 
 
@@ -165,11 +165,11 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         )
     given = _common.settings_of(config)  # parsed once, at the preflight
     switches: tuple[Switch, ...] = given.value("zl_ab")
-    screen_mode: str = given.value("zl_screen_mode")
+    mode_name: str = given.value("zl_screen_mode")
     shared_inputs: bool = given.value("zl_shared_inputs")
     if shared_inputs:
         error = shared_inputs_error(
-            screen_mode, given.value("zl_timer"), given.value("zl_cold_cache")
+            mode_name, given.value("zl_timer"), given.value("zl_cold_cache")
         )
         if error:
             raise pytest.UsageError(f"--zl-shared-inputs: {error}")
@@ -198,8 +198,8 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         replay_from=replay_root(config),
         allow_caliber_mismatch=given.value("zl_allow_caliber_mismatch"),
         shard=shard,
-        mode=screen_mode,
-        floor_from=floor_root(config, screen_mode),
+        mode=mode_name,
+        floor_from=floor_root(config, mode_name),
         batch_size=given.value("zl_batch_size"),
         shared_inputs=shared_inputs,
     )
@@ -219,19 +219,19 @@ def floor_root(config: pytest.Config, mode: str = "lockstep") -> Path | None:
 
         where = _common.named(config, "zl_floor_from")
         control_floor(path, where)
-        check_mode(runner_for(mode).one_process, path, where)
+        check_mode(screen_mode(mode).one_process, path, where)
     return path
 
 
 def shared_inputs_error(mode: str, timer: str, cold: bool) -> str | None:
     """Why ``--zl-shared-inputs`` would do nothing with these options, or ``None``."""
-    runner = runner_for(mode)
-    if runner.one_process:
+    sides = screen_mode(mode)
+    if sides.one_process:
         return (
             "needs --zl-screen-mode=lockstep, not one-process (its two sides share all their "
             "memory in one process already)"
         )
-    if not runner.lockstep:
+    if not sides.lockstep:
         return (
             f"needs --zl-screen-mode=lockstep, not {mode} (the sides share their inputs' memory "
             "only while they take turns)"

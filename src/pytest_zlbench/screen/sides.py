@@ -91,8 +91,8 @@ class SideWorkers:
         #: whose recordings the sides replay (``earlier``: the batch's, done before a resume)
         self.recorded = [item.op for item in (*items, *earlier)]
         self.name = name
-        self.lockstep = self.settings.runner.lockstep
-        self.one_process = self.settings.runner.one_process
+        self.lockstep = self.settings.screen_mode.lockstep
+        self.one_process = self.settings.screen_mode.one_process
         self.workdir = self.settings.root / WORKERS_DIR / name
         self.workers: dict[str, SideProcess] = {}
         self.started = time.monotonic()
@@ -300,7 +300,7 @@ class SideWorkers:
         after = max(0.0, expected - max(rnd, 0))
         return passes_left(position, todo, after, len(active), len(self.alone), self.passes_after)
 
-    def _fell_out(
+    def _leave_batch(
         self, item: Operator, rnd: int, run_dirs: dict[str, Path], causes: dict[str, str]
     ) -> None:
         """``item`` leaves the batch; its failed run directories are kept beside the retry."""
@@ -316,7 +316,7 @@ class SideWorkers:
             shutil.rmtree(kept, ignore_errors=True)
             run_dir.rename(kept)
 
-    def pass_over(
+    def run_pass(
         self,
         rnd: int,
         todo: list[Operator],
@@ -359,7 +359,7 @@ class SideWorkers:
             self.pace.add(elapsed)
             self.costs[item.op] = self.costs.get(item.op, 0.0) + elapsed
             if causes:
-                self._fell_out(item, rnd, run_dirs, causes)
+                self._leave_batch(item, rnd, run_dirs, causes)
             state = ", ".join(
                 ("" if side == RECORD_SIDE else f"{side} ")
                 + ("ok" if results.get(side) is None else "failed")
@@ -375,12 +375,12 @@ class SideWorkers:
             )
             if causes:
                 text = "; ".join(f"{s}: {c}" for s, c in causes.items())
-                then = self._then(item.op, text)
-                self.progress(f"{item.op}: {text}; measured again {then}")
+                retry = self._retry_plan(item.op, text)
+                self.progress(f"{item.op}: {text}; measured again {retry}")
             elif after_round is not None and after_round(item, rnd) is not None:
                 self.stopped.add(item.op)
 
-    def _then(self, op: str, cause: str) -> str:
+    def _retry_plan(self, op: str, cause: str) -> str:
         """How an operator that left the batch for ``cause`` is measured after it. A refusal of
         the dtypes is written down at once, so that a resume after a cut before the batch ends
         sends the operator straight to its own dtypes (``Children.refused_before``)."""
@@ -409,7 +409,7 @@ class SideWorkers:
                     if stale.exists():
                         shutil.rmtree(stale)
                 if todo:
-                    self.pass_over(0, todo, (RECORD_SIDE,), None, self._recorded)
+                    self.run_pass(0, todo, (RECORD_SIDE,), None, self._recorded)
                 self.stop_all()
                 replay = self.workdir / RECORD_SIDE
                 merge_pins(replay, [s.root / op for op in self.recorded])
@@ -423,7 +423,7 @@ class SideWorkers:
                 first = (first_of(k), first_of(k + 1))
                 workers = (BOTH_SIDES,) if self.one_process else first
                 self.start(workers, k, [n for item in todo for n in item.nodeids], replay)
-                self.pass_over(k, todo, first, replay, after_round)
+                self.run_pass(k, todo, first, replay, after_round)
                 self.stop_all()
         except BaseException:
             self.kill_all()  # an interrupt or an error of the screen: nothing waits for them
