@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from . import screen_modes
-
 #: the session modes: what a session does, resolved from its options
 MEASURE = "measure"  # times tests, records nothing (no --zl-out)
 RECORD = "record"  # a recorded run (--zl-out)
@@ -278,7 +276,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--zl-shard-from",
         "ab",
-        "Balance --zl-shard by the child run durations in an earlier screen root",
+        "Balance --zl-shard by the operators' recorded costs in an earlier screen root",
         child=DROP,
         metavar="ROOT",
         acts_in=frozenset({SCREEN}),
@@ -589,6 +587,12 @@ class Settings:
         )
 
 
+def _side_workers(mode: str) -> bool:
+    from .screen_modes import screen_mode
+
+    return screen_mode(mode.strip().lower()).side_workers
+
+
 def session_mode(given: Iterable[str], child: bool) -> str:
     """The mode of a session given the options it has (their ``dest`` names)."""
     names = set(given)
@@ -641,7 +645,7 @@ def idle_options(
         mode == SCREEN
         and "zl_batch_size" in given
         and screen_mode is not None
-        and not screen_modes.screen_mode(screen_mode.strip().lower()).side_workers
+        and not _side_workers(screen_mode)
     ):
         out.append(
             (
