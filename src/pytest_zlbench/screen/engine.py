@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
 from ..core import records, screening
+from ..core.lockstep import first_of
 from ..core.rounds import IDENTICAL_IR, RoundView, batch_passes, stop_reason
 from ..core.shard import COST_FILE, cost_record
 from . import result_file
@@ -50,6 +51,7 @@ from .results import (
     pass_started,
     write_op_result,
 )
+from .round_loop import run_rounds
 from .sides import SideWorkers
 
 if TYPE_CHECKING:
@@ -152,47 +154,7 @@ class ScreenEngine:
             add_note(op_dir, str(exc))
 
     def _rounds_alone(self, item: Operator, op_dir: Path, since: Since = FROM_START) -> None:
-        start, replay, history = since.start, since.replay, list(since.history)
-        s = self.settings
-
-        def run_side(run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
-            # left for a resumed screen, should this pass be cut (removed by the caller)
-            pass_started(op_dir, pass_name(rnd))
-            return self.children.run_side(item.op, item.nodeids, run_dir, side, rnd, replay)
-
-        if start == 0:
-            replay = s.replay_from
-            if replay is not None:
-                self.progress(f"{item.op}: every side replays {replay} (no recording pass)")
-            elif s.records:
-                rec_dir = op_dir / RECORD_DIR
-                if run_side(rec_dir, RECORD_SIDE, 0, None) is not None:
-                    # each side would tune its own configs: the delta would mix tuning and switch
-                    self.progress(f"{item.op}: recording pass failed; no side measured")
-                    return
-                replay = rec_dir
-        previous: str | None = None  # the cause the last failed round failed with
-        for k in range(max(start, 1), s.rounds + 1):
-            order = ("A", "B") if k % 2 else ("B", "A")
-            failure = None
-            for side in order:
-                cause = run_side(round_dir(op_dir, k, side), side, k, replay)
-                if cause is not None:
-                    failure = cause  # the round is lost: its other side is not run
-                    break
-            if failure is not None:
-                history.append(RoundView(k, "", failed=True))
-                if previous is not None and same_failure(failure, previous):
-                    self.progress(
-                        f"{item.op}: round {k} failed as round {k - 1} did; not retried again"
-                    )
-                    return
-                previous = failure
-                continue
-            # a round a side worker failed counts as failed, though measured again here
-            failed = since.worker_failed and k == start
-            if k < s.rounds and self.stop_after(item, op_dir, k, history, failed) is not None:
-                return
+        run_rounds(ProcessRounds(self, item, op_dir, since), self.settings.rounds, since.start)
 
     # ---- side workers --------------------------------------------------------------------------
 
@@ -423,6 +385,69 @@ class ScreenEngine:
             mark_skipped(op_dir, f"stopped after {k} of {s.rounds} rounds: {reason}\n")
             self.progress(f"{item.op}: stopped after {k} of {s.rounds} rounds: {reason}")
         return reason
+
+
+class ProcessRounds:
+    """The passes of one operator measured one child process per side (``Children``): its
+    recording pass, then each round's two sides in the round's order, a round lost when a side
+    fails (its other side is not run); measured no more once two rounds in a row failed the
+    same way or its verdict is settled (``ScreenEngine.stop_after``)."""
+
+    def __init__(self, engine: ScreenEngine, item: Operator, op_dir: Path, since: Since) -> None:
+        self.engine = engine
+        self.item = item
+        self.op_dir = op_dir
+        self.since = since
+        self.replay = since.replay
+        self.history = list(since.history)
+        self.previous: str | None = None  # the cause the last failed round failed with
+        self.stopped = False
+
+    def _side(self, run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
+        # left for a resumed screen, should this pass be cut (removed by the caller)
+        pass_started(self.op_dir, pass_name(rnd))
+        item = self.item
+        return self.engine.children.run_side(item.op, item.nodeids, run_dir, side, rnd, replay)
+
+    def record(self) -> bool:
+        s, item = self.engine.settings, self.item
+        self.replay = s.replay_from
+        if self.replay is not None:
+            self.engine.progress(f"{item.op}: every side replays {self.replay} (no recording pass)")
+        elif s.records:
+            rec_dir = self.op_dir / RECORD_DIR
+            if self._side(rec_dir, RECORD_SIDE, 0, None) is not None:
+                # each side would tune its own configs: the delta would mix tuning and switch
+                self.engine.progress(f"{item.op}: recording pass failed; no side measured")
+                return False
+            self.replay = rec_dir
+        return True
+
+    def todo(self, rnd: int) -> list[Operator]:
+        return [] if self.stopped else [self.item]
+
+    def round(self, rnd: int, todo: list[Operator]) -> None:
+        item, engine = self.item, self.engine
+        failure = None
+        for side in (first_of(rnd), first_of(rnd + 1)):
+            cause = self._side(round_dir(self.op_dir, rnd, side), side, rnd, self.replay)
+            if cause is not None:
+                failure = cause  # the round is lost: its other side is not run
+                break
+        if failure is not None:
+            self.history.append(RoundView(rnd, "", failed=True))
+            if self.previous is not None and same_failure(failure, self.previous):
+                engine.progress(
+                    f"{item.op}: round {rnd} failed as round {rnd - 1} did; not retried again"
+                )
+                self.stopped = True
+            self.previous = failure
+            return
+        # a round a side worker failed counts as failed, though measured again here
+        failed = self.since.worker_failed and rnd == self.since.start
+        if rnd < engine.settings.rounds:
+            reason = engine.stop_after(item, self.op_dir, rnd, self.history, failed)
+            self.stopped = reason is not None
 
 
 class ProcessRunner:

@@ -48,6 +48,7 @@ from .children import kill_group
 from .messages import Running, read, send
 from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
 from .results import mark_failed, pass_ended, pass_name, pass_started
+from .round_loop import run_rounds
 from .side_process import SideProcess, WorkerDied, start_side
 
 if TYPE_CHECKING:
@@ -107,6 +108,9 @@ class SideWorkers:
         #: --zl-shared-inputs: the two workers of a round share a block of input memory
         self.shared = self.lockstep and self.settings.shared_inputs
         self.pool_generation = 0
+        #: the recording the sides replay, once the recording pass made it (``run``)
+        self.replay: Path | None = settings.replay_from
+        self.after_round: Callable[[Operator, int], str | None] | None = None
 
     # -- workers -----------------------------------------------------------------------------
 
@@ -391,47 +395,59 @@ class SideWorkers:
         return "on its own dtypes, in side workers of their own, after the batch"
 
     def run(self, after_round: Callable[[Operator, int], str | None]) -> Path | None:
-        """Measure the batch; returns the recording the sides replayed (or ``None``).
-        ``after_round(item, k)`` says why an operator needs no round after ``k`` (or None)."""
-        s = self.settings
-        reused = self._clear_workdir()
-        replay = s.replay_from
+        """Measure the batch (``screen.round_loop.run_rounds``); returns the recording the
+        sides replayed (or ``None``). ``after_round(item, k)`` says why an operator needs no
+        round after ``k`` (or None)."""
+        self.after_round = after_round
+        self.replay = self.settings.replay_from
         try:
-            if s.records:
-                todo = [item for item in self.items if item.op not in reused]
-                if reused:
-                    self.progress(
-                        f"{self.name}: the recordings of {len(reused)} operator"
-                        f"{'s' if len(reused) > 1 else ''} reused (--zl-resume)"
-                    )
-                for item in todo:  # a recording not reused is made afresh
-                    stale = s.root / item.op / RECORD_DIR
-                    if stale.exists():
-                        shutil.rmtree(stale)
-                if todo:
-                    self.run_pass(0, todo, (RECORD_SIDE,), None, self._recorded)
-                self.stop_all()
-                replay = self.workdir / RECORD_SIDE
-                merge_pins(replay, [s.root / op for op in self.recorded])
-            elif replay is not None:
-                self.progress(f"every side replays {replay} (no recording pass)")
-            for k in range(1, s.rounds + 1):
-                left = [i for i in self.items if i.kept < k and i.op not in self.alone]
-                todo = [i for i in left if i.op not in self.stopped]
-                if not todo:  # none left, or all of them finished this round before
-                    continue
-                first = (first_of(k), first_of(k + 1))
-                workers = (BOTH_SIDES,) if self.one_process else first
-                self.start(workers, k, [n for item in todo for n in item.nodeids], replay)
-                self.run_pass(k, todo, first, replay, after_round)
-                self.stop_all()
+            run_rounds(self, self.settings.rounds)
         except BaseException:
             self.kill_all()  # an interrupt or an error of the screen: nothing waits for them
             raise
         finally:
             self.stop_all()
             self._write_cost()
-        return replay
+        return self.replay
+
+    def record(self) -> bool:
+        """The batch's recording pass (its operators whose recordings a resumed screen kept
+        aside), one worker over the batch; or the note that every side replays a recording."""
+        s = self.settings
+        reused = self._clear_workdir()
+        if s.records:
+            todo = [item for item in self.items if item.op not in reused]
+            if reused:
+                self.progress(
+                    f"{self.name}: the recordings of {len(reused)} operator"
+                    f"{'s' if len(reused) > 1 else ''} reused (--zl-resume)"
+                )
+            for item in todo:  # a recording not reused is made afresh
+                stale = s.root / item.op / RECORD_DIR
+                if stale.exists():
+                    shutil.rmtree(stale)
+            if todo:
+                self.run_pass(0, todo, (RECORD_SIDE,), None, self._recorded)
+            self.stop_all()
+            self.replay = self.workdir / RECORD_SIDE
+            merge_pins(self.replay, [s.root / op for op in self.recorded])
+        elif self.replay is not None:
+            self.progress(f"every side replays {self.replay} (no recording pass)")
+        return True
+
+    def todo(self, rnd: int) -> list[Operator]:
+        """The operators round ``rnd`` measures: not left alone, not stopped, not kept."""
+        left = [i for i in self.items if i.kept < rnd and i.op not in self.alone]
+        return [i for i in left if i.op not in self.stopped]
+
+    def round(self, rnd: int, todo: list[Operator]) -> None:
+        """Round ``rnd`` over ``todo``: its workers started (the side that starts first
+        alternates by round), the pass, the workers stopped."""
+        first = (first_of(rnd), first_of(rnd + 1))
+        workers = (BOTH_SIDES,) if self.one_process else first
+        self.start(workers, rnd, [n for item in todo for n in item.nodeids], self.replay)
+        self.run_pass(rnd, todo, first, self.replay, self.after_round)
+        self.stop_all()
 
     def _clear_workdir(self) -> set[str]:
         """A fresh folder for the batch's workers; resumed, the operators whose recordings it
