@@ -17,7 +17,7 @@ PLAIN = SimpleNamespace()
 def resumed(root: Path, lines: list[str]) -> SimpleNamespace:
     return SimpleNamespace(
         settings=SimpleNamespace(resume=True, root=root),
-        mode=screen_mode("lockstep"),
+        round_runner=SimpleNamespace(batched=screen_mode("lockstep").side_workers),
         config=PLAIN,
         progress=lines.append,
     )

@@ -57,7 +57,7 @@ def cut_before(engine: ScreenEngine, config: pytest.Config, ops: list[str]) -> d
     said: dict[str, str] = {}
     for op in ops:
         what, before = marks.get(op, (None, None))
-        if engine.mode.side_workers:
+        if engine.round_runner.batched:
             if what is None and before is not None:  # put last before, cut in no pass since
                 cut[op] = before
                 said[op] = f"put last since an earlier session was cut in its {before}"
@@ -93,7 +93,7 @@ def op_items(engine: ScreenEngine, session: pytest.Session, items: list[pytest.I
             raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
     cut = cut_before(engine, config, [op for op in groups if reasons[op] is None])
     batch_of: dict[str, str] = {}
-    if engine.mode.side_workers:
+    if engine.round_runner.batched:
         batch_of = batches_of(
             config,
             {op: m for op, m in groups.items() if reasons[op] is None},

@@ -121,7 +121,7 @@ class AbController:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Side workers: every batch goes to one xdist worker (``screen.scheduling``)."""
-        if not self.settings.screen_mode.side_workers:
+        if not self.engine.round_runner.batched:
             return None
         from .scheduling import BatchScheduling
 

@@ -454,6 +454,9 @@ class ProcessRunner:
     """``--zl-screen-mode=process``: each operator's rounds in turn, one child run per side
     (``ScreenEngine.measure_alone``)."""
 
+    #: its operators are not put in batches (each xdist worker takes any operator)
+    batched = False
+
     def __init__(self, engine: ScreenEngine) -> None:
         self.engine = engine
 
@@ -474,6 +477,9 @@ class ProcessRunner:
 class BatchRunner:
     """The side-worker modes (lockstep, sequential, one-process): the first operator of a batch
     to run measures the whole batch (``ScreenEngine.run_batch``, ``screen.sides``)."""
+
+    #: its operators are put in batches, each sent whole to one xdist worker
+    batched = True
 
     def __init__(self, engine: ScreenEngine) -> None:
         self.engine = engine
