@@ -170,7 +170,7 @@ def test_a_small_delta_inside_the_screens_noise_is_not_beyond_it() -> None:
     assert (line.slower, line.faster) == ("2", "0")
     assert line.floor.startswith("NO_IR_DIFF operators (abs, mul)")
     assert "2 of 3 shapes beyond noise: 2 slower, 0 faster" in line.note
-    assert "slowest +78.10% (95% CI" in line.note
+    assert "slowest +78.09% (95% CI" in line.note
     data = mm.to_json()
     assert (data["beyond"], data["judged"], data["direction"]) == (2, 3, "slower")
     assert data["worst_pct"] == pytest.approx(78.095, abs=0.01)
