@@ -298,3 +298,37 @@ def test_the_reports_shape_table_puts_each_delta_under_its_rounds_number() -> No
     by_head = dict(zip(head, row, strict=True))
     assert "r2_delta_pct" not in head
     assert (by_head["r1_delta_pct"], by_head["r3_delta_pct"]) == ("+0.250", "+0.750")
+
+
+def test_faster_shapes_never_offset_a_slower_one_at_the_gate() -> None:
+    """The counter-example: shapes at -10.5 %, -9.5 % and +30.25 %, all beyond noise, had an
+    effect (their median) of -9.5 %, and --zl-fail-beyond=5 passed a +30 % regression."""
+    shapes = {
+        "[1]": (-0.104, -0.106, -0.105),
+        "[2]": (-0.094, -0.096, -0.095),
+        "[3]": (0.301, 0.304, 0.3025),
+    }
+    results = screening.judge_screen([screening.aggregate("mm", rounds_of("mm", shapes))])
+    doc = result.document(result.SCREEN, [r.to_json() for r in results])
+    (mm,) = doc["operators"]
+    assert mm["beyond"] == 3
+    assert mm["effect_pct"] < 0  # the median over the three is still a speed-up
+    verdict = gate.judge(doc, 5.0)
+    assert verdict.failed
+    (regression,) = verdict.regressions
+    assert (regression.op, round(regression.delta_pct, 1)) == ("mm", 30.2)
+    assert "mm float16 [3]" in verdict.lines()[0]
+    assert gate.exit_status(0, verdict) == gate.REGRESSION_EXIT
+
+
+def test_failed_and_cut_operators_are_named_by_the_gate_and_never_read_passed() -> None:
+    entries = [r.to_json() for r in h200_like()[1:]]  # abs: judged, nothing beyond
+    entries.append({**result.pending("mm", result.RUNNING), "status": result.CUT})
+    entries.append({**result.pending("fft", result.RUNNING), "status": result.FAILED})
+    verdict = gate.judge(result.document(result.SCREEN, entries), 5.0)
+    assert not verdict.failed
+    assert "passed" not in verdict.lines()[0]
+    assert "mm (cut)" in verdict.lines()[-1]
+    assert "fft (failed)" in verdict.lines()[-1]
+    assert gate.exit_status(0, verdict) == gate.NOT_JUDGED_EXIT
+    assert gate.exit_status(1, verdict) == 1  # the failed operators' own status stands
