@@ -242,11 +242,10 @@ def resolve_mode(config: pytest.Config) -> Mode:
     """The session's mode from its options; works on the early config of
     ``pytest_load_initial_conftests`` too. A screen and a compare asked at once is a usage
     error."""
-    from .contract import CHILD_ENV
-
     settings = settings_of(config)
-    child = bool(os.environ.get(CHILD_ENV))
-    kind = settings.mode(child)  # core.options.session_mode: the one rule
+    # core.options.session_mode: the one rule (whether this is a screen's child matters only
+    # to a session that records: an inactive one imports nothing more)
+    kind = settings.mode(child=False)
     out = settings.value("zl_out")
     if kind == options.COMPARE:
         if settings.has("zl_ab") or settings.has("zl_rounds"):
@@ -254,12 +253,15 @@ def resolve_mode(config: pytest.Config) -> Mode:
                 "--zl-compare runs no tests: it cannot be combined with --zl-ab/--zl-rounds"
             )
         return Mode(Mode.COMPARE, out, tuple(settings.value("zl_compare")))
+    if kind != options.SCREEN and os.environ.get(WORKER_FD_ENV):
+        return Mode(Mode.WORKER, None, child=True)
+    if kind == options.MEASURE:
+        return Mode(Mode.MEASURE)
+    from .contract import CHILD_ENV
+
+    child = bool(os.environ.get(CHILD_ENV))
     if kind == options.SCREEN:
         return Mode(Mode.SCREEN, out, child=child)
-    if os.environ.get(WORKER_FD_ENV):
-        return Mode(Mode.WORKER, None, child=True)
-    if out is None:
-        return Mode(Mode.MEASURE)
     return Mode(Mode.CHILD if child else Mode.RECORD, out, child=child)
 
 

@@ -515,8 +515,6 @@ class Settings:
     _values: dict[str, Any]
 
     def __init__(self, given: Mapping[str, tuple[Any, bool]]) -> None:
-        from .parsing import ini_message
-
         values: dict[str, Any] = {}
         for dest, (value, from_ini) in given.items():
             option = BY_DEST.get(dest)
@@ -527,6 +525,8 @@ class Settings:
             try:
                 values[dest] = parse(value)
             except ValueError as exc:
+                from .parsing import ini_message
+
                 message = ini_message(str(exc), dest, value) if from_ini else str(exc)
                 raise ValueError(message) from None
         object.__setattr__(self, "_given", dict(given))
