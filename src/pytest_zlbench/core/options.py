@@ -384,7 +384,7 @@ OPTIONS: tuple[Option, ...] = (
         "--zl-min-effect",
         "ab",
         "The smallest change a shape is called beyond noise with, in percent (default 0.2): a "
-        "significant 0.01 % is not a change",
+        "significant 0.01 %% is not a change",
         child=DROP,
         metavar="PCT",
         parse=_min_effect,
