@@ -63,7 +63,7 @@ from typing import Any
 from pytest_zlbench.core.autotune import PINS_FILE, tuned_keys
 from pytest_zlbench.core.records import Row, iter_rows_jsonl, partial_files
 from pytest_zlbench.core.screen_tsv import ScreenLine
-from pytest_zlbench.core.shard import costs_from_progress
+from pytest_zlbench.core.shard import COST_FILE, cost_of
 from pytest_zlbench.screen.cost import batch_totals
 
 
@@ -166,10 +166,18 @@ def cmd_nodes() -> None:
 
 def _op_seconds(root: Path) -> dict[str, float]:
     """Seconds each operator kept the side workers (in process mode, its child processes)
-    busy, summed over its passes, from the screen's progress lines (as ``--zl-shard`` reads
-    them)."""
-    log = root / "progress.log"
-    return costs_from_progress(log.read_text() if log.is_file() else "")
+    busy, summed over its passes: each operator's cost record (``<op>/cost.json``, the one
+    ``--zl-shard-from`` reads)."""
+    seconds = {}
+    for path in sorted(root.glob(f"*/{COST_FILE}")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        cost = cost_of(record, path.parent.name)
+        if cost is not None:
+            seconds[path.parent.name] = cost
+    return seconds
 
 
 def cmd_cheapest(root: str, count: str) -> None:

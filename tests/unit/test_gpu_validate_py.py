@@ -100,24 +100,22 @@ def test_the_summary_gives_the_calls_each_sample_averages(
     ) in summary(tmp_path, capsys)
 
 
+def cost(root: Path, op: str, seconds: float) -> None:
+    """``op``'s cost record in ``root`` (the screen writes one per operator)."""
+    (root / op / "cost.json").write_text(json.dumps({"schema": 1, "op": op, "seconds": seconds}))
+
+
 def test_cheapest_lists_the_test_functions_of_the_least_busy_complete_operators(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The cards stage's list: the complete operators by their side-worker seconds over every
     pass; one measured on its own dtypes (another batch, other start-ups) and an unfinished one
     left out."""
-    (tmp_path / "progress.log").write_text(
-        "[zlbench     9.0s] mv record: ok (9.0s) [operator 1 of 4, recording pass; 9s elapsed]\n"
-        "[zlbench     9.5s] abs record: ok (0.5s) [operator 2 of 4, recording pass; 9s elapsed]\n"
-        "[zlbench    10.0s] fft record: ok (0.2s) [operator 3 of 4, recording pass; 10s elapsed]\n"
-        "[zlbench    10.1s] cat record: ok (0.1s) [operator 4 of 4, recording pass; 10s elapsed]\n"
-        "[zlbench    20.0s] abs r1: A ok, B ok (4.0s) [operator 1 of 4, round 1 of 3; 20s]\n"
-        "[zlbench    22.0s] mv r1: A ok, B ok (2.0s) [operator 2 of 4, round 1 of 3; 22s]\n"
-    )
     nodes = {"mv": ["t_mv.py::test_mv"], "abs": ["t_abs.py::test_abs", "t_abs.py::test_abs_"]}
-    for op in ("mv", "abs", "fft", "cat"):
+    for op, seconds in (("mv", 11.0), ("abs", 4.5), ("fft", 0.2), ("cat", 0.1)):
         identity = tmp_path / op / "r1_A" / "run_identity.json"
         identity.parent.mkdir(parents=True)
+        cost(tmp_path, op, seconds)
         identity.write_text(json.dumps({"test_nodes": nodes.get(op, [f"t_{op}.py::test_{op}"])}))
         if op != "cat":
             (tmp_path / op / "op.complete").touch()
@@ -186,6 +184,9 @@ def test_the_table_gives_one_row_per_screen_with_its_mode_cost_and_precision(
         "[zlbench    20.0s] mul r1: A ok, B ok (6.0s) [operator 2 of 3, round 1 of 3]\n"
         f"[zlbench    30.0s] {batch_cost('batch0', 'lockstep', 2, 5, 30, 6, tmp_path / 'x')}\n"
     )
+    for op, seconds in (("abs", 4.0), ("mul", 6.0)):
+        (tmp_path / op).mkdir()
+        cost(tmp_path, op, seconds)
     gpu_validate.cmd_table([f"{tmp_path}=the label"])
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("| screen ")
@@ -197,33 +198,30 @@ def test_the_table_gives_one_row_per_screen_with_its_mode_cost_and_precision(
     ]  # fmt: skip
 
 
-def test_the_tables_busy_seconds_count_process_children_and_failed_sides(
+def test_the_tables_busy_seconds_are_the_operators_cost_records(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Process mode's busy seconds are its children's (it read "-"); a pass whose cause holds
-    parentheses counts too. Its share timed stays "-": no child records its timed turns."""
+    """Busy seconds per operator come from each operator's cost record (process mode's are its
+    children's; it read "-"), never from progress text; a record of another operator or schema
+    counts for nothing. Process mode's share timed stays "-": no child records its timed
+    turns."""
     doc = {"status": "complete", "switch": {}, "settings": {"rounds": 1}, "operators": []}
     (tmp_path / "screen_result.json").write_text(json.dumps(doc))
     (tmp_path / "progress.log").write_text(
-        "[zlbench     0.3s] abs: every side replays S (no recording pass)\n"
-        "[zlbench    10.3s] abs r1 A: running, 10s of 300s (pid 876)\n"
-        "[zlbench    27.2s] abs r1 A: ok (26.9s)\n"
-        "[zlbench    53.7s] abs r1 B: ok (26.6s)\n"
-        "[zlbench    60.0s] mul record: ok (6.0s)\n"
-        "[zlbench    70.0s] mul r1 A: exit status 1 (a test failed) (10.0s)\n"
-        "[zlbench    80.0s] mul r1 B: ok (10.0s)\n"
+        "[zlbench    27.2s] abs r1 A: ok (26.9s)\n[zlbench    53.7s] abs r1 B: ok (26.6s)\n"
     )
+    for op, record in (
+        ("abs", {"schema": 1, "op": "abs", "seconds": 53.5}),
+        ("mul", {"schema": 1, "op": "mul", "seconds": 26.0}),
+        ("mv", {"schema": 1, "op": "abs", "seconds": 9.0}),  # another operator's
+        ("eq", {"schema": 99, "op": "eq", "seconds": 9.0}),  # another schema
+    ):
+        (tmp_path / op).mkdir()
+        (tmp_path / op / "cost.json").write_text(json.dumps(record))
     assert gpu_validate._op_seconds(tmp_path) == {"abs": 53.5, "mul": 26.0}
     gpu_validate.cmd_table([str(tmp_path)])
     cells = [c.strip() for c in capsys.readouterr().out.splitlines()[2].strip("|").split("|")]
     assert (cells[1], cells[7], cells[8]) == ("process", "39.8 s", "-")
-    (tmp_path / "progress.log").write_text(
-        "[zlbench     9.0s] mv record: ok (9.0s) [operator 1 of 2, recording pass; 9s elapsed]\n"
-        "[zlbench    20.0s] mv r1: A failed (exit status 1 (x)), B ok (4.0s) [operator 1 of 2, "
-        "round 1 of 3; 20s elapsed, about 10s left]\n"
-        "[zlbench    23.7s] abs r1: still running (A 10s, B 10s)\n"
-    )
-    assert gpu_validate._op_seconds(tmp_path) == {"mv": 13.0}
 
 
 def mode_of(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
