@@ -8,7 +8,7 @@ The demo's switch is ``DEMO_SLOW_SOFTMAX=1``: it sends the softmax candidate dow
 path (several times slower) and leaves every other operator alone, so that an A/B screen of it
 has one operator to find::
 
-    pytest --zl-backend=cpu --zl-ab=DEMO_SLOW_SOFTMAX=1 --zl-rounds=3 --zl-out=runs/demo_ab examples/demo
+    pytest --zl-backend=cpu --zl-ab=DEMO_SLOW_SOFTMAX=1 --zl-rounds=3 examples/demo
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ Layout, like pytest-benchmark's machine folders and asv's results directory::
 A caliber key is readable (backend, device, timer) and exact (a hash of all seven caliber
 fields), so runs that may be compared share a folder. Names are unique in a store and an entry
 is never overwritten. A store the first save creates gets a ``.gitignore`` of ``*``, so that a
-store inside a checkout stays out of version control (remove it to commit the store). A save copies into a temporary folder beside its target and renames it
-into place; the index is rewritten atomically under an exclusive lock on ``STORE/.lock``.
+store inside a checkout stays out of version control (remove it to commit the store). A save
+copies into a temporary folder beside its target and renames it into place; the index is
+rewritten atomically under an exclusive lock on ``STORE/.lock``.
 Pure: no pytest, torch or triton; the callers say which files a run or a screen holds.
 """
 
