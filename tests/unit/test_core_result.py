@@ -283,7 +283,7 @@ def test_the_reports_shape_table_puts_each_delta_under_its_rounds_number() -> No
         "rounds": [{"round": 1, "delta_pct": 0.25}, {"round": 3, "delta_pct": 0.75}],
     }  # fmt: skip
     cells = report._shapes_table({"shapes": [shape]})
-    head = re.findall(r"<th>([^<]*)</th>", cells[0])
+    head = re.findall(r"<th><a [^>]*>([^<]*)</a></th>", cells[0])
     row = re.findall(r"<td[^>]*>([^<]*)</td>", cells[1])
     by_head = dict(zip(head, row, strict=True))
     assert "r2_delta_pct" not in head

@@ -254,6 +254,20 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     return True
 
 
+#: the most operators the overview draws: beyond it the picture is unreadable (and 1,000 took
+#: minutes to draw); the report's table lists every operator
+OVERVIEW_MOST = 60
+
+
+def _most_telling(entries: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """At most :data:`OVERVIEW_MOST` operators: those with shapes beyond noise first, then the
+    largest medians either way."""
+    if len(entries) <= OVERVIEW_MOST:
+        return list(entries)
+    ranked = sorted(entries, key=lambda e: (not e.get("beyond"), -abs(float(e["median_pct"]))))
+    return ranked[:OVERVIEW_MOST]
+
+
 def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
     """Write the screen's overview (SVG at ``path``, a PNG beside it): per operator with a
     range, the range (bar), the median (dot), the effect beyond noise (star) and the noise it
@@ -269,6 +283,8 @@ def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
         from matplotlib.figure import Figure
     except ImportError:
         return False
+    total = len(ranged)
+    ranged = _most_telling(ranged)
     ranged.sort(key=lambda e: e["median_pct"])
     ys = list(range(len(ranged)))
     fig = Figure(figsize=(10.0, 2.4 + 0.3 * len(ranged)), layout="constrained")
@@ -298,6 +314,11 @@ def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
     )
     floor = doc.get("noise_floor") or {}
     title = f"{what}: {len(ranged)} operators, range of per-shape medians"
+    if total > len(ranged):
+        title = (
+            f"{what}: {len(ranged)} of {total} operators (those beyond noise, then the "
+            "largest medians), range of per-shape medians"
+        )
     if floor.get("source"):
         title += f"; noise floor from {floor['source']}"
     ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
