@@ -216,7 +216,7 @@ def test_the_pictures_show_every_label_whole_and_say_one_round(tmp_path: Path) -
     assert "torch.Size([1024, 1024])]" in svg.replace("&#x27;", "'")
     assert "test_blas_benchmark[mm-mm-mm_kernel]" in svg
     assert "noise it was judged against" in svg
-    assert "baseline (torch) delta" in svg
+    assert "baseline (reference) delta" in svg
     one = screening.aggregate("abs", rounds_of("abs", {"[64]": (0.01,)}))
     assert plot.write(path, one)
     svg = path.read_text()

@@ -235,7 +235,7 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
         else "delta",
     )
     base = [(s["baseline_median_pct"], y) for y, s in zip(ys, shapes, strict=True)]
-    _marks(ax, base, "baseline (torch) delta: the machine's move", _BASELINE_MARK)
+    _marks(ax, base, "baseline (reference) delta: the machine's move", _BASELINE_MARK)
     flips = [(s["median_pct"], y) for y, s in zip(ys, shapes, strict=True) if s.get("sign_flip")]
     _marks(ax, flips, f"sign changes across rounds ({len(flips)})", _FLIP_MARK)
     ax.set_yticks(ys, labels, fontsize=7)
@@ -319,7 +319,7 @@ def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
             f"{what}: {len(ranged)} of {total} operators (those beyond noise, then the "
             "largest medians), range of per-shape medians"
         )
-    if floor.get("source"):
+    if floor.get("source") not in (None, "", "none"):
         title += f"; noise floor from {floor['source']}"
     ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
     _legend_below(fig, ax)
