@@ -5,6 +5,8 @@ under ``-q`` and silenced by ``-qq`` (progress.log keeps every line)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from test_ab import ABS, HELPERS, RELU, SUITE_CONFTEST
@@ -38,3 +40,28 @@ def test_progress_lines_under_quiet(zl_pytester: pytest.Pytester, quiet: str, sh
     for op in ("abs", "relu"):
         assert any(f"] {op} r1: " in line for line in lines), lines
     assert all(PROGRESS.match(line) for line in lines), lines
+
+
+def test_the_operator_counter_is_the_batchs_over_a_resumed_pass(tmp_path: Path) -> None:
+    """A resumed batch whose recording pass covers one of its two operators (the other's
+    recording reused) read ``operator 1 of 1`` there, then ``operator 1 of 2`` in round 1:
+    each operator keeps its number in the batch whichever pass measures it."""
+    from pytest_zlbench.core.rounds import Pace
+    from pytest_zlbench.screen.sides import SideWorkers
+
+    said: list[str] = []
+    settings = SimpleNamespace(mode="lockstep", root=tmp_path, shared_inputs=False, rounds=2)
+    controller = SimpleNamespace(
+        settings=settings, children=None, progress=said.append, pace=Pace()
+    )
+    items = [SimpleNamespace(op=op, nodeids=[f"t::{op}"], members=[f"t::{op}"]) for op in "ab"]
+    workers = SideWorkers(controller, items, "batch0")
+    workers.drive = lambda item, rnd, sides, *rest: dict.fromkeys(sides)
+    workers.pass_over(0, [items[1]], ("record",), None)  # a's recording was reused
+    workers.pass_over(1, items, ("A", "B"), None)
+    places = [re.search(r"\[(operator \d+ of \d+)", line) for line in said]
+    assert [m.group(1) for m in places if m] == [
+        "operator 2 of 2",  # b's recording
+        "operator 1 of 2",  # round 1: a
+        "operator 2 of 2",  # round 1: b
+    ]

@@ -359,7 +359,10 @@ class SideWorkers:
                 for side in sides
                 if side in results
             )
-            where = f"{self.place}operator {position + 1} of {total}, {pass_name(rnd)}" + (
+            # numbered within the batch, not the pass: a resumed pass that skips reused
+            # operators keeps each operator's number and the count (it read 1 of 2, then 1 of 4)
+            number, count = self.items.index(item) + 1, len(self.items)
+            where = f"{self.place}operator {number} of {count}, {pass_name(rnd)}" + (
                 f" of {self.settings.rounds}" if rnd else ""
             )
             eta = self._eta(self._units_left(rnd, position, total))
