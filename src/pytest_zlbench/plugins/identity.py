@@ -14,13 +14,19 @@ import pytest
 from .. import _common
 from .._common import DROP, RESET, IdentitySpec, restore_env, run_recorder_key
 
-OUT_HELP = "Write this session's run directory (identity, rows, log, summary, IR) to DIR"
+OUT_HELP = (
+    "Write this session's run directory (identity, rows, log, summary, IR) to DIR, a new or "
+    "empty folder: one that holds results is refused, never overwritten"
+)
 REPLAY_HELP = (
     "Pin autotune configs from an earlier run directory (its flaggems_cache) instead of recording"
 )
 
 SAVE_HELP = "Store the completed run or screen under NAME in the baseline store"
-STORE_HELP = "The baseline store (default: .zlbench in the rootdir)"
+STORE_HELP = (
+    "The baseline store (default: .zlbench in the rootdir); a store the first --zl-save "
+    "creates holds a .gitignore of '*', which keeps it out of version control"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
