@@ -187,7 +187,7 @@ def test_zlbench_compare_refuses_a_caliber_mismatch_as_pytest_does(
         (("report",), ["required: ROOT"]),
         (("report", "nowhere"), ["zlbench report: nowhere: no such directory, nor a stored"]),
         (("plot", "nowhere"), ["zlbench plot: nowhere: no such directory"]),
-        (("merge", "a"), ["required: -o/--out"]),
+        (("merge",), ["required: ROOT"]),
         (("merge", "nowhere", "-o", "out"), ["zlbench merge: nowhere: no such directory"]),
         (("list", "--bogus"), ["unrecognized arguments: --bogus"]),
     ],
