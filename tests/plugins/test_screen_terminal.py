@@ -16,7 +16,7 @@ from zl_testing import NO_HYPOTHESIS
 PROGRESS = re.compile(r"\[zlbench +[0-9.]+s\] ")
 
 
-@pytest.mark.parametrize(("quiet", "shown"), [("-q", True), ("-qq", False)])
+@pytest.mark.parametrize(("quiet", "shown"), [("-rN", True), ("-q", True), ("-qq", False)])
 def test_progress_lines_under_quiet(zl_pytester: pytest.Pytester, quiet: str, shown: bool) -> None:
     zl_pytester.makeconftest(SUITE_CONFTEST)
     zl_pytester.makepyfile(test_ops=HELPERS + ABS, test_relu=RELU)
@@ -40,6 +40,9 @@ def test_progress_lines_under_quiet(zl_pytester: pytest.Pytester, quiet: str, sh
     for op in ("abs", "relu"):
         assert any(f"] {op} r1: " in line for line in lines), lines
     assert all(PROGRESS.match(line) for line in lines), lines
+    if quiet == "-rN":  # each result letter on a line that names its file
+        assert not [line for line in result.outlines if re.match(r"^[.FEsx]+(\s+\[.*\])?$", line)]
+        assert [line for line in result.outlines if re.match(r"^test_ops\.py \.", line)]
 
 
 def test_the_operator_counter_is_the_batchs_over_a_resumed_pass(tmp_path: Path) -> None:
