@@ -299,7 +299,7 @@ def html(
         )
     floor = doc.get("noise_floor") or {}
     if floor:
-        out.append(f"<p>noise floor: {escape(str(floor.get('text', '')))}</p>")
+        out.append(f'<p class="muted">noise floor: {escape(str(floor.get("text", "")))}</p>')
     out.append("<h2>Operators</h2>")
     out += _operators_table(doc)
     out.append("<h2>Overview</h2>")
