@@ -50,18 +50,30 @@ def test_the_operator_counter_is_the_batchs_over_a_resumed_pass(tmp_path: Path) 
     recording reused) read ``operator 1 of 1`` there, then ``operator 1 of 2`` in round 1:
     each operator keeps its number in the batch whichever pass measures it."""
     from pytest_zlbench.core.rounds import Pace
+    from pytest_zlbench.core.screen_modes import screen_mode
     from pytest_zlbench.screen.sides import SideWorkers
 
     said: list[str] = []
-    settings = SimpleNamespace(mode="lockstep", root=tmp_path, shared_inputs=False, rounds=2)
-    controller = SimpleNamespace(
-        settings=settings, children=None, progress=said.append, pace=Pace()
+    settings = SimpleNamespace(
+        screen_mode=screen_mode("lockstep"),
+        root=tmp_path,
+        shared_inputs=False,
+        rounds=2,
+        replay_from=None,
     )
     items = [SimpleNamespace(op=op, nodeids=[f"t::{op}"], members=[f"t::{op}"]) for op in "ab"]
-    workers = SideWorkers(controller, items, "batch0")
-    workers.drive = lambda item, rnd, sides, *rest: dict.fromkeys(sides)
-    workers.pass_over(0, [items[1]], ("record",), None)  # a's recording was reused
-    workers.pass_over(1, items, ("A", "B"), None)
+    workers = SideWorkers(
+        items,  # type: ignore[arg-type]
+        "batch0",
+        settings=settings,  # type: ignore[arg-type]
+        children=None,  # type: ignore[arg-type]
+        pace=Pace(),
+        progress=said.append,
+        cwd=tmp_path,
+    )
+    workers.drive = lambda item, rnd, sides, *rest: dict.fromkeys(sides)  # type: ignore[method-assign]
+    workers.run_pass(0, [items[1]], ("record",), None)  # a's recording was reused
+    workers.run_pass(1, items, ("A", "B"), None)  # type: ignore[arg-type]
     places = [re.search(r"\[(operator \d+ of \d+)", line) for line in said]
     assert [m.group(1) for m in places if m] == [
         "operator 2 of 2",  # b's recording
