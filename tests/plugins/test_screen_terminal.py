@@ -63,17 +63,17 @@ def test_the_operator_counter_is_the_batchs_over_a_resumed_pass(tmp_path: Path) 
     )
     items = [SimpleNamespace(op=op, nodeids=[f"t::{op}"], members=[f"t::{op}"]) for op in "ab"]
     workers = SideWorkers(
-        items,  # type: ignore[arg-type]
+        items,
         "batch0",
-        settings=settings,  # type: ignore[arg-type]
-        children=None,  # type: ignore[arg-type]
+        settings=settings,
+        children=None,
         pace=Pace(),
         progress=said.append,
         cwd=tmp_path,
     )
-    workers.drive = lambda item, rnd, sides, *rest: dict.fromkeys(sides)  # type: ignore[method-assign]
+    workers.drive = lambda item, rnd, sides, *rest: dict.fromkeys(sides)
     workers.run_pass(0, [items[1]], ("record",), None)  # a's recording was reused
-    workers.run_pass(1, items, ("A", "B"), None)  # type: ignore[arg-type]
+    workers.run_pass(1, items, ("A", "B"), None)
     places = [re.search(r"\[(operator \d+ of \d+)", line) for line in said]
     assert [m.group(1) for m in places if m] == [
         "operator 2 of 2",  # b's recording
