@@ -30,7 +30,9 @@ def _floor_ops(results: Sequence[OpResult]) -> tuple[str, list[OpResult]]:
     control = [r for r in results if r.control and r.has_range]
     if control:
         return CONTROL, control
-    return SAME_SCREEN, [r for r in results if r.verdict == NO_IR_DIFF and r.has_range]
+    return SAME_SCREEN, [
+        r for r in results if r.verdict == NO_IR_DIFF and r.ir_complete and r.has_range
+    ]
 
 
 def noise_floor(results: Iterable[OpResult]) -> NoiseFloor:

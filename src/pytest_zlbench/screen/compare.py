@@ -23,6 +23,7 @@ from ..core.gate import REGRESSION_EXIT
 from ..core.parsing import parse_bool
 from ..core.records import RecordError
 from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind, not_a_dir
+from .liveness import observe
 from .outputs import exit_status, fail_beyond, publish
 from .result_file import cut_ops
 from .results import aggregate_op_dir, caliber_line, is_done, write_op_result
@@ -307,7 +308,11 @@ def reaggregate(
     entries = [
         {**r.to_json(), "status": result.CUT} if d.name in cut else r.to_json() for d, r in results
     ]
-    doc = result.document(result.SCREEN, entries, settings=settings, cut=bool(cut))
+    switch = (settings or {}).get("switch")
+    observed = observe(root, switch if isinstance(switch, dict) else None)
+    doc = result.document(
+        result.SCREEN, entries, settings=settings, cut=bool(cut), observed=observed
+    )
     out = publish(root, doc, tw, limit, words.fail_beyond, replot=results, floor_from=floor_from)
     failed = any(r.rounds_failed for d, r in results if d.name not in cut)
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)
