@@ -65,6 +65,8 @@ class BothSides:
             )
             for side in ("A", "B")
         }
+        #: the sides whose variables were kept since :meth:`begin` (once each: not per call)
+        self.saw: set[str] = set()
 
     def _in_use(self, side: str) -> Any:
         return lambda: self.measuring == side
@@ -78,13 +80,15 @@ class BothSides:
         previous, self.measuring = self.measuring, side
         try:
             with self.kernels.use(side):
-                self._seen(side)
+                if side not in self.saw:
+                    self._seen(side)
                 yield
         finally:
             self.measuring = previous
 
     def _seen(self, side: str) -> None:
         """Keep in ``side``'s identity environment the switch variables as set now."""
+        self.saw.add(side)
         env = self.environs[side]
         for name in self.switch:
             value = os.environ.get(name)
@@ -113,6 +117,7 @@ class BothSides:
             recorder.environ = self.environs[side]
             recorder.ir_writer = self.ir[side].write
             self.ir[side].begin(op)
+        self.saw.clear()
         recorder_b.retarget(run_dir_b)
         self.recorder = recorder_b
         self.rows.clear()
