@@ -19,7 +19,7 @@ from pytest_zlbench.core import report, result, screening
 from pytest_zlbench.core.fingerprint import IrEntry, IrReport
 from pytest_zlbench.core.judge import noise_floor
 from pytest_zlbench.core.liveness import Observed, liveness, unseen
-from pytest_zlbench.core.noise import NO_FLOOR, SAME_SCREEN
+from pytest_zlbench.core.noise import OWN_ROUNDS, SAME_SCREEN
 from pytest_zlbench.core.pairing import RoundInput
 from pytest_zlbench.core.records import Row
 from zl_testing import H200_IDENTITY
@@ -83,7 +83,8 @@ def test_only_identical_ir_compared_at_every_stage_gives_the_floor() -> None:
     partial = op("mul", ir("x", stages=False), ir("x"))  # a side recorded TTGIR only
     assert complete.verdict == partial.verdict == screening.NO_IR_DIFF
     assert (complete.ir_complete, partial.ir_complete) == (True, False)
-    assert noise_floor([partial]).source == NO_FLOOR
+    alone = noise_floor([partial])  # its rounds are judged, but it is no null of the screen
+    assert (alone.source, alone.ops) == (OWN_ROUNDS, ())
     floor = noise_floor([complete, partial])
     assert (floor.source, floor.ops) == (SAME_SCREEN, ("abs",))
 
@@ -207,7 +208,7 @@ def test_the_result_and_the_report_carry_the_line() -> None:
         observed=Observed(compiler=dict(TRITON)),
     )
     jsonschema.Draft202012Validator(SCHEMA).validate(doc)
-    assert doc["schema_version"] == 1  # a new field: the version stays
+    assert doc["schema_version"] == result.SCHEMA_VERSION  # a new field: no new version
     line = doc["liveness"]["line"]
     assert line.startswith("the switch changed no generated code in 1 operator")
     assert line in report.html(doc)
