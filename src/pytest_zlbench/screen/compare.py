@@ -20,7 +20,6 @@ from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import check as caliber_check
 from ..core.caliber import refusing, unreadable
 from ..core.gate import REGRESSION_EXIT
-from ..core.parsing import parse_bool
 from ..core.records import RecordError
 from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind, not_a_dir
 from .liveness import observe
@@ -67,14 +66,14 @@ def run_compare(config: pytest.Config) -> int:
     ``--zl-compare-to=NAME`` the stored run NAME is side A and the one ``--zl-compare`` side B."""
     mode = _common.mode_of(config)
     paths: list[str | Path] = list(mode.paths)
-    allow = _common.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
+    allow: bool = _common.value(config, "zl_allow_caliber_mismatch")
     if _common.raw(config, "zl_save"):
         raise pytest.UsageError(
             "--zl-save stores a recorded run or a screen; --zl-compare records neither"
         )
     name = _common.raw(config, "zl_compare_to")
     if name:
-        from ..recording.saving import stored_run
+        from ..recording.stored import stored_run
 
         if len(paths) != 1:
             raise pytest.UsageError(

@@ -13,7 +13,7 @@ import pytest
 
 from .. import _common
 from ..core import screening
-from ..core.gate import Verdict, judge, parse_percent
+from ..core.gate import Verdict, judge
 from ..core.gate import exit_status as gated
 from ..core.result import RESULT_FILE
 from . import result_file
@@ -60,7 +60,8 @@ def fail_beyond(config: pytest.Config | None) -> float | None:
     """``--zl-fail-beyond`` (or ``zl_fail_beyond`` in the ini) as a percentage."""
     if config is None:
         return None
-    return _common.get(config, "zl_fail_beyond", parse_percent, None)
+    limit: float | None = _common.value(config, "zl_fail_beyond")
+    return limit
 
 
 def finish(
