@@ -153,6 +153,18 @@ def _percent(value: Any) -> float:
     return parse_percent(value)
 
 
+def _fdr(value: Any) -> float:
+    from .judge import parse_fdr
+
+    return parse_fdr(value)
+
+
+def _min_effect(value: Any) -> float:
+    from .gate import parse_percent
+
+    return parse_percent(value, "--zl-min-effect") / 100
+
+
 def _shard(value: Any) -> tuple[int, int]:
     from .shard import parse_shard
 
@@ -336,14 +348,48 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--zl-fail-beyond",
         "ab",
-        "CI gate: exit with status 6 when an operator is slower on side B by more than PCT "
-        "percent (its median delta over the shapes beyond noise; a comparison of two runs: over "
-        "every shape)",
+        "CI gate: exit with status 6 when any shape is slower on side B beyond noise by more "
+        "than PCT percent (its estimate; a comparison of two runs: the median over every shape), "
+        "with status 7 when nothing regressed but some operator could not be judged",
         child=DROP,
         metavar="PCT",
         parse=_percent,
         acts_in=frozenset({SCREEN, COMPARE}),
         purpose="it gates an A/B screen or --zl-compare on operators slower beyond noise",
+    ),
+    Option(
+        "--zl-allow-unjudged",
+        "ab",
+        "Let the CI gate pass when some operator could not be judged (failed, cut, one round): "
+        "it exits with status 7 otherwise",
+        child=DROP,
+        action="store_true",
+        parse=_bool,
+        default=False,
+        acts_in=frozenset({SCREEN, COMPARE}),
+        purpose="it lets the CI gate (--zl-fail-beyond) pass over operators it could not judge",
+    ),
+    Option(
+        "--zl-fdr",
+        "ab",
+        "The false discovery rate held across every shape a screen judges (default 0.05): a "
+        "shape is beyond noise when its Benjamini-Hochberg q-value is at most this",
+        child=DROP,
+        metavar="Q",
+        parse=_fdr,
+        acts_in=frozenset({SCREEN, COMPARE}),
+        purpose="it sets how an A/B screen judges its shapes",
+    ),
+    Option(
+        "--zl-min-effect",
+        "ab",
+        "The smallest change a shape is called beyond noise with, in percent (default 0.2): a "
+        "significant 0.01 % is not a change",
+        child=DROP,
+        metavar="PCT",
+        parse=_min_effect,
+        acts_in=frozenset({SCREEN, COMPARE}),
+        purpose="it sets how an A/B screen judges its shapes",
     ),
     Option(
         "--zl-floor-from",

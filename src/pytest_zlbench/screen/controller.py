@@ -169,7 +169,12 @@ class AbController:
         allow = self.settings.allow_caliber_mismatch
         results = [aggregate_op_dir(root / op, allow=allow)[0] for op in ops]
         floor = self.control_floor()
-        for op, result in zip(ops, screening.judge_screen(results, floor), strict=True):
+        from .outputs import judging_of
+
+        judging = judging_of(self.config)
+        for op, result in zip(
+            ops, screening.judge_screen(results, floor, judging=judging), strict=True
+        ):
             write_op_result(root / op, result)
             self.replot.append((root / op, result))  # drawn after the table (finish_screen)
             self.lines[op] = result.to_line()
