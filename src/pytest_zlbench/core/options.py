@@ -154,7 +154,7 @@ def _percent(value: Any) -> float:
 
 
 def _fdr(value: Any) -> float:
-    from .judge import parse_fdr
+    from .parsing import parse_fdr
 
     return parse_fdr(value)
 

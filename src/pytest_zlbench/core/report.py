@@ -267,6 +267,13 @@ def _moved(entries: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(moved, key=lambda e: -abs(float(e.get("effect_pct") or 0.0)))
 
 
+def _liveness(doc: Mapping[str, Any]) -> list[str]:
+    """The line on whether the switch was live (``core.liveness``), where the result has one."""
+    live = doc.get("liveness")
+    line = live.get("line") if isinstance(live, Mapping) else None
+    return [f'<p class="liveness"><strong>{escape(str(line))}</strong></p>'] if line else []
+
+
 def html(
     doc: Mapping[str, Any], overview: str | None = None, pictures: Mapping[str, str] | None = None
 ) -> str:
@@ -300,6 +307,7 @@ def html(
     floor = doc.get("noise_floor") or {}
     if floor:
         out.append(f'<p class="muted">noise floor: {escape(str(floor.get("text", "")))}</p>')
+    out += _liveness(doc)
     out.append("<h2>Operators</h2>")
     out += _operators_table(doc)
     out.append("<h2>Overview</h2>")
