@@ -154,7 +154,7 @@ def _percent(value: Any) -> float:
 
 
 def _fdr(value: Any) -> float:
-    from .judge import parse_fdr
+    from .parsing import parse_fdr
 
     return parse_fdr(value)
 
@@ -442,7 +442,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--zl-out",
         "identity",
-        "Write this session's run directory (identity, rows, log, summary, IR) to DIR",
+        "Write this session's run directory (identity, rows, log, summary, IR) to DIR, a new or "
+        "empty folder: one that holds results is refused, never overwritten",
         child=DROP,
         metavar="DIR",
         parse=_text,
@@ -469,7 +470,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--zl-store",
         "identity",
-        "The baseline store (default: .zlbench in the rootdir)",
+        "The baseline store (default: .zlbench in the rootdir); a store the first --zl-save "
+        "creates holds a .gitignore of '*', which keeps it out of version control",
         child=DROP,
         metavar="DIR",
     ),
