@@ -397,7 +397,7 @@ def test_rounds_alternate_and_measure_operators_without_triton(suite: pytest.Pyt
     assert re.fullmatch(r"[+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", gemm.range), gemm.range
     assert gemm.flips in ("0", "1")
     data = ab_json(root, "gemm")
-    assert (data["rounds"], data["rounds_run"], data["schema_version"]) == (3, 3, 1)
+    assert (data["rounds"], data["rounds_run"], data["schema_version"]) == (3, 3, 2)
     (shape,) = data["shapes"]
     assert [r["round"] for r in shape["rounds"]] == [1, 2, 3]
     assert data["delta_spread_pct"] is not None

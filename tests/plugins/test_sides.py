@@ -278,7 +278,7 @@ def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode
             "*abs record: ok (*s) [[]operator 1 of 4, recording pass; *",
             "*gemm r1: A ok, B ok (*s) [[]operator 2 of 4, round 1 of 2; *s elapsed, about *s*",
             "*steady: SWITCH_NO_IR_DIFF, rounds 2..2 skipped",
-            "*gemm r2: B ok, A ok (*s) [[]operator 2 of 3, round 2 of 2; *",
+            "*gemm r2: B ok, A ok (*s) [[]operator 2 of 4, round 2 of 2; *",
             "*= zlbench screen =*",
         ]
     )
