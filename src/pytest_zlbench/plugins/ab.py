@@ -1,8 +1,10 @@
 """zlbench.ab: ``--zl-ab``, ``--zl-rounds``, ``--zl-compare``: the A/B screen (SPEC §7, §8).
 
-Each operator becomes one pytest item. By default (``--zl-screen-mode=lockstep``) the first item
-of a batch runs the whole batch round-major through long-lived side workers, one process per side
-per round, timing in lockstep; ``process`` runs each side of each round as a child pytest process.
+Each operator becomes one pytest item. In lockstep (``--zl-screen-mode=lockstep``, or ``auto``,
+the default, for a switch read at import) the first item of a batch runs the whole batch
+round-major through long-lived side workers, one process per side per round, timing in turns;
+``one-process`` (``auto``'s choice for a switch read when kernels compile) one worker per round
+measures both sides; ``process`` runs each side of each round as a child pytest process.
 Either way each side of each round has its own run directory ``<root>/<op>/r<k>_<A|B>/``, after a
 recording pass that pins autotune configs which every measured side replays. Under xdist the
 operator items spread over workers, each pinned to a card; children inherit the pinning. The
@@ -57,9 +59,12 @@ FLOOR_FROM_HELP = (
     "screen's own"
 )
 SCREEN_MODE_HELP = (
-    "How the sides run: lockstep (default: one worker process per side over all operators per "
-    "round, timing in alternating turns), sequential (the same workers, one side after the "
-    "other), one-process (one worker per round measuring both sides, each side's kernels "
+    "How the sides run: auto (default: one-process for a switch read when kernels compile, "
+    "that is a variable of the installed Triton's cache-invalidating set, a FlagTree switch or "
+    "one listed in ops/compile_switches.yaml, and for an A/A control; lockstep otherwise; the "
+    "screen's header says which and why), lockstep (one worker process per side over all "
+    "operators per round, timing in alternating turns), sequential (the same workers, one side "
+    "after the other), one-process (one worker per round measuring both sides, each side's kernels "
     "compiled apart, for switches read when kernels compile or run), process (one process per "
     "side per operator and round)"
 )
@@ -100,7 +105,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--zl-screen-mode",
         SCREEN_MODE_HELP,
         child=DROP,
-        metavar="lockstep|sequential|one-process|process",
+        metavar="auto|lockstep|sequential|one-process|process",
     )
     add(parser, group, "--zl-batch-size", BATCH_SIZE_HELP, child=DROP, metavar="N")
     add(parser, group, "--zl-shared-inputs", SHARED_INPUTS_HELP, child=DROP, action="store_true")

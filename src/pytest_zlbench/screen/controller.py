@@ -401,7 +401,10 @@ class AbController:
     @pytest.hookimpl
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         switch = " ".join(f"{k}={v}" for k, v in self.settings.env_b.items()) or "A/A control"
-        return [f"zlbench A/B: {switch}, rounds={self.settings.rounds}, root={self.settings.root}"]
+        return [
+            f"zlbench A/B: {switch}, rounds={self.settings.rounds}, root={self.settings.root}",
+            self.settings.mode_line(),
+        ]
 
 
 def start_controller(config: pytest.Config) -> None:

@@ -14,6 +14,7 @@ import pytest
 from .. import _common
 from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, RECORD_SIDE, SETTINGS_FILE
 from ..core import records
+from ..core.modes import AUTO
 from ..core.parsing import (
     Switch,
     parse_bool,
@@ -57,6 +58,21 @@ class AbSettings:
     #: --zl-shared-inputs: the two sides of a lockstep round time each call on inputs in one
     #: block of memory both map (``adapters.shared_inputs``)
     shared_inputs: bool = False
+    #: why ``mode`` was chosen (``--zl-screen-mode=auto``, ``core.modes``); ``None``: named
+    mode_reason: str | None = None
+
+    def mode_record(self) -> dict[str, Any]:
+        """``screen.json``'s ``screen_mode``: the mode, who chose it and why (not compared by
+        ``--zl-resume``: the mode itself is, in :meth:`describe`)."""
+        if self.mode_reason is None:
+            return {"mode": self.mode, "chosen_by": "--zl-screen-mode", "reason": None}
+        return {"mode": self.mode, "chosen_by": "auto", "reason": self.mode_reason}
+
+    def mode_line(self) -> str:
+        """The screen's first line about its mode."""
+        if self.mode_reason is None:
+            return f"zlbench screen mode: {self.mode} (--zl-screen-mode)"
+        return f"zlbench screen mode: {self.mode} (auto: {self.mode_reason})"
 
     @property
     def records(self) -> bool:
@@ -180,9 +196,19 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         lambda v: parse_positive_float(v, "--zl-record-timeout"),
         None,
     )
-    screen_mode = _common.get(config, "zl_screen_mode", parse_screen_mode, "lockstep")
+    screen_mode = _common.get(config, "zl_screen_mode", parse_screen_mode, AUTO)
     batch_size = _common.get(config, "zl_batch_size", parse_batch_size, BATCH_SIZE)
     shared_inputs = _common.get(config, "zl_shared_inputs", parse_bool, False)
+    from ..device.backend import backend_of
+
+    backend = backend_of(config)
+    try:
+        env_b = switches_env(switches, backend.flagtree_prefix)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    mode_reason = None
+    if screen_mode == AUTO:
+        screen_mode, mode_reason = auto_mode(env_b, backend.flagtree_prefix, shared_inputs)
     if shared_inputs:
         timer = str(_common.raw(config, "zl_timer") or "auto").strip().lower()
         cold = bool(_common.raw(config, "zl_cold_cache"))
@@ -193,13 +219,6 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
     from .shard import checked_shard
 
     shard = checked_shard(config)
-    from ..device.backend import backend_of
-
-    backend = backend_of(config)
-    try:
-        env_b = switches_env(switches, backend.flagtree_prefix)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
     return AbSettings(
         root=root.resolve(),
         switches=switches,
@@ -217,6 +236,30 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         mode=screen_mode,
         floor_from=floor_root(config, screen_mode),
         batch_size=batch_size,
+        shared_inputs=shared_inputs,
+        mode_reason=mode_reason,
+    )
+
+
+def auto_mode(env_b: dict[str, str], flagtree_prefix: str, shared_inputs: bool) -> tuple[str, str]:
+    """``--zl-screen-mode=auto``'s mode and why (``core.modes.choose_mode``), asking the
+    installed compiler which of the switch's variables it reads when kernels compile."""
+    from ..adapters.compile_env import cache_invalidating
+    from ..core.modes import choose_mode, compile_switches
+
+    try:
+        listed = compile_switches()
+    except ValueError as exc:
+        raise pytest.UsageError(f"--zl-screen-mode=auto: {exc}") from None
+    found, compiler = (
+        cache_invalidating(env_b) if env_b and not shared_inputs else (frozenset(), "Triton")
+    )
+    return choose_mode(
+        env_b,
+        flagtree_prefix=flagtree_prefix,
+        compiler_set=found,
+        compiler=compiler,
+        listed=listed,
         shared_inputs=shared_inputs,
     )
 
@@ -239,7 +282,7 @@ def floor_root(config: pytest.Config, mode: str = "lockstep") -> Path | None:
     return path
 
 
-SCREEN_MODES = ("lockstep", "sequential", "one-process", "process")
+SCREEN_MODES = (AUTO, "lockstep", "sequential", "one-process", "process")
 
 
 def shared_inputs_error(mode: str, timer: str, cold: bool) -> str | None:
@@ -280,6 +323,8 @@ def prepare_root(root: Path, settings: AbSettings) -> None:
     if settings.resume:  # claim.claiming checked the directory's kind, lock and emptiness
         check_resume(root, settings)
     try:
-        records.write_json(root / SETTINGS_FILE, settings.describe())
+        records.write_json(
+            root / SETTINGS_FILE, {**settings.describe(), "screen_mode": settings.mode_record()}
+        )
     except OSError as exc:
         raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None
