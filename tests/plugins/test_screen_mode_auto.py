@@ -66,3 +66,16 @@ def test_a_named_mode_is_kept_and_says_so(suite: pytest.Pytester) -> None:
     assert result.ret == 0, result.outlines + result.errlines
     result.stdout.fnmatch_lines(["zlbench screen mode: sequential (--zl-screen-mode)"])
     assert chosen(root) == {"mode": "sequential", "chosen_by": "--zl-screen-mode", "reason": None}
+
+
+def test_a_resumed_root_keeps_the_mode_it_was_screened_in(suite: pytest.Pytester) -> None:
+    """auto would pick one process for a FlagTree switch; a root screened in lockstep (named,
+    or by an earlier version's default) goes on in lockstep rather than being refused."""
+    first, root, _ = screen(suite, "lockstep", "--zl-ab=X", "-k", "steady", root="kept")
+    assert first.ret == 0, first.outlines + first.errlines
+    again, _, _ = screen(suite, "auto", "--zl-ab=X", "-k", "steady", "--zl-resume", root="kept")
+    assert again.ret == 0, again.outlines + again.errlines
+    again.stdout.fnmatch_lines(
+        ["zlbench screen mode: lockstep (auto: resumed: the mode * was screened in)"]
+    )
+    assert chosen(root)["mode"] == "lockstep"

@@ -207,8 +207,11 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     mode_reason = None
+    resume = _common.get(config, "zl_resume", parse_bool, False)
     if screen_mode == AUTO:
         screen_mode, mode_reason = auto_mode(env_b, backend.flagtree_prefix, shared_inputs)
+        if resume:
+            screen_mode, mode_reason = kept_mode(root, screen_mode, mode_reason)
     if shared_inputs:
         timer = str(_common.raw(config, "zl_timer") or "auto").strip().lower()
         cold = bool(_common.raw(config, "zl_cold_cache"))
@@ -227,7 +230,7 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         allow_no_ir_diff=_common.get(config, "zl_allow_no_ir_diff", parse_bool, False),
         timeout=timeout,
         record_timeout=record_timeout,
-        resume=_common.get(config, "zl_resume", parse_bool, False),
+        resume=resume,
         backend=backend.name,
         flagtree_prefix=backend.flagtree_prefix,
         replay_from=replay_root(config),
@@ -239,6 +242,24 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         shared_inputs=shared_inputs,
         mode_reason=mode_reason,
     )
+
+
+def kept_mode(root: Path, mode: str, reason: str) -> tuple[str, str]:
+    """``--zl-resume`` with ``auto``: the mode the root was screened in (its ``screen.json``;
+    one written before ``auto`` says only whether it was one-process), where it differs from
+    ``mode``, the one ``auto`` chose now for the reason ``reason``: a screen goes on as it began."""
+    before = records.read_json_object(root / SETTINGS_FILE)
+    if before is None:
+        return mode, reason
+    record = before.get("screen_mode")
+    was = record.get("mode") if isinstance(record, dict) else None
+    if was not in SCREEN_MODES or was == AUTO:
+        was = "one-process" if before.get("mode") == "one-process" else None
+        if was is None and mode == "one-process":
+            was = "lockstep"  # the default of the versions before auto
+    if was is None or was == mode:
+        return mode, reason
+    return str(was), f"resumed: the mode {root} was screened in"
 
 
 def auto_mode(env_b: dict[str, str], flagtree_prefix: str, shared_inputs: bool) -> tuple[str, str]:
