@@ -24,7 +24,8 @@ DESCRIPTION = "Compare, report, plot, merge and list pytest-zlbench runs and scr
 EPILOG = (
     "exit status: 0 success; 1 an operator failed (report) or a plot could not be drawn "
     "(plot); 2 interrupted while drawing the plots (report); 4 bad input or a caliber "
-    "refusal; 6 an operator slower than --fail-beyond allows"
+    "refusal; 6 a shape slower beyond noise than --fail-beyond allows; 7 --fail-beyond could "
+    "not judge every operator (--allow-unjudged accepts that)"
 )
 
 
@@ -124,6 +125,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         Writer(),
         fail_beyond=args.fail_beyond,
         words=command_words("compare"),
+        unjudged_ok=args.allow_unjudged,
     )
 
 
@@ -172,6 +174,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         fail_beyond=args.fail_beyond,
         words=command_words("report"),
         floor_from=Path(args.floor_from) if args.floor_from else None,
+        judging=judging_args(args),
+        unjudged_ok=args.allow_unjudged,
+    )
+
+
+def judging_args(args: argparse.Namespace) -> Any:
+    """``--fdr`` and ``--min-effect`` as a ``core.judge.Judging``; ``None`` when neither was
+    given (the root is judged again as its result file says it was)."""
+    from .core.judge import Judging
+
+    if args.fdr is None and args.min_effect is None:
+        return None
+    default = Judging()
+    return Judging(
+        default.fdr if args.fdr is None else args.fdr,
+        default.min_effect if args.min_effect is None else args.min_effect / 100,
     )
 
 
@@ -235,8 +253,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
         results.append(result)
     from .core import result as result_doc
     from .core import screening
+    from .core.judge import Judging
+    from .screen.result_file import read_result
 
-    judged = screening.judge_screen(results, floor)
+    judged = screening.judge_screen(results, floor, judging=Judging.of_document(read_result(root)))
     plots = list(zip(op_dirs, judged, strict=True))
     failed = 0
     # a plot that already shows its result is kept as it is, and said so
@@ -319,10 +339,46 @@ def _fail_beyond(p: Any) -> None:
         "--fail-beyond",
         metavar="PCT",
         type=percent,
-        help="exit with status 6 when an operator is slower on side B by more than PCT percent: "
-        "its median delta over the shapes beyond noise (one round, compare: over every shape), "
-        "as pytest --zl-fail-beyond=PCT",
+        help="exit with status 6 when any shape is slower on side B beyond noise by more than "
+        "PCT percent (its estimate; compare, one round: the median over every shape), with 7 "
+        "when nothing regressed but some operator could not be judged, as pytest "
+        "--zl-fail-beyond=PCT",
     )
+
+
+def _allow_unjudged(p: Any) -> None:
+    p.add_argument(
+        "--allow-unjudged",
+        action="store_true",
+        help="let --fail-beyond pass over operators it could not judge (failed, cut, one "
+        "round): it exits with status 7 otherwise, as pytest --zl-allow-unjudged",
+    )
+
+
+def _judging(p: Any) -> None:
+    p.add_argument(
+        "--fdr",
+        metavar="Q",
+        type=fdr,
+        help="the false discovery rate held across the screen's shapes (default: what the root "
+        "was judged with, else 0.05), as pytest --zl-fdr=Q",
+    )
+    p.add_argument(
+        "--min-effect",
+        metavar="PCT",
+        type=percent,
+        help="the smallest change called beyond noise, in percent (default: what the root was "
+        "judged with, else 0.2), as pytest --zl-min-effect=PCT",
+    )
+
+
+def fdr(text: str) -> float:
+    from .core.judge import parse_fdr
+
+    try:
+        return parse_fdr(text, "--fdr")
+    except ValueError as exc:  # argparse names the argument itself: not twice
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fdr: ")) from None
 
 
 def _floor_from(p: Any) -> None:
@@ -374,6 +430,7 @@ def build_parser() -> Parser:
     )
     _allow_caliber_mismatch(p)
     _fail_beyond(p)
+    _allow_unjudged(p)
 
     p = _command(sub, "report", cmd_report)
     p.add_argument(
@@ -381,6 +438,8 @@ def build_parser() -> Parser:
     )
     _allow_caliber_mismatch(p)
     _fail_beyond(p)
+    _allow_unjudged(p)
+    _judging(p)
     _floor_from(p)
 
     p = _command(sub, "plot", cmd_plot)

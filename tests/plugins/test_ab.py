@@ -18,7 +18,7 @@ import pytest
 from pytest_zlbench._common import PASS, RESET, declared
 from pytest_zlbench.core import compat, screening
 from pytest_zlbench.core.records import CALIBER_FIELDS, is_complete, read_identity
-from pytest_zlbench.screen.controller import OpItem
+from pytest_zlbench.screen.items import OpItem
 from pytest_zlbench.screen.options import dropped_options, passthrough_args, reset_inis
 from zl_testing import (
     BUSY,

@@ -36,6 +36,16 @@ class _Report(Protocol):
 
     @property
     def entries(self) -> tuple[_Entry, ...]: ...
+    @property
+    def unknown(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def triton_version(self) -> str | None: ...
+
+
+#: a report whose hashes were made by more than one method (``fingerprint.IrReport.method``)
+MIXED = "mixed"
 
 
 TTGIR = "ttgir"
@@ -218,6 +228,30 @@ def _multisets(entries: Iterable[_Entry], stage: str) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in per_kernel.items()}
 
 
+def check_comparable(a: _Report, b: _Report) -> None:
+    """Raise ``ValueError`` (one line) unless the two reports' hashes may be compared: no
+    kernel of unknown IR on either side, same method, neither mixed, and no two different known
+    Triton versions."""
+    for side, r in (("A", a), ("B", b)):
+        if r.unknown:
+            kernel, why = r.unknown[0]
+            more = f" and {len(r.unknown) - 1} more" if len(r.unknown) > 1 else ""
+            raise ValueError(f"{side} launched a kernel of unknown IR: {kernel} ({why}){more}")
+    if a.method == MIXED or b.method == MIXED:
+        raise ValueError(
+            "cannot compare IR fingerprints: a report mixes nodebug and stripped hashes"
+        )
+    if a.method != b.method:
+        raise ValueError(
+            f"cannot compare IR fingerprints made by different methods ({a.method} vs {b.method})"
+        )
+    if a.triton_version and b.triton_version and a.triton_version != b.triton_version:
+        raise ValueError(
+            "cannot compare IR fingerprints from different Triton versions "
+            f"({a.triton_version} vs {b.triton_version})"
+        )
+
+
 def compare_stages(a: _Report, b: _Report) -> StageDiff:
     """Compare two runs' IR stage by stage, in compile order (:data:`STAGES`).
 
@@ -226,9 +260,7 @@ def compare_stages(a: _Report, b: _Report) -> StageDiff:
     Raises ``ValueError`` (one line) when the hashes are not comparable: different or mixed
     methods, or different known Triton versions (as :func:`.fingerprint.compare`).
     """
-    from .fingerprint import check_comparable
-
-    check_comparable(a, b)  # type: ignore[arg-type]
+    check_comparable(a, b)
     entries = (*a.entries, *b.entries)
     recorded = [set(_stages_of(e)) for e in entries]
     everywhere = set.intersection(*recorded) if recorded else set()

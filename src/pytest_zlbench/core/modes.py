@@ -24,11 +24,9 @@ from pathlib import Path
 
 import yaml
 
+from .screen_modes import AUTO as AUTO
+from .screen_modes import LOCKSTEP, ONE_PROCESS
 from .shapes import OPS_DIR
-
-AUTO = "auto"
-ONE_PROCESS = "one-process"
-LOCKSTEP = "lockstep"
 
 #: the variables a user declares read when kernels compile
 COMPILE_SWITCHES_PATH = OPS_DIR / "compile_switches.yaml"

@@ -207,6 +207,8 @@ class OpResult:
     #: every IR stage was compared (no stage missing on a side, no TTGIR-only record): only
     #: then does identical IR say that the switch did nothing to this operator
     ir_complete: bool = True
+    #: the measured rounds that failed (a typed fact: never read back from ``notes``)
+    failed_rounds: tuple[int, ...] = ()
 
     # ---- the numbers ---------------------------------------------------------------------------
 

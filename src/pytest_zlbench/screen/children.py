@@ -89,6 +89,8 @@ class Children:
         self.own_dtypes: set[str] = set()
         #: seconds between two "still running" lines of a child run
         self.heartbeat = HEARTBEAT_S
+        #: seconds of every child run of each operator this session (its cost record)
+        self.seconds: dict[str, float] = {}
 
     def env(
         self, side: str, rnd: int, op: str | None = None, own_dtypes: bool = False
@@ -197,6 +199,7 @@ class Children:
             elif not records.is_complete(run_dir):
                 cause = "child finished without a complete run directory"
         elapsed = time.monotonic() - t0
+        self.seconds[op] = self.seconds.get(op, 0.0) + elapsed
         self.progress(f"{op} {label}: {'ok' if cause is None else cause} ({elapsed:.1f}s)")
         if cause is not None:
             mark_failed(run_dir, cause)

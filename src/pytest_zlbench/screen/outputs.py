@@ -13,8 +13,9 @@ import pytest
 
 from .. import _common
 from ..core import screening
-from ..core.gate import Verdict, judge, parse_percent
+from ..core.gate import Verdict, judge
 from ..core.gate import exit_status as gated
+from ..core.judge import Judging
 from ..core.result import RESULT_FILE
 from . import result_file
 from .results import draw_op_plots, read_screen
@@ -49,7 +50,24 @@ def fail_beyond(config: pytest.Config | None) -> float | None:
     """``--zl-fail-beyond`` (or ``zl_fail_beyond`` in the ini) as a percentage."""
     if config is None:
         return None
-    return _common.get(config, "zl_fail_beyond", parse_percent, None)
+    limit: float | None = _common.value(config, "zl_fail_beyond")
+    return limit
+
+
+def judging_of(config: pytest.Config | None, recorded: Judging | None = None) -> Judging:
+    """How the session judges shapes: ``--zl-fdr`` and ``--zl-min-effect`` where given, else
+    what the result being judged again was judged with (``recorded``), else the defaults."""
+    base = recorded if recorded is not None else Judging()
+    if config is None:
+        return base
+    fdr = _common.value(config, "zl_fdr")
+    effect = _common.value(config, "zl_min_effect")
+    return Judging(base.fdr if fdr is None else fdr, base.min_effect if effect is None else effect)
+
+
+def allow_unjudged(config: pytest.Config | None) -> bool:
+    """``--zl-allow-unjudged``: the gate passes over operators it could not judge."""
+    return bool(config is not None and _common.value(config, "zl_allow_unjudged"))
 
 
 def finish(
@@ -60,6 +78,7 @@ def finish(
     option: str = "--zl-fail-beyond",
     replot: Sequence[tuple[Path, screening.OpResult]] = (),
     floor_from: Path | None = None,
+    unjudged_ok: bool = False,
 ) -> Outputs:
     """Write the document (unless already written) and its views, the table first, then the
     plots of ``replot`` (operator directories and their results) and the report, which holds
@@ -77,7 +96,7 @@ def finish(
         floor = f" --floor-from {floor_from}" if floor_from is not None else ""
         interrupted = f"zlbench report {root}{floor}"
     files = result_file.write_report(root, doc, draw=interrupted is None)
-    verdict = judge(doc, limit, option) if limit is not None else None
+    verdict = judge(doc, limit, option, unjudged_ok) if limit is not None else None
     return Outputs(root, doc, tsv, verdict, files, plots_interrupted=interrupted)
 
 
@@ -95,7 +114,15 @@ def finish_screen(
     doc = result_file.update(root, final=True, cut=cut, failed=failed)
     floor = _common.raw(config, "zl_floor_from")
     floor_from = Path(str(floor)).resolve() if floor else None
-    return finish(root, doc, limit, write_doc=False, replot=replot, floor_from=floor_from)
+    return finish(
+        root,
+        doc,
+        limit,
+        write_doc=False,
+        replot=replot,
+        floor_from=floor_from,
+        unjudged_ok=allow_unjudged(config),
+    )
 
 
 def publish(
@@ -106,11 +133,20 @@ def publish(
     option: str = "--zl-fail-beyond",
     replot: Sequence[tuple[Path, screening.OpResult]] = (),
     floor_from: Path | None = None,
+    unjudged_ok: bool = False,
 ) -> Outputs:
     """:func:`finish`, then the table read back from ``screen.tsv`` and the lines under it."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        out = finish(root, doc, limit, option=option, replot=replot, floor_from=floor_from)
+        out = finish(
+            root,
+            doc,
+            limit,
+            option=option,
+            replot=replot,
+            floor_from=floor_from,
+            unjudged_ok=unjudged_ok,
+        )
     except OSError as exc:
         raise pytest.UsageError(f"{root}: not writable ({exc.strerror})") from None
     tw.sep("=", "zlbench screen")
