@@ -373,7 +373,7 @@ def _judging(p: Any) -> None:
 
 
 def fdr(text: str) -> float:
-    from .core.judge import parse_fdr
+    from .core.parsing import parse_fdr
 
     try:
         return parse_fdr(text, "--fdr")

@@ -61,19 +61,6 @@ class Judging:
         )
 
 
-def parse_fdr(value: object, option: str = "--zl-fdr") -> float:
-    """A false discovery rate, a fraction in (0, 1) (``0.05``, ``5%``); a one-line
-    ``ValueError`` otherwise."""
-    text = str(value).strip()
-    try:
-        number = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
-    except ValueError:
-        raise ValueError(f"{option}: {value!r} is not a rate (e.g. 0.05 or 5%)") from None
-    if not 0 < number < 1:
-        raise ValueError(f"{option}: must be above 0 and below 1 (e.g. 0.05), got {value!r}")
-    return number
-
-
 def _floor_ops(results: Sequence[OpResult]) -> tuple[str, list[OpResult]]:
     """The operators whose shapes cannot have changed: an A/A control's, else the operators of
     identical IR at every stage (IR compared at only some stages says nothing of the others)."""

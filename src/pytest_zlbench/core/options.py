@@ -154,7 +154,7 @@ def _percent(value: Any) -> float:
 
 
 def _fdr(value: Any) -> float:
-    from .judge import parse_fdr
+    from .parsing import parse_fdr
 
     return parse_fdr(value)
 
@@ -387,7 +387,7 @@ OPTIONS: tuple[Option, ...] = (
         "--zl-min-effect",
         "ab",
         "The smallest change a shape is called beyond noise with, in percent (default 0.2): a "
-        "significant 0.01 % is not a change",
+        "significant 0.01 %% is not a change",
         child=DROP,
         metavar="PCT",
         parse=_min_effect,

@@ -177,3 +177,16 @@ def repeated_failure(label: str, cause: str, option: str = "--zl-timeout") -> st
             "may let it finish)"
         )
     return f"{label} failed the same way on retry (deterministic); not retried again"
+
+
+def parse_fdr(value: object, option: str = "--zl-fdr") -> float:
+    """A false discovery rate, a fraction in (0, 1) (``0.05``, ``5%``); a one-line
+    ``ValueError`` otherwise."""
+    text = str(value).strip()
+    try:
+        number = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise ValueError(f"{option}: {value!r} is not a rate (e.g. 0.05 or 5%)") from None
+    if not 0 < number < 1:
+        raise ValueError(f"{option}: must be above 0 and below 1 (e.g. 0.05), got {value!r}")
+    return number

@@ -91,6 +91,13 @@ def _shapes_table(entry: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _liveness(doc: Mapping[str, Any]) -> list[str]:
+    """The line on whether the switch was live (``core.liveness``), where the result has one."""
+    live = doc.get("liveness")
+    line = live.get("line") if isinstance(live, Mapping) else None
+    return [f'<p class="liveness"><strong>{escape(str(line))}</strong></p>'] if line else []
+
+
 def html(
     doc: Mapping[str, Any], overview: str | None = None, pictures: Mapping[str, str] | None = None
 ) -> str:
@@ -123,6 +130,7 @@ def html(
     floor = doc.get("noise_floor") or {}
     if floor:
         out.append(f"<p>noise floor: {escape(str(floor.get('text', '')))}</p>")
+    out += _liveness(doc)
     out.append("<h2>Operators</h2>")
     out += _operators_table(doc)
     out.append("<h2>Overview</h2>")

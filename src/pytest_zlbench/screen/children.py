@@ -114,7 +114,7 @@ class Children:
             except ValueError:
                 pass  # pytest itself reports a malformed PYTEST_ADDOPTS
         switch = self.settings.env_b if side in ("B", BOTH_SIDES) else {}
-        env.update(child_environment(side, rnd, switch))
+        env.update(child_environment(side, rnd, switch, self.settings.env_b))
         env["PYTHONUNBUFFERED"] = "1"
         return env
 

@@ -24,6 +24,7 @@ from ..core.judge import Judging
 from ..core.records import RecordError
 from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind, not_a_dir
 from . import result_file
+from .liveness import observe
 from .outputs import allow_unjudged, exit_status, fail_beyond, judging_of, publish
 from .result_file import cut_ops
 from .results import aggregate_op_dir, caliber_line, is_done, write_op_result
@@ -333,7 +334,11 @@ def reaggregate(
     entries = [
         {**r.to_json(), "status": result.CUT} if d.name in cut else r.to_json() for d, r in results
     ]
-    doc = result.document(result.SCREEN, entries, settings=settings, cut=bool(cut))
+    switch = (settings or {}).get("switch")
+    observed = observe(root, switch if isinstance(switch, dict) else None)
+    doc = result.document(
+        result.SCREEN, entries, settings=settings, cut=bool(cut), observed=observed
+    )
     out = publish(
         root,
         doc,

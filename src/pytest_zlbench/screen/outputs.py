@@ -33,7 +33,11 @@ class Outputs:
     plots_interrupted: str | None = None
 
     def show(self, tw: Any) -> None:
-        """The lines under the table: the gate's, what was not drawn, and the files written."""
+        """The lines under the table: whether the switch was live, the gate's, what was not
+        drawn, and the files written."""
+        live = liveness_line(self.doc)
+        if live:
+            tw.line(f"zlbench: {live}", yellow=True)
         if self.gate is not None:
             for text in self.gate.lines():
                 tw.line(text, red=self.gate.failed, green=not self.gate.failed)
@@ -44,6 +48,13 @@ class Outputs:
         tw.line(f"zlbench: wrote {self.root / RESULT_FILE}")
         for path in self.files:
             tw.line(f"zlbench: wrote {path}")
+
+
+def liveness_line(doc: Mapping[str, Any]) -> str | None:
+    """The document's line on the switch's liveness (``core.liveness``), if it has one."""
+    live = doc.get("liveness")
+    line = live.get("line") if isinstance(live, Mapping) else None
+    return str(line) if line else None
 
 
 def fail_beyond(config: pytest.Config | None) -> float | None:
