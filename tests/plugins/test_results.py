@@ -187,7 +187,7 @@ def test_zlbench_compare_refuses_a_caliber_mismatch_as_pytest_does(
         (("report",), ["required: ROOT"]),
         (("report", "nowhere"), ["zlbench report: nowhere: no such directory, nor a stored"]),
         (("plot", "nowhere"), ["zlbench plot: nowhere: no such directory"]),
-        (("merge", "a"), ["required: -o/--out"]),
+        (("merge",), ["required: ROOT"]),
         (("merge", "nowhere", "-o", "out"), ["zlbench merge: nowhere: no such directory"]),
         (("list", "--bogus"), ["unrecognized arguments: --bogus"]),
     ],
@@ -442,7 +442,7 @@ def test_a_screen_split_in_two_and_merged_equals_the_unsplit_screen(
     rc, _, err = zlbench(capsys, "merge", path / "part1", path / "part2", "-o", path / "m5")
     one_error(err, f"zlbench merge: {path / 'part2'}: caliber differs (timer: 'direct' vs 'graph')")
     rc, _, err = zlbench(capsys, "merge", path / "part1", "-o", path / "merged")
-    one_error(err, "already holds something")
+    one_error(err, "not empty; give a new directory")
     assert not any((path / name).exists() for name in ("m2", "m3", "m4", "m5"))
 
 

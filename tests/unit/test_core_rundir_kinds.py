@@ -66,6 +66,7 @@ def test_bookkeeping_files_are_not_results(tmp_path: Path) -> None:
         (("screen.json",), rundir.SCREEN, True, None),
         (("rows.jsonl",), rundir.SCREEN, True, "holds a recorded run, not an A/B screen root"),
         (("compare.json",), rundir.COMPARE, True, None),
+        (("compare.json",), rundir.COMPARE, False, "already holds a comparison; give a new"),
         (("x.txt", "y.txt"), rundir.COMPARE, True, "not empty and holds no run (2 entries: x"),
     ],
 )

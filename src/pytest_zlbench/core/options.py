@@ -445,7 +445,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--zl-out",
         "identity",
-        "Write this session's run directory (identity, rows, log, summary, IR) to DIR",
+        "Write this session's run directory (identity, rows, log, summary, IR) to DIR, a new or "
+        "empty folder: one that holds results is refused, never overwritten",
         child=DROP,
         metavar="DIR",
         parse=_text,
@@ -472,7 +473,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--zl-store",
         "identity",
-        "The baseline store (default: .zlbench in the rootdir)",
+        "The baseline store (default: .zlbench in the rootdir); a store the first --zl-save "
+        "creates holds a .gitignore of '*', which keeps it out of version control",
         child=DROP,
         metavar="DIR",
     ),

@@ -8,8 +8,10 @@ Layout, like pytest-benchmark's machine folders and asv's results directory::
 
 A caliber key is readable (backend, device, timer) and exact (a hash of all seven caliber
 fields), so runs that may be compared share a folder. Names are unique in a store and an entry
-is never overwritten. A save copies into a temporary folder beside its target and renames it
-into place; the index is rewritten atomically under an exclusive lock on ``STORE/.lock``.
+is never overwritten. A store the first save creates gets a ``.gitignore`` of ``*``, so that a
+store inside a checkout stays out of version control (remove it to commit the store). A save
+copies into a temporary folder beside its target and renames it into place; the index is
+rewritten atomically under an exclusive lock on ``STORE/.lock``.
 Pure: no pytest, torch or triton; the callers say which files a run or a screen holds.
 """
 
@@ -27,11 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .records import CALIBER_FIELDS, write_json
+from .records import CALIBER_FIELDS, write_atomic, write_json
 
 #: the store's folder under the rootdir when ``--zl-store`` is not given
 STORE_DIR = ".zlbench"
 INDEX_FILE = "index.json"
+#: written into a store the first save creates: git leaves the whole store alone
+GITIGNORE_FILE = ".gitignore"
+GITIGNORE = "# the pytest-zlbench baseline store: kept out of version control\n*\n"
 LOCK_FILE = ".lock"
 SCHEMA = 1
 KINDS = ("run", "screen")
@@ -185,7 +190,9 @@ class Store:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            if not self.root.exists():
+                self.root.mkdir(parents=True)
+                write_atomic(self.root / GITIGNORE_FILE, GITIGNORE)
             handle = open(self.root / LOCK_FILE, "a")  # noqa: SIM115 (held across the yield)
         except OSError as exc:
             raise StoreError(f"{self.root}: not writable ({exc.strerror or exc})") from None

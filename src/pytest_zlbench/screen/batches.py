@@ -11,7 +11,6 @@ from collections.abc import Collection
 import pytest
 
 from .. import _common
-from ..core import screening
 
 #: the pytest cache key of each operator's side-worker seconds in the last screen (the cards
 #: split of the next one balances batches by them)
@@ -70,13 +69,3 @@ def own_batch(name: str) -> str:
     """The name of the batch that measures batch ``name``'s operators that refused the
     requested ``--dtypes``, on their own dtypes (its workers' folder under ``.workers``)."""
     return f"{name}_own"
-
-
-def beyond_noise(result: screening.OpResult) -> dict[str, int] | None:
-    """The shapes of ``result`` judged beyond the noise floor, each with the sign of its
-    delta, for ``core.rounds.stop_reason``; ``None`` while the screen has no beyond-noise
-    judgement (an operator aggregated alone is judged against its own rows' floor: without an
-    A/A control or NO_IR_DIFF operators of its own there is none, ``core.judge``)."""
-    if not result.judged:
-        return None
-    return {screening.key_text(s.key): 1 if s.median > 0 else -1 for s in result.beyond}

@@ -57,9 +57,9 @@ def command_words(command: str) -> Words:
 
 def terminal_writer(config: pytest.Config) -> Any:
     # --zl-compare answers from pytest_cmdline_main, before the terminal reporter exists
-    from _pytest.config import create_terminal_writer
+    from .terminal_line import Writer
 
-    return create_terminal_writer(config, sys.stdout)
+    return Writer(sys.stdout, str(config.getoption("color", "auto")))
 
 
 def run_compare(config: pytest.Config) -> int:
@@ -156,7 +156,7 @@ def compare_paths(
     from ..claim import COMPARE
 
     root = Path(out) if out else default_root()
-    with _hold(config, COMPARE, root, option=words.out) as held:
+    with _hold(config, COMPARE, root, option=words.out, resume=False) as held:
         rc = compare_two(
             Path(paths[0]), Path(paths[1]), root, allow, tw, fail_beyond, words, unjudged_ok
         )
@@ -166,15 +166,20 @@ def compare_paths(
 
 
 def _hold(
-    config: pytest.Config | None, kind: str, path: Path, option: str = "--zl-out"
+    config: pytest.Config | None,
+    kind: str,
+    path: Path,
+    option: str = "--zl-out",
+    resume: bool = True,
 ) -> AbstractContextManager[Any]:
     """The directory's claim for this comparison: for the session under pytest, for the
-    command's run under ``zlbench``."""
+    command's run under ``zlbench``. ``resume``: the directory may hold results of ``kind``
+    (an A/B root re-aggregated in place); a comparison's ``-o`` may not."""
     from ..claim import claiming, holding
 
     if config is None:
-        return holding(kind, path, resume=True, option=option)
-    return claiming(config, kind, path, resume=True, option=option)
+        return holding(kind, path, resume=resume, option=option)
+    return claiming(config, kind, path, resume=resume, option=option)
 
 
 def refuse(tw: Any, words: Words = PYTEST_WORDS) -> int:

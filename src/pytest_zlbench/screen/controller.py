@@ -80,7 +80,7 @@ class AbController:
         if not terminal:
             return
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
-        if reporter is None or _common.is_worker(self.config) or self.config.get_verbosity() < 0:
+        if reporter is None or _common.is_worker(self.config) or self.config.get_verbosity() < -1:
             return
         if self.config.pluginmanager.has_plugin("dsession"):
             reporter.write("\n")  # xdist's progress characters do not end their line

@@ -34,7 +34,7 @@ from ..core.lockstep import first_of
 from ..core.rounds import IDENTICAL_IR, RoundView, batch_passes, stop_reason
 from ..core.shard import COST_FILE, cost_record
 from . import result_file
-from .batches import BATCH, beyond_noise, own_batch
+from .batches import BATCH, own_batch
 from .children import Deterministic, DtypeFallback, same_failure
 from .cost import starting_pace
 from .operator import FROM_START, Operator, Since
@@ -353,18 +353,15 @@ class ScreenEngine:
         history: list[RoundView],
         failed_before: bool = False,
     ) -> str | None:
-        """After round ``k``: why ``item`` needs no more rounds (``core.rounds.stop_reason``,
-        fed by ``batches.beyond_noise``), recorded in its directory and the progress log;
+        """After round ``k``: why ``item`` needs no more rounds (``core.rounds.stop_reason``:
+        identical IR at every stage, nothing else), recorded in its directory and the progress log;
         ``None`` when it does. ``failed_before``: a side worker failed round ``k``, which was
         measured again alone."""
         s = self.settings
         result, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
         failed = failed_before or k in result.failed_rounds
         # identical IR settles nothing when some stage could not be compared (TTGIR-only)
-        verdict = result.verdict
-        if verdict == screening.NO_IR_DIFF and not result.ir_complete:
-            verdict = f"{verdict} (not every stage compared)"
-        history.append(RoundView(k, verdict, failed, beyond_noise(result)))
+        history.append(RoundView(k, result.verdict, failed, ir_complete=result.ir_complete))
         reason = stop_reason(
             history, s.rounds, switched=bool(s.switches), allow_no_ir_diff=s.allow_no_ir_diff
         )

@@ -333,7 +333,6 @@ class SideWorkers:
         directories are complete then), so that one that stops is complete before the next
         operator starts."""
         nodeids = [n for item in todo for n in item.nodeids]
-        total = len(todo)
         for position, item in enumerate(todo):
             t0 = time.monotonic()
             op_dir = self.settings.root / item.op
@@ -370,10 +369,11 @@ class SideWorkers:
                 for side in sides
                 if side in results
             )
-            where = f"{self.place}operator {position + 1} of {total}, {pass_name(rnd)}" + (
+            number = self.items.index(item) + 1  # the batch's numbering: stable over a resume
+            where = f"{self.place}operator {number} of {len(self.items)}, {pass_name(rnd)}" + (
                 f" of {self.settings.rounds}" if rnd else ""
             )
-            eta = self._eta(self._units_left(rnd, position, total))
+            eta = self._eta(self._units_left(rnd, position, len(todo)))
             self.progress(
                 f"{item.op} {self._label(rnd)}: {state} ({elapsed:.1f}s) [{where}; {eta}]"
             )
