@@ -25,7 +25,7 @@ from ..core.records import RecordError
 from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind, not_a_dir
 from .outputs import exit_status, fail_beyond, publish
 from .result_file import cut_ops
-from .results import aggregate_op_dir, caliber_line, is_done, write_op_result
+from .results import KeptResult, caliber_line, is_done, read_op_dir, write_op_result
 from .settings import default_root
 
 
@@ -277,9 +277,14 @@ def reaggregate(
         )
     settings = _settings(root)
     results = []
+    kept: dict[str, KeptResult] = {}  # finished operators with a damaged file: never judged again
     problems: list[str] = []
     for op_dir in op_dirs:
-        aggregated, found = aggregate_op_dir(op_dir, allow=allow, require_done=True)
+        aggregated, found = read_op_dir(op_dir, allow=allow, require_done=True)
+        if isinstance(aggregated, KeptResult):
+            kept[op_dir.name] = aggregated
+            tw.line(aggregated.line(op_dir), yellow=True)
+            continue
         problems += found
         results.append((op_dir, aggregated))
     for problem in problems:
@@ -307,7 +312,9 @@ def reaggregate(
     entries = [
         {**r.to_json(), "status": result.CUT} if d.name in cut else r.to_json() for d, r in results
     ]
+    entries = sorted(entries + [k.to_json() for k in kept.values()], key=lambda e: str(e["op"]))
     doc = result.document(result.SCREEN, entries, settings=settings, cut=bool(cut))
     out = publish(root, doc, tw, limit, words.fail_beyond, replot=results, floor_from=floor_from)
     failed = any(r.rounds_failed for d, r in results if d.name not in cut)
+    failed = failed or any(k.rounds_failed for k in kept.values())
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)

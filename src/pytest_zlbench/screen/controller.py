@@ -24,6 +24,7 @@ from ..core.rounds import RoundView
 from .children import Children, Deterministic, DtypeFallback, same_failure
 from .cost import starting_pace
 from .results import (
+    KeptResult,
     add_note,
     aggregate_op_dir,
     caliber_line,
@@ -33,6 +34,7 @@ from .results import (
     pass_ended,
     pass_name,
     pass_started,
+    read_op_dir,
     read_screen,
     write_op_result,
 )
@@ -97,7 +99,7 @@ class OpItem(pytest.Item):
 
 
 class OpFailed(Exception):
-    def __init__(self, result: screening.OpResult) -> None:
+    def __init__(self, result: screening.OpResult | KeptResult) -> None:
         super().__init__(result.op)
         self.result = result
 
@@ -168,13 +170,15 @@ class AbController:
         with capman.global_and_fixture_disabled():  # runtest output is captured otherwise
             write_progress(reporter, line)
 
-    def run_op(self, item: OpItem) -> screening.OpResult:
+    def run_op(self, item: OpItem) -> screening.OpResult | KeptResult:
         s = self.settings
         op_dir = s.root / item.op
         if s.resume and is_done(op_dir) and item.op not in self.measured:
             self.progress(f"{item.op}: complete, reused (--zl-resume)")
-            result, item.caliber_lines = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-            return result
+            reused, item.caliber_lines = read_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+            if isinstance(reused, KeptResult):  # a damaged file: its ab.json is kept
+                self.progress(reused.line(op_dir).removeprefix("zlbench: "))
+            return reused
         if item.batch is not None:
             from .batches import run_batch
 
@@ -348,7 +352,12 @@ class AbController:
         root = self.settings.root
         ops = [op for op in self.lines if (root / op).is_dir()]
         allow = self.settings.allow_caliber_mismatch
-        results = [aggregate_op_dir(root / op, allow=allow)[0] for op in ops]
+        read = {op: read_op_dir(root / op, allow=allow)[0] for op in ops}
+        for op, kept in read.items():
+            if isinstance(kept, KeptResult):  # finished, a file damaged: never judged again
+                self.lines[op] = kept.to_line()
+        ops = [op for op in ops if not isinstance(read[op], KeptResult)]
+        results = [r for r in read.values() if not isinstance(r, KeptResult)]
         floor = self.control_floor()
         for op, result in zip(ops, screening.judge_screen(results, floor), strict=True):
             write_op_result(root / op, result)
