@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -224,6 +225,29 @@ class Claim:
                     "marked complete (is the backend's device present?)",
                     red=True,
                 )
+
+
+def held_elsewhere(path: Path) -> bool:
+    """Whether a session of another process holds ``path`` now (its ``.zl_lock``): a root
+    whose result document still reads ``running`` while none does was ended by a signal that
+    let it write nothing (SIGKILL: the OOM killer, a cluster's hard limit)."""
+    try:
+        fd = os.open(path / rundir.LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False  # no lock file: every session removes it as it ends
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:  # held: by this process (a command that holds the root), or another
+        try:
+            pid = json.loads(_read_fd(fd)).get("pid")
+        except (ValueError, AttributeError):
+            pid = None
+        return pid != os.getpid()
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _read_fd(fd: int) -> str:

@@ -7,10 +7,13 @@ The screens run real child pytest processes on tiny suites (the helpers of ``tes
 from __future__ import annotations
 
 import json
+import signal
+import time
 from pathlib import Path
 
 import pytest
-from test_ab import HELPERS, RELU, SUITE_CONFTEST, SWITCH, ab_json, progress, screen
+from test_ab import BASE, HELPERS, RELU, SUITE_CONFTEST, SWITCH, _gone, ab_json, progress, screen
+from test_reliability import GATED, interrupt_gated, start_gated
 
 from pytest_zlbench import cli
 
@@ -76,3 +79,68 @@ def test_a_damaged_file_of_a_finished_operator_never_makes_it_failed(
     assert _statuses(root) == {"abs": "complete", "relu": "complete"}
     assert ab_json(root, "abs")["rounds"] == 2
     assert any("round 1 kept, measured from round 2" in line for line in progress(root, "abs"))
+
+
+# --------------------------------------------------------------------------------------------
+# the status says what happened
+
+
+def _doc(root: Path) -> dict[str, object]:
+    doc = json.loads((root / "screen_result.json").read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_end_a_screen_as_ctrl_c_does(
+    suite: pytest.Pytester, signum: signal.Signals
+) -> None:
+    """A cluster's time limit ends a job with SIGTERM, a closed terminal with SIGHUP."""
+    suite.makepyfile(**GATED)
+    root = suite.path / "ended"
+    proc, child = start_gated(suite, root)
+    proc.send_signal(signum)
+    assert proc.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
+    assert _gone(child)
+    assert _statuses(root) == {"abs": "complete", "gate": "cut", "relu": "not started"}
+    assert _doc(root)["status"] == "incomplete"
+    assert (root / "screen.tsv").is_file()
+
+
+def test_a_screen_killed_by_sigkill_reads_incomplete_afterwards(
+    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The OOM killer's SIGKILL leaves no end marker: ``zlbench report`` and ``merge`` find it
+    from the document the session never ended (``running``) and the lock no process holds."""
+    suite.makepyfile(**GATED)
+    root = suite.path / "killed"
+    proc, child = start_gated(suite, root)
+    proc.kill()
+    proc.wait(timeout=120)
+    deadline = time.monotonic() + 120  # the child dies with its parent (a safety net)
+    while not _gone(child):
+        assert time.monotonic() < deadline, "the child outlived its killed controller"
+        time.sleep(0.05)
+    assert cli.main(["report", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert _statuses(root) == {"abs": "complete", "gate": "cut", "relu": "not started"}, out
+    assert _doc(root)["status"] == "incomplete"
+    merged = suite.path / "merged"
+    assert cli.main(["merge", str(root), "-o", str(merged)]) == 0
+    out = capsys.readouterr().out
+    assert _statuses(merged) == {"abs": "complete", "gate": "cut", "relu": "not started"}
+    assert _doc(merged)["status"] == "incomplete"
+    assert f"zlbench merge: {root}: incomplete" in out
+
+
+def test_a_resume_over_some_of_the_tests_leaves_the_rest_cut_and_the_screen_incomplete(
+    suite: pytest.Pytester,
+) -> None:
+    root = interrupt_gated(suite)
+    (suite.path / "gate.flag").unlink(missing_ok=True)
+    resumed = suite.runpytest_subprocess(
+        *BASE, SWITCH, f"--zl-out={root}", "--zl-resume", "test_abs.py", "test_relu.py"
+    )
+    assert _statuses(root) == {"abs": "complete", "gate": "cut", "relu": "complete"}
+    assert _doc(root)["status"] == "incomplete"
+    assert resumed.ret == 0, resumed.stdout.str()

@@ -24,7 +24,7 @@ from ..core.parsing import parse_bool
 from ..core.records import RecordError
 from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind, not_a_dir
 from .outputs import exit_status, fail_beyond, publish
-from .result_file import cut_ops
+from .result_file import cut_ops, left_out
 from .results import KeptResult, caliber_line, is_done, read_op_dir, write_op_result
 from .settings import default_root
 
@@ -312,7 +312,9 @@ def reaggregate(
     entries = [
         {**r.to_json(), "status": result.CUT} if d.name in cut else r.to_json() for d, r in results
     ]
-    entries = sorted(entries + [k.to_json() for k in kept.values()], key=lambda e: str(e["op"]))
+    entries += [k.to_json() for k in kept.values()]
+    entries += left_out(root, {d.name for d in op_dirs})  # listed, but no round begun
+    entries.sort(key=lambda e: str(e["op"]))
     doc = result.document(result.SCREEN, entries, settings=settings, cut=bool(cut))
     out = publish(root, doc, tw, limit, words.fail_beyond, replot=results, floor_from=floor_from)
     failed = any(r.rounds_failed for d, r in results if d.name not in cut)
