@@ -93,6 +93,11 @@ class Claim:
                 raise pytest.UsageError(f"{self.option} {path}: {problem}")
             if not rundir.entries(path) and rundir.marked_kind(path) != self.kind:
                 records.write_atomic(path / rundir.KIND_FILE, rundir.kind_marker(self.kind, _now()))
+        except OSError as exc:  # a full disk, a read-only file system: one line
+            self.release(rollback=True)
+            raise pytest.UsageError(
+                f"{self.option} {path}: not writable ({exc.strerror or exc})"
+            ) from None
         except BaseException:
             self.release(rollback=True)
             raise
@@ -115,7 +120,7 @@ class Claim:
         lock = self.path / rundir.LOCK_FILE
         while True:
             try:
-                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
             except OSError as exc:
                 raise pytest.UsageError(
                     f"{self.option} {self.path}: not writable ({exc.strerror or exc})"
@@ -242,7 +247,7 @@ def held_elsewhere(path: Path) -> bool:
             pid = json.loads(_read_fd(fd)).get("pid")
         except (ValueError, AttributeError):
             pid = None
-        return pid != os.getpid()
+        return bool(pid != os.getpid())
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return False

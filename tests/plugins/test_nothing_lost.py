@@ -7,8 +7,13 @@ The screens run real child pytest processes on tiny suites (the helpers of ``tes
 from __future__ import annotations
 
 import json
+import re
+import resource
 import signal
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -144,3 +149,64 @@ def test_a_resume_over_some_of_the_tests_leaves_the_rest_cut_and_the_screen_inco
     assert _statuses(root) == {"abs": "complete", "gate": "cut", "relu": "complete"}
     assert _doc(root)["status"] == "incomplete"
     assert resumed.ret == 0, resumed.stdout.str()
+
+
+# --------------------------------------------------------------------------------------------
+# a full disk: one line
+
+
+def _limited(limit: int) -> Callable[[], None]:
+    """A ``preexec_fn``: no file of the process (and its children) grows past ``limit`` bytes,
+    a write beyond fails with EFBIG (``File too large``) as one on a full disk fails with
+    ENOSPC: the same ``OSError`` path, without a file system of its own."""
+
+    def limit_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return limit_files
+
+
+def _run_limited(
+    suite: pytest.Pytester, limit: int, *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=suite.path,
+        preexec_fn=_limited(limit),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_report_too_large_for_the_disk_is_one_error_line_after_the_table(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    root = suite.path / "screen"
+    # every file of the screen fits in 40 kB but its report
+    done = _run_limited(suite, 40_000, *BASE, SWITCH, f"--zl-out={root}")
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text, text
+    assert "INTERNALERROR" not in text, text
+    errors = [line for line in text.splitlines() if line.startswith("ERROR:")]
+    assert errors == [f"ERROR: {root / 'report.html'}: not written (File too large)"], text
+    assert "zlbench screen" in text
+    assert re.search(r"^abs +NO_TRITON", text, re.M), text  # the table is shown
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+
+
+def test_a_run_directory_that_cannot_be_written_at_its_claim_is_one_line(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_abs=ABS)
+    out = suite.path / "run"
+    done = _run_limited(suite, 16, "--zl-backend=cpu", "-p", "no:cacheprovider", f"--zl-out={out}")
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text, text
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, text
+    assert [ln for ln in text.splitlines() if ln.startswith("ERROR:")] == [
+        f"ERROR: --zl-out {out}: not writable (File too large)"
+    ], text

@@ -35,7 +35,6 @@ from .results import (
     pass_name,
     pass_started,
     read_op_dir,
-    read_screen,
     write_op_result,
 )
 from .settings import AbSettings, default_root, load_settings, prepare_root
@@ -152,8 +151,11 @@ class AbController:
         where = f" {self.where}" if self.where else ""
         line = f"[zlbench{where} {elapsed:7.1f}s] {text}"
         root = self.settings.root
-        with open(root / PROGRESS_FILE, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        try:
+            with open(root / PROGRESS_FILE, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+        except OSError:
+            pass  # a full disk: the session's end names the result files it cannot write
         if not terminal:
             return
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
@@ -393,11 +395,10 @@ class AbController:
                 "--zl-allow-caliber-mismatch measures them anyway",
                 red=True,
             )
-        if self.outputs is None or not path.is_file():
+        if self.outputs is None or not (path.is_file() or self.outputs.errors):
             terminalreporter.write_line("no operator was screened")
             return
-        back = read_screen(self.settings.root)
-        for line in screening.render_screen(back):
+        for line in screening.render_screen(self.outputs.lines()):
             terminalreporter.write_line(line)
         switch = (
             " ".join(f"{k}={v}" for k, v in self.settings.env_b.items()) or "none (A/A control)"

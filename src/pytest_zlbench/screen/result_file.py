@@ -123,6 +123,7 @@ def update(
     final: bool = False,
     cut: bool = False,
     failed: Collection[str] = (),
+    errors: list[str] | None = None,
 ) -> dict[str, Any]:
     """Write ``screen_result.json`` of a screen root from what its directories hold; returns
     the document. ``planned``: operators collected (op -> the reason it is skipped, or
@@ -130,7 +131,8 @@ def update(
     removes the views an earlier session left (``screen.tsv``, the report and overview): they
     would contradict the document until this session writes its own at its end; ``final``:
     the session is ending, ``cut``: interrupted (``result.document``): its unfinished
-    operators read ``cut``, but those of ``failed`` (reported failed: a crashed xdist worker's)."""
+    operators read ``cut``, but those of ``failed`` (reported failed: a crashed xdist worker's).
+    ``errors``: where a document that cannot be written is told (else it raises)."""
     with _locked(root):
         if planned is not None:
             for name in VIEW_FILES:
@@ -157,7 +159,12 @@ def update(
             finished=final,
             cut=cut,
         )
-        records.write_json(root / RESULT_FILE, doc)
+        try:
+            records.write_json(root / RESULT_FILE, doc)
+        except OSError as exc:
+            if errors is None:
+                raise
+            errors.append(f"ERROR: {root / RESULT_FILE}: not written ({exc.strerror or exc})")
     return doc
 
 
