@@ -40,6 +40,12 @@ _PARSERS: dict[str, Callable[[Any], object]] = {
     "zl_screen_mode": lambda v: _screen_mode(v),
     "zl_batch_size": lambda v: parsing.parse_positive_int(v, "--zl-batch-size"),
     "zl_fail_beyond": lambda v: _percent(v),
+    # a loop of symbolic links: one line, not a traceback where the path is resolved
+    "zl_out": lambda v: parsing.parse_path(v, "--zl-out"),
+    "zl_replay_from": lambda v: parsing.parse_path(v, "--zl-replay-from"),
+    "zl_floor_from": lambda v: parsing.parse_path(v, "--zl-floor-from"),
+    "zl_store": lambda v: parsing.parse_path(v, "--zl-store"),
+    "zl_shard_from": lambda v: parsing.parse_path(v, "--zl-shard-from"),
 }
 
 

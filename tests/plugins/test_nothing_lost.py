@@ -210,3 +210,50 @@ def test_a_run_directory_that_cannot_be_written_at_its_claim_is_one_line(
     assert [ln for ln in text.splitlines() if ln.startswith("ERROR:")] == [
         f"ERROR: --zl-out {out}: not writable (File too large)"
     ], text
+
+
+# --------------------------------------------------------------------------------------------
+# no limit on the length of a batch's node ids
+
+#: 100 tests whose ids, 22,000 characters each, take 2.2 MB: past what execve takes
+LONG_IDS = (
+    HELPERS
+    + """
+@pytest.mark.zl_op("wide")
+@pytest.mark.parametrize("n", range(100), ids=lambda n: f"{n:03d}" + "x" * 21997)
+def test_wide(zl_bench, n):
+    zl_bench(lambda: busy(5), op="wide", dtype="int", shape=str(n))
+"""
+)
+
+
+@pytest.mark.parametrize("mode", ["lockstep", "process"])
+def test_a_batch_of_any_size_starts(suite: pytest.Pytester, mode: str) -> None:
+    # no pictures: a plot labelled with 22,000-character test names takes minutes to lay out
+    suite.makeconftest(SUITE_CONFTEST + "\nimport sys\n\nsys.modules['matplotlib'] = None\n")
+    suite.makepyfile(test_wide=LONG_IDS)
+    result, root = screen(suite, SWITCH, f"--zl-screen-mode={mode}")
+    text = result.stdout.str()
+    assert "Argument list too long" not in text, text
+    assert result.ret == 0, text
+    assert _statuses(root) == {"wide": "complete"}
+    assert ab_json(root, "wide")["rows"] == 100
+
+
+# --------------------------------------------------------------------------------------------
+# a loop of symbolic links
+
+
+@pytest.mark.parametrize("session", ["run", "screen"])
+def test_a_symlink_loop_as_the_output_is_one_line(suite: pytest.Pytester, session: str) -> None:
+    suite.makepyfile(test_abs=ABS)
+    (suite.path / "loop").symlink_to("loop")
+    args = [SWITCH] if session == "screen" else []
+    result = suite.runpytest_subprocess(*BASE[:3], *args, "--zl-out=loop")
+    text = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in text, text
+    assert "Traceback" not in text, text
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert [ln for ln in result.stderr.lines if ln.startswith("ERROR:")] == [
+        "ERROR: --zl-out loop: a loop of symbolic links (it cannot be resolved); give another path"
+    ], text
