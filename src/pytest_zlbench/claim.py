@@ -291,12 +291,44 @@ def claiming(
     from .preflight import check
 
     check(config)  # nothing touches the disk before the options are validated
+    if kind == SCREEN:
+        problem = backend_missing(config)
+        if problem is not None:
+            raise pytest.UsageError(problem)
     claim = Claim(config, kind, path.resolve(), option, resume_option)
     with _taken(claim, resume):
         yield claim
     config.add_cleanup(claim.release)
     if not config.pluginmanager.is_registered(claim):
         config.pluginmanager.register(claim, PLUGIN_NAME)
+
+
+def backend_missing(config: pytest.Config) -> str | None:
+    """Why a screen's backend cannot be driven on this machine, found before its root, a
+    worker or a recording exists: the module that makes its device appear in torch
+    (``torch_musa``, ``torch_npu``) is not installed. Only a backend the session has resolved
+    already is checked (a screen's settings resolve it); importing nothing, this costs no
+    start-up."""
+    import importlib.util
+
+    from ._common import device_settings_key
+
+    settings = config.stash.get(device_settings_key, None)
+    backend = settings.backend if settings is not None else None
+    name = backend.import_module if backend is not None else ""
+    if not name:
+        return None
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:
+        return None
+    return (
+        f"--zl-backend {backend.name if backend else ''}: {name} cannot be imported on this "
+        "machine (not installed): its device cannot be driven here; run on a machine with it, "
+        "or give this machine's backend"
+    )
 
 
 @contextmanager

@@ -257,3 +257,28 @@ def test_a_symlink_loop_as_the_output_is_one_line(suite: pytest.Pytester, sessio
     assert [ln for ln in result.stderr.lines if ln.startswith("ERROR:")] == [
         "ERROR: --zl-out loop: a loop of symbolic links (it cannot be resolved); give another path"
     ], text
+
+
+# --------------------------------------------------------------------------------------------
+# a backend this machine cannot drive
+
+
+def test_a_screen_whose_backend_module_is_missing_is_refused_before_anything_exists(
+    suite: pytest.Pytester,
+) -> None:
+    """The mission's own line on the wrong machine: ``--zl-backend=musa`` without torch_musa
+    started a screen, failed its recording pass, measured it again and retried it (42 s)."""
+    suite.makepyfile(test_abs=ABS)
+    root = suite.path / "screen"
+    result = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--zl-backend=musa", SWITCH, f"--zl-out={root}"
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert "Traceback" not in text, text
+    assert [ln for ln in result.stderr.lines if ln.startswith("ERROR:")] == [
+        "ERROR: --zl-backend musa: torch_musa cannot be imported on this machine (not "
+        "installed): its device cannot be driven here; run on a machine with it, or give this "
+        "machine's backend"
+    ], text
+    assert not root.exists()
