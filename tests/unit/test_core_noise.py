@@ -1,4 +1,4 @@
-"""core.noise: which shapes of a screen changed beyond the noise measured in the same screen.
+"""core.noise, core.judge: the floor a screen's shapes are judged against, and the judgement.
 
 Every number here is synthetic and fixed (seeded): no timing.
 """
@@ -6,6 +6,7 @@ Every number here is synthetic and fixed (seeded): no timing.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from collections.abc import Mapping, Sequence
 
@@ -15,15 +16,15 @@ from pytest_zlbench.core.fingerprint import IrEntry, IrReport
 from pytest_zlbench.core.judge import control_root_floor, judge_screen, noise_floor
 from pytest_zlbench.core.noise import (
     EAGER_KERNEL,
-    FLOOR_QUANTILE,
-    MIN_SAMPLES,
+    MIN_SHAPES,
     NO_FLOOR,
+    OWN_ROUNDS,
     SIZE_CLASSES,
     size_class,
     timer_group,
 )
 from pytest_zlbench.core.pairing import Pair
-from pytest_zlbench.core.records import Row, Spread
+from pytest_zlbench.core.records import Row
 from pytest_zlbench.core.screening import (
     IR_CHANGED,
     NO_IR_DIFF,
@@ -110,13 +111,13 @@ def test_size_classes_split_at_10_and_100_us() -> None:
     assert size_class(None) is None
 
 
-# -- finding: nothing decided whether a delta was beyond noise ---------------------------------
+# -- a switch screen with identical-IR operators -----------------------------------------------
 
 
 def mma_v3_screen() -> list[OpResult]:
-    """DISABLE_MMA_V3=1 on the H200 (issue 15): mm's IR changed; mm_self_transpose [257, 96]
-    read +0.41 % and +0.89 % in its two rounds. abs and mul are NO_IR_DIFF (their later rounds
-    skipped), and their one round each is the screen's own noise."""
+    """DISABLE_MMA_V3=1 on the H200: mm's IR changed; mm_self_transpose [257, 96] read +0.41 %
+    and +0.89 % in its two rounds. abs and mul are NO_IR_DIFF (their later rounds skipped), and
+    their one round each is the screen's own noise."""
     mm = op_rounds(
         "mm",
         {
@@ -128,10 +129,13 @@ def mma_v3_screen() -> list[OpResult]:
     )
     rng = random.Random(15)
     quiet = {f"[{i}]": (0.02 + 0.001 * i, (rng.gauss(0.0, 0.005),)) for i in range(24)}
+    # identical IR compared at every stage (the fake records TTGIR only)
     return [
         aggregate("mm", mm),
-        aggregate("mul", op_rounds("mul", quiet)),
-        aggregate("abs", op_rounds("abs", {"[64, 64]": (0.15, (0.012,))})),
+        dataclasses.replace(aggregate("mul", op_rounds("mul", quiet)), ir_complete=True),
+        dataclasses.replace(
+            aggregate("abs", op_rounds("abs", {"[64, 64]": (0.15, (0.012,))})), ir_complete=True
+        ),
     ]
 
 
@@ -142,28 +146,50 @@ def test_a_small_delta_inside_the_screens_noise_is_not_beyond_it() -> None:
     assert floor is not None
     assert floor.source == "NO_IR_DIFF operators"
     assert floor.ops == ("abs", "mul")
+    # mm's three shapes are too few for a prior of their own: the identical-IR operators'
+    # single rounds, measured around zero, give it
+    cls = floor.for_latency(0.031)
+    assert cls is not None
+    assert cls.value is not None
+    assert cls.samples == 24  # mul's shapes of its size class
+    assert 0.001 < cls.value < 0.008
     small = next(s for s in mm.shapes if s.key[2] == "[257, 96]")
-    # its own rounds agree in sign and their spread (0.48 %) is below its median (0.65 %):
-    # only the floor of its size class, measured in the same screen, says it is noise
-    assert small.round_spread < abs(small.median)
     assert small.noise is not None
-    assert small.noise > abs(small.median)
+    assert small.noise > abs(small.estimate or 0)
     assert beyond(mm) == ["[1024, 1024]", "[4096, 4096]"]
     assert (mm.slower, mm.faster) == (2, 0)
-    assert mm.effect == pytest.approx((0.1195 + 0.78095) / 2)
+    big = next(s for s in mm.shapes if s.key[2] == "[1024, 1024]")
+    assert big.estimate == pytest.approx(math.sqrt(1.121 * 1.118) - 1)
+    assert big.interval is not None
+    assert big.interval[0] < big.estimate < big.interval[1]
+    assert big.p is not None
+    assert big.q is not None
+    assert big.q >= big.p
     line = mm.to_line()
     assert (line.beyond, line.judged) == ("2", "3")
     assert (line.slower, line.faster) == ("2", "0")
-    assert line.effect_pct == f"{mm.effect * 100:+.3f}"
     assert line.floor.startswith("NO_IR_DIFF operators (abs, mul)")
     assert "2 of 3 shapes beyond noise: 2 slower, 0 faster" in line.note
+    assert "slowest +78.09% (95% CI" in line.note
     data = mm.to_json()
     assert (data["beyond"], data["judged"], data["direction"]) == (2, 3, "slower")
-    assert data["effect_pct"] == pytest.approx(mm.effect * 100)
+    assert data["worst_pct"] == pytest.approx(78.095, abs=0.01)
     assert data["floor"]["source"] == "NO_IR_DIFF operators"
+    assert data["floor"]["fdr"] == 0.05
     by_shape = {s["shape"]: s for s in data["shapes"]}
     assert by_shape["[257, 96]"]["beyond_noise"] is False
-    assert by_shape["[257, 96]"]["size_class"] == "10–100 µs"
+    assert by_shape["[1024, 1024]"]["q"] <= 0.05
+    assert by_shape["[1024, 1024]"]["ci_low_pct"] > 0
+
+
+def test_identical_ir_compared_at_only_some_stages_gives_no_floor() -> None:
+    """Identical TTGIR says nothing of a switch acting in PTX: such an operator's rounds are not
+    taken as the screen's noise."""
+    mm, mul, abs_ = mma_v3_screen()
+    mul = dataclasses.replace(mul, ir_complete=False)
+    abs_ = dataclasses.replace(abs_, ir_complete=False)
+    floor = noise_floor([mm, mul, abs_])
+    assert floor.source == OWN_ROUNDS
 
 
 def test_an_aa_control_gives_the_floor_to_a_switched_screen() -> None:
@@ -173,7 +199,8 @@ def test_an_aa_control_gives_the_floor_to_a_switched_screen() -> None:
     assert floor.source == "A/A control"
     mm, _, _ = mma_v3_screen()
     judged = judge_screen([mm], floor)[0]
-    assert judged.floor == floor
+    assert judged.floor is not None
+    assert judged.floor.classes == floor.classes
     assert beyond(judged) == ["[1024, 1024]", "[4096, 4096]"]
 
 
@@ -182,7 +209,7 @@ def test_a_separate_control_s_floor_names_its_root() -> None:
     floor = control_root_floor(control, "/runs/aa")
     assert (floor.source, floor.root, floor.ops) == ("separate A/A control", "/runs/aa", ("mul",))
     assert floor.classes == noise_floor(control).classes
-    assert floor.describe().startswith("separate A/A control /runs/aa (mul): p95 ")
+    assert floor.describe().startswith("separate A/A control /runs/aa (mul): ")
     assert floor.to_json()["root"] == "/runs/aa"
     assert noise_floor(control).to_json()["root"] is None
     mm, _, _ = mma_v3_screen()
@@ -196,6 +223,9 @@ def test_a_switched_screen_or_one_that_measured_nothing_gives_no_control_floor()
     failed = aggregate("mul", [RoundInput(round=1, order="AB", failed="A: crashed")])
     with pytest.raises(ValueError, match=r"^no operator with a measured round"):
         control_root_floor([failed], "/runs/aa")
+    one = aggregate("mul", op_rounds("mul", {"[1]": (0.02, (0.01,))}, switch={}))
+    with pytest.raises(ValueError, match=r"^no operator of two rounds or more"):
+        control_root_floor([one], "/runs/aa")
 
 
 def test_ir_changed_without_an_effect_says_so_with_its_noise() -> None:
@@ -212,126 +242,111 @@ def test_ir_changed_without_an_effect_says_so_with_its_noise() -> None:
     assert (result.to_line().beyond, result.to_line().judged) == ("0", "1")
 
 
-# -- the floor: per-round deltas, per size class, a named source -------------------------------
+# -- the floor: the prior of per-round variance, per size class, a named source -----------------
 
 
-def test_the_floor_is_a_high_quantile_of_per_round_deltas_not_of_medians() -> None:
-    # one shape per round pattern: medians are all 0, the per-round deltas reach 2 %
-    shapes = {f"[{i}]": (0.02, (0.02, -0.02, 0.0)) for i in range(MIN_SAMPLES)}
+def test_the_prior_is_the_per_round_scale_of_log_ratios() -> None:
+    """Every shape of one class with one per-round spread: the prior is that scale with as
+    many degrees of freedom as the shapes' rounds give (it cannot be known better)."""
+    shapes = {f"[{i}]": (0.02, (0.02, -0.02, 0.0)) for i in range(MIN_SHAPES)}
     floor = noise_floor([aggregate("mul", op_rounds("mul", shapes, switch={}))])
     cls = floor.for_latency(0.02)
     assert cls is not None
-    assert cls.value == pytest.approx(0.02)
-    assert cls.samples == 3 * MIN_SAMPLES
-    assert FLOOR_QUANTILE == 0.95
+    assert cls.value == pytest.approx(0.02, rel=0.01)
+    assert cls.samples == MIN_SHAPES
+    assert cls.df == 2 * MIN_SHAPES
 
 
-def test_a_class_with_too_few_samples_pools_with_the_next_or_says_too_few() -> None:
-    shapes = {f"[{i}]": (0.02, (0.001 * (i + 1),)) for i in range(MIN_SAMPLES)}
-    shapes["[small]"] = (0.004, (0.05,))
+def test_a_class_with_too_few_shapes_pools_with_the_next_or_says_too_few() -> None:
+    rng = random.Random(4)
+    shapes = {f"[{i}]": (0.02, (rng.gauss(0, 0.01), rng.gauss(0, 0.01))) for i in range(MIN_SHAPES)}
+    shapes["[small]"] = (0.004, (0.05, -0.03))
     floor = noise_floor([aggregate("mul", op_rounds("mul", shapes, switch={}))])
     small = floor.for_latency(0.004)
     assert small is not None
     assert small.pooled_with == "10–100 µs"
-    assert small.samples == MIN_SAMPLES + 1  # its own sample is kept
+    assert small.samples == MIN_SHAPES + 1  # its own shape is kept
     big = floor.for_latency(0.5)
     assert big is not None
     assert big.pooled_with == "10–100 µs"
-    lonely = noise_floor([aggregate("mul", op_rounds("mul", {"[1]": (0.5, (0.01,))}, switch={}))])
+    few = {f"[{i}]": (0.5, (0.01, 0.02)) for i in range(3)}
+    lonely = noise_floor([aggregate("mul", op_rounds("mul", few, switch={}))])
     cls = lonely.for_latency(0.5)
     assert cls is not None
     assert cls.value is None
-    assert "too few" in lonely.describe()
+    assert "too few (3 shapes)" in lonely.describe()
 
 
-def test_without_a_floor_or_spreads_only_the_own_spread_applies_and_the_result_says_so() -> None:
-    mm = op_rounds("mm", {"[1]": (0.02, (0.0041, 0.0089)), "[2]": (0.02, (0.01, -0.01))}, ir_b="o")
-    (result,) = judge_screen([aggregate("mm", mm)])
+def test_without_a_control_the_screen_s_own_rounds_give_the_prior_and_say_what_they_miss() -> None:
+    """No A/A control and no identical-IR operator (every CPU screen, a switch that changes
+    every kernel): the variance of each shape around its own mean does not see the switch, so
+    the screen's own rounds give the prior; the floor says a repeating bias is not seen."""
+    rng = random.Random(8)
+    shapes = {
+        f"[{i}]": (0.03, [(0.05 if i < 3 else 0.0) + rng.gauss(0.0, 0.004) for _ in range(3)])
+        for i in range(20)
+    }
+    (result,) = judge_screen([aggregate("relu", op_rounds("relu", shapes, ir_b="x"))])
+    assert result.floor is not None
+    assert result.floor.source == OWN_ROUNDS
+    assert "a bias that repeats in every round is not told from an effect" in (
+        result.floor.describe()
+    )
+    assert beyond(result) == ["[0]", "[1]", "[2]"]
+
+
+def test_one_round_everywhere_judges_nothing_and_says_why() -> None:
+    (result,) = judge_screen(
+        [aggregate("mm", op_rounds("mm", {"[1]": (0.02, (0.5,))}, ir_b="other"))]
+    )
     assert result.floor is not None
     assert result.floor.source == NO_FLOOR
-    assert beyond(result) == ["[1]"]  # 0.65 % > its spread 0.48 %: all that can be said
-    assert result.to_line().floor == (
-        "no floor available: each shape's between-round spread, at least its measurements' width"
+    assert not result.judged
+    assert beyond(result) == []
+    line = result.to_line()
+    assert (line.beyond, line.judged, line.flips) == ("", "", "")  # not judged: empty cells
+    assert line.rounds == "1"
+    assert "IR changed, 1 round: no shape can be judged beyond noise" in line.note
+    assert result.to_json()["floor"]["text"].startswith(
+        "not judged: no operator of two rounds or more"
     )
 
 
-def with_width(rounds: list[RoundInput], width: float) -> list[RoundInput]:
-    """``rounds`` with every row's samples ``width`` wide: (p80 - p20) / p50."""
-
-    def widen(rows: Sequence[Row]) -> list[Row]:
-        return [
-            dataclasses.replace(
-                r,
-                spread=Spread(
-                    r.latency * (1 - width / 2), r.latency, r.latency * (1 + width / 2), 10
-                ),
-            )
-            for r in rows
-        ]
-
-    return [dataclasses.replace(r, rows_a=widen(r.rows_a), rows_b=widen(r.rows_b)) for r in rounds]
-
-
-def test_without_a_floor_a_delta_inside_one_measurements_width_is_not_beyond_noise() -> None:
-    """The last resort: with no class floor, a shape is judged against its own round spread and
-    at least the median width of its measurements, (p80 - p20) / p50. A two-operator A/A on the
-    H200 read abs 64 x 128 x 128 (+0.003, +0.030, +0.030 %: a round spread of 0.027 %) as beyond
-    noise, where one-process kernel-timed measurements are about 0.14 % wide."""
-    aa = op_rounds("abs", {"[1]": (0.004, (0.00003, 0.0003, 0.0003))}, switch={})
-    (quiet,) = judge_screen([aggregate("abs", with_width(aa, 0.0014))])
-    assert quiet.floor is not None
-    cls = quiet.floor.for_latency(0.004)
-    assert cls is None or cls.value is None  # three deltas: too few for a floor
-    assert beyond(quiet) == []
-    assert quiet.shapes[0].noise == pytest.approx(0.0014)
-    shape = quiet.to_json()["shapes"][0]  # the result file says the width it was judged by
-    assert shape["width_pct"] == pytest.approx(0.14)
-    assert shape["noise_pct"] == pytest.approx(0.14)
-    mm = op_rounds("mm", {"[1]": (0.02, (0.15, 0.151, 0.152))}, ir_b="o")
-    (changed,) = judge_screen([aggregate("mm", with_width(mm, 0.0014))])
-    assert beyond(changed) == ["[1]"]  # a change far outside one measurement's width
+def test_one_kernel_gets_one_verdict_in_one_screen() -> None:
+    """On an H200, addcmul_out read '5 of 5 shapes beyond noise' and addcmul, the same kernel
+    on the same shapes in the same screen, 0 of 5: each judged by its own spread and sign
+    consistency. One prior and one false discovery rate for the screen judge both alike."""
+    rng = random.Random(45)
+    effect = 0.0044
+    ops = []
+    for name in ("addcmul", "addcmul_out"):
+        shapes = {
+            f"[{i}]": (0.02, [effect + rng.gauss(0.0, 0.001) for _ in range(2)]) for i in range(5)
+        }
+        ops.append(aggregate(name, op_rounds(name, shapes, ir_b="x")))
+    rest = {f"[q{i}]": (0.02, [rng.gauss(0.0, 0.001) for _ in range(2)]) for i in range(20)}
+    ops.append(aggregate("abs", op_rounds("abs", rest, ir_b="x")))
+    a, b, _ = judge_screen(ops)
+    assert len(beyond(a)) >= 4
+    assert len(beyond(b)) >= 4
 
 
-def test_the_width_is_each_shapes_own_not_its_operators() -> None:
-    """A narrow shape's steady change is not hidden by its operator's wider shapes (a
-    direct-timed row can be 25 % wide, a kernel-timed one 0.1 %)."""
-    shapes = {f"[{i}]": (0.02, (0.0030, 0.0031)) for i in range(3)}
-    mm = op_rounds("mm", shapes, ir_b="o")
-    widths = {"[0]": 0.0005, "[1]": 0.01, "[2]": 0.01}
-
-    def widen(rows: Sequence[Row]) -> list[Row]:
-        out = []
-        for r in rows:
-            w = widths[r.shape]
-            spread = Spread(r.latency * (1 - w / 2), r.latency, r.latency * (1 + w / 2), 10)
-            out.append(dataclasses.replace(r, spread=spread))
-        return out
-
-    rounds = [dataclasses.replace(r, rows_a=widen(r.rows_a), rows_b=widen(r.rows_b)) for r in mm]
-    (result,) = judge_screen([aggregate("mm", rounds)])
-    assert beyond(result) == ["[0]"]
-
-
-def test_a_class_with_a_floor_is_judged_against_it_not_the_width() -> None:
-    """The width is the last resort only: where the screen's NO_IR_DIFF operators give a floor,
-    a steady change above it is beyond noise however wide one measurement is."""
-    quiet = {f"[{i}]": (0.02, (0.0001 * (i % 5), -0.0001 * (i % 3))) for i in range(MIN_SAMPLES)}
-    abs_ = aggregate("abs", op_rounds("abs", quiet))
-    mm = aggregate(
-        "mm", with_width(op_rounds("mm", {"[1]": (0.02, (0.01, 0.011))}, ir_b="o"), 0.05)
-    )
-    judged = {r.op: r for r in judge_screen([abs_, mm])}
-    cls = judged["mm"].floor.for_latency(0.02) if judged["mm"].floor else None
-    assert cls is not None
-    assert cls.value is not None
-    assert cls.value < 0.01
-    assert beyond(judged["mm"]) == ["[1]"]
-    assert judged["mm"].shapes[0].noise == pytest.approx(max(cls.value, 0.001))
+def test_a_significant_change_smaller_than_the_minimum_effect_is_not_called_one() -> None:
+    rng = random.Random(2)
+    shapes = {
+        f"[{i}]": (0.02, [0.0005 + rng.gauss(0.0, 0.00002) for _ in range(3)]) for i in range(10)
+    }
+    results = [aggregate("abs", op_rounds("abs", shapes, ir_b="x"))]
+    (strict,) = judge_screen(results)
+    assert beyond(strict) == []  # 0.05 % < 0.2 %
+    (loose,) = judge_screen(results, min_effect=0.0001)
+    assert len(beyond(loose)) == 10
+    assert all(s.q is not None and s.q < 0.05 for s in strict.shapes)  # significant all along
 
 
 def test_the_floor_source_prefers_a_control_and_ignores_changed_operators() -> None:
     changed = aggregate("mm", op_rounds("mm", {"[1]": (0.02, (0.5, 0.5))}, ir_b="other"))
-    assert noise_floor([changed]).source == NO_FLOOR
+    assert noise_floor([changed]).source == OWN_ROUNDS
     failed = aggregate(
         "mul",
         [
@@ -359,17 +374,6 @@ def test_an_aa_control_reports_no_shape_beyond_noise() -> None:
     assert (result.to_line().beyond, result.to_line().judged) == ("0", "40")
 
 
-def test_false_positives_stay_rare_over_many_aa_screens() -> None:
-    """The same over 200 seeds: a shape needs three rounds of one sign and a median above the
-    95th percentile of every |per-round delta| of its class, which noise rarely gives."""
-    found = 0
-    for seed in range(200):
-        shapes = synthetic_aa(seed)
-        (result,) = judge_screen([aggregate("mul", op_rounds("mul", shapes, switch={}))])
-        found += len(beyond(result))
-    assert found / (200 * 40) < 0.005
-
-
 def test_a_real_effect_is_found_against_the_aa_floor() -> None:
     floor = noise_floor([aggregate("mul", op_rounds("mul", synthetic_aa(5), switch={}))])
     rng = random.Random(9)
@@ -380,20 +384,6 @@ def test_a_real_effect_is_found_against_the_aa_floor() -> None:
     (result,) = judge_screen([aggregate("mm", op_rounds("mm", shapes, ir_b="other"))], floor)
     assert beyond(result) == [f"[{i}]" for i in range(10)]
     assert result.slower == 10
-
-
-# -- labels: what one round can say ------------------------------------------------------------
-
-
-def test_one_round_judges_nothing_and_says_one_round() -> None:
-    (result,) = judge_screen(
-        [aggregate("mm", op_rounds("mm", {"[1]": (0.02, (0.5,))}, ir_b="other"))]
-    )
-    assert beyond(result) == []
-    line = result.to_line()
-    assert (line.beyond, line.judged, line.flips) == ("", "", "")  # not judged: empty cells
-    assert line.rounds == "1"
-    assert "IR changed, 1 round: no shape can be judged beyond noise" in line.note
 
 
 def test_the_screen_shows_the_new_columns_and_reads_them_back() -> None:
@@ -426,20 +416,22 @@ def test_no_triton_shows_its_numbers() -> None:
     (result,) = judge_screen([aggregate("relu", rounds)])
     assert result.verdict == NO_TRITON
     line = result.to_line()
-    assert line.range == "+11.00% ~ +21.00%"
+    assert line.range.endswith("+11.00% ~ +21.00%")
     assert line.median_pct == "+16.000"
-    assert (line.beyond, line.judged) == ("2", "2")
+    assert line.judged == "2"
+
+
+# -- timer groups ---------------------------------------------------------------------------------
 
 
 def test_direct_timed_rows_get_a_floor_of_their_own() -> None:
     """On an H200 smoke-shape A/A screen, FlagGems' nonzero (its capture refused: timed by the
-    direct timer, L2 flushed) moved 18-118 % between processes and made the floor of every
-    graph-timed row of 10 us and more 56.7 %: a switch's +10 % on such rows read as noise. The
-    direct timer's rows are judged against a floor of their own."""
+    direct timer, L2 flushed) moved 18-118 % between processes: were it pooled with the
+    graph-timed rows of its size, a switch's +10 % on those would read as noise."""
     rng = random.Random(7)
     graph = {f"[{i}]": (0.03, [rng.gauss(0.0, 0.003) for _ in range(3)]) for i in range(10)}
     direct = {f"[d{i}]": (0.5, [rng.choice((-1, 1)) * rng.uniform(0.2, 0.6) for _ in range(3)])
-              for i in range(4)}  # fmt: skip
+              for i in range(MIN_SHAPES)}  # fmt: skip
     control = [
         aggregate("mul", op_rounds("mul", graph, switch={})),
         aggregate("nonzero", op_rounds("nonzero", direct, switch={}, timer="direct")),
@@ -459,18 +451,13 @@ def test_direct_timed_rows_get_a_floor_of_their_own() -> None:
     assert beyond(judged) == ["[64]"]
     shape = judged.to_json()["shapes"][0]
     assert shape["timer"] == "graph"
-    # and the floor says which classes are the direct timer's
     classes = floor.to_json()["classes"]
     assert {c["timer"] for c in classes} == {None, "direct"}
 
 
-def test_a_short_class_falls_back_rather_than_leave_rows_without_a_floor() -> None:
-    """The H200 smoke A/A had 15 graph-timed deltas of 10 us and more and 6 direct-timed ones:
-    floored apart, every such row was left with its own round spread only. A class still short
-    after its neighbour pools every size of its timer's group; a direct-timed class still short
-    takes the floor of all rows of its size, then of every row."""
+def test_a_short_class_falls_back_rather_than_leave_rows_without_a_prior() -> None:
     rng = random.Random(3)
-    small = {f"[s{i}]": (0.004, [rng.gauss(0.0, 0.02) for _ in range(3)]) for i in range(10)}
+    small = {f"[s{i}]": (0.004, [rng.gauss(0.0, 0.02) for _ in range(3)]) for i in range(4)}
     mid = {f"[m{i}]": (0.03, [rng.gauss(0.0, 0.003) for _ in range(3)]) for i in range(5)}
     direct = {"[d0]": (0.5, [0.40, -0.20, 0.50]), "[d1]": (0.7, [-0.30, 0.45, -0.10])}
     control = [
@@ -480,20 +467,12 @@ def test_a_short_class_falls_back_rather_than_leave_rows_without_a_floor() -> No
     floor = noise_floor(control)
     mid_floor = floor.for_latency(0.03, "graph")
     assert mid_floor is not None
-    assert mid_floor.value is not None  # 15 deltas: pooled with every graph-timed size
+    assert mid_floor.value is not None  # 5 + 4 shapes: pooled with every graph-timed size
     assert mid_floor.pooled_with == "every size"
     big_direct = floor.for_latency(0.5, "direct")
     assert big_direct is not None
-    assert big_direct.value is not None  # 6 deltas, 6 of its size: the floor of every row
-    assert big_direct.value >= 0.3
+    assert big_direct.value is not None  # 2 shapes: the prior of every row
     assert big_direct.pooled_with == "every size and timer"
-    # a steady +30 % of nonzero is not beyond that noise
-    nz = aggregate("nonzero", op_rounds("nonzero", {"[d0]": (0.5, [0.30, 0.28, 0.32])},
-                                        ir_b="x", timer="direct"))  # fmt: skip
-    (judged,) = judge_screen([nz], floor)
-    assert beyond(judged) == []
-    assert judged.shapes[0].noise == big_direct.value
-    # the direct timer's classes are listed where it measured rows only
     assert [c.size for c in floor.classes if c.timer] == ["≥ 100 µs"]
 
 
@@ -503,7 +482,7 @@ def test_a_screen_timed_by_one_timer_lists_only_its_classes() -> None:
     shapes = {f"[{i}]": (0.03, [rng.gauss(0.0, 0.01) for _ in range(3)]) for i in range(8)}
     floor = noise_floor([aggregate("relu", op_rounds("relu", shapes, switch={}, timer="direct"))])
     assert {c.timer for c in floor.classes} == {"direct"}
-    assert "too few (0)" not in floor.describe()
+    assert "too few (0 shapes)" not in floor.describe()
 
 
 def test_a_shape_whose_sides_were_timed_differently_is_mixed() -> None:

@@ -1,47 +1,34 @@
-"""Which shapes of a screen changed beyond noise: the noise floor and the per-shape judgement.
+"""The noise a screen's shapes are judged against: size classes, timer groups, and the floor.
 
-A shape is **beyond noise** only when
+A shape is judged by a moderated paired t-test on the log-ratios of its rounds
+(:mod:`.shape_test`); the **floor** is what that test borrows: per size class (and timer group),
+the prior of a shape's per-round variance (its scale and degrees of freedom) and, where the
+screen has shapes that cannot have changed, the variance of a bias that repeats in every round.
+It is measured on the same statistic the shapes are judged on (per-round log-ratios), from, by
+preference:
 
-1. its delta (B/A − 1) has one sign in every measured round, and there are at least two rounds
-   (one round never shows whether a delta repeats: nothing is beyond noise with one round); and
-2. the magnitude of its median over rounds (each order of the rounds weighed alike:
-   :func:`.stats.balanced_median`) exceeds the noise measured for that row in the same
-   screen: the larger of its own between-round spread (max − min of its per-round deltas) and
-   the floor of its size class, or, where that class has no floor, the median width of its
-   measurements ((p80 − p20) / p50 of the samples, its rows of both sides and every round).
+1. an A/A control (a screen without a switch, :func:`core.verdicts.is_control`), this screen or a
+   separate one of the same caliber (``--zl-floor-from=AA_ROOT``, ``zlbench report ROOT
+   --floor-from AA_ROOT``: :data:`CONTROL_ROOT`, :attr:`NoiseFloor.root` names its root);
+2. the screen's ``NO_IR_DIFF`` operators whose IR was compared at every stage (identical code:
+   whatever their deltas are, the switch did not make them);
+3. else every shape of the screen (:data:`OWN_ROUNDS`): a shape's variance around its own mean
+   does not depend on whether the switch moved it, so the screen's own rounds give the prior
+   (limma's way), but a bias that repeats in every round cannot be told from an effect there.
 
-The floor of a size class is the 95th percentile (:data:`FLOOR_QUANTILE`) of |per-round delta|
-over every shape of that class of the floor's operators. Per-round deltas, not per-shape medians:
-the median over rounds narrows the spread, and a shape is judged by how far single rounds
-scatter. The floor's operators are, by preference, those of an A/A control (a screen without a
-switch, :func:`core.verdicts.is_control`), else the screen's own ``NO_IR_DIFF`` operators
-(identical IR: whatever their deltas are, the switch did not make them); the floor says which
-(:attr:`NoiseFloor.source`), or that neither exists, and then the own spread and the width apply. A
-screen may also be judged against the floor of a separate A/A control screen of the same caliber
-(``--zl-floor-from=AA_ROOT``, ``zlbench report ROOT --floor-from AA_ROOT``): its source is then
-:data:`CONTROL_ROOT` and :attr:`NoiseFloor.root` names that control's root.
+With no operator of two rounds or more, nothing is judged (:data:`NO_FLOOR`).
 
 Size classes by side A's latency: under 10 µs, 10–100 µs, 100 µs and more. Rows of 1–8 µs are
-launch-bound and drift by 0.3–1 % per kernel between processes (two processes: median 1.1–1.8 %,
-worst 5–20 %); rows of 10 µs and more differ by a median 0.2 %, worst 1.4–5 %
-(docs/PERFORMANCE.md, "Timer noise on an H200" and "What limits the noise on an H200"). Rows of
-100 µs and more are the long kernels: power-capped tensor-core GEMMs (180–240 µs, 3–5 % after a
-pause) and rows whose length lets the card's power controller move their clock, so they get a
-class of their own rather than borrowing the quiet 10–100 µs one.
+launch-bound and drift between processes far more than rows of 10 µs and more, and rows of 100 µs
+and more are the long kernels whose clock the card's power controller moves, so each gets a prior
+of its own. Rows the direct timer measured (:data:`DIRECT`) and rows the kernel timer read without
+a graph (:data:`EAGER_KERNEL`) have classes of their own too: one noisy operator whose capture is
+refused would otherwise set the prior of every graph-timed row of its size.
 
-Rows the direct timer measured (:data:`DIRECT`) are floored apart, in classes of their own: one
-noisy operator whose capture is refused would otherwise set the floor of every graph-timed row
-of its size. Rows the kernel timer read without a graph (:data:`EAGER_KERNEL`) have classes of
-their own too: quieter than the direct timer's, not graph replays. A row of either group never
-gets less than a graph-timed row of its size would.
-
-A class with fewer than :data:`MIN_SAMPLES` per-round deltas (below 20 values the 95th
-percentile is the largest one) pools them with the next larger class (the largest with the one
-below it), then with every class of its timer's group, and a direct-timed class then with every
-row of its size; if the pool is still too small, the class has no floor and says "too few".
-
-The judgement uses the raw delta, as the floor does; the baseline-corrected delta is reported
-beside it, not judged (it carries the baseline's own noise as well).
+A class with fewer than :data:`MIN_SHAPES` shapes pools them with the next larger class (the
+largest with the one below), then with every class of its timer's group, and a direct-timed class
+then with every row of its size; if the pool is still too small, the class has no prior and its
+shapes are judged by their own rounds alone (a plain paired t-test).
 """
 
 from __future__ import annotations
@@ -50,15 +37,21 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-FLOOR_QUANTILE = 0.95
-MIN_SAMPLES = 20
+from .shape_test import DEFAULT_FDR, DEFAULT_MIN_EFFECT, Prior
+
+#: the fewest shapes (of two rounds or more) a class's prior is fitted on
+MIN_SHAPES = 8
 
 CONTROL = "A/A control"
 CONTROL_ROOT = "separate A/A control"
 SAME_SCREEN = "NO_IR_DIFF operators"
+OWN_ROUNDS = "the screen's own rounds"
 NO_FLOOR = "none"
-NO_FLOOR_TEXT = (
-    "no floor available: each shape's between-round spread, at least its measurements' width"
+NO_FLOOR_TEXT = "not judged: no operator of two rounds or more to measure the noise on"
+#: what a floor from the screen's own rounds cannot see
+OWN_ROUNDS_CAVEAT = (
+    "no A/A control or identical-IR operator: a bias that repeats in every round is not told "
+    "from an effect (--zl-floor-from=AA_ROOT judges against a control)"
 )
 
 
@@ -118,8 +111,11 @@ def size_class(latency_ms: float | None) -> SizeClass | None:
 
 @dataclass(frozen=True)
 class ClassFloor:
-    """The floor of one size class: ``value`` is a relative delta (0.01 = 1 %), ``None`` when
-    too few per-round deltas were measured; ``samples`` counts those it was taken over."""
+    """The prior of one size class: ``value`` is the per-round scale (standard deviation of a
+    round's log-ratio, about a relative delta: 0.01 = 1 %), ``None`` when too few shapes were
+    measured; ``df`` its degrees of freedom (``math.inf``: one variance for every shape);
+    ``bias`` the standard deviation of a bias that repeats in every round; ``samples`` counts
+    the shapes it was fitted on."""
 
     size: str
     value: float | None
@@ -128,19 +124,33 @@ class ClassFloor:
     #: the group of rows read without a graph (:func:`timer_group`: DIRECT, EAGER_KERNEL) that
     #: this floor is of, ``None`` for the others
     timer: str | None = None
+    df: float | None = None
+    bias: float = 0.0
+
+    def prior(self) -> Prior | None:
+        if self.value is None or self.df is None:
+            return None
+        return Prior(self.value, self.df, self.bias)
 
     def text(self) -> str:
         size = f"{self.timer} timer {self.size}" if self.timer else self.size
         if self.value is None:
-            return f"{size} too few ({self.samples})"
+            return f"{size} too few ({self.samples} shapes)"
         pooled = f", with {self.pooled_with}" if self.pooled_with else ""
-        return f"{size} {self.value * 100:.2f}% ({self.samples} deltas{pooled})"
+        df = "∞" if self.df is None or math.isinf(self.df) else f"{self.df:.1f}"
+        bias = f", bias {self.bias * 100:.3f}%" if self.bias else ""
+        return (
+            f"{size} {self.value * 100:.3f}% a round ({df} df, {self.samples} shapes{pooled}{bias})"
+        )
 
     def to_json(self) -> dict[str, Any]:
+        finite = self.df is not None and math.isfinite(self.df)
         return {
             "timer": self.timer,
             "size": self.size,
             "value_pct": None if self.value is None else round(self.value * 100, 6),
+            "prior_df": round(self.df, 3) if finite and self.df is not None else None,
+            "bias_pct": round(self.bias * 100, 6),
             "samples": self.samples,
             "pooled_with": self.pooled_with,
         }
@@ -150,10 +160,14 @@ class ClassFloor:
 class NoiseFloor:
     """The floor a screen's shapes are judged against, and where it came from."""
 
-    source: str  # CONTROL, CONTROL_ROOT, SAME_SCREEN or NO_FLOOR
+    source: str  # CONTROL, CONTROL_ROOT, SAME_SCREEN, OWN_ROUNDS or NO_FLOOR
     ops: tuple[str, ...] = ()
     classes: tuple[ClassFloor, ...] = ()
     root: str | None = None  # CONTROL_ROOT: the A/A control screen's root it was taken from
+    #: the false discovery rate across the screen's shapes, and the smallest |delta| called a
+    #: change (a relative delta)
+    fdr: float = DEFAULT_FDR
+    min_effect: float = DEFAULT_MIN_EFFECT
 
     def for_latency(self, latency_ms: float | None, timer: str = "") -> ClassFloor | None:
         """The floor of a row's size class among those of its timer's group
@@ -173,19 +187,34 @@ class NoiseFloor:
             return max(known, key=lambda c: c.value or 0.0) if known else None
         return next((c for c in mine if c.size == cls.name), None)
 
+    def prior_for(self, latency_ms: float | None, timer: str = "") -> Prior | None:
+        cls = self.for_latency(latency_ms, timer)
+        return cls.prior() if cls is not None else None
+
+    def rule(self) -> str:
+        """How a shape is called beyond noise, in words."""
+        return (
+            f"moderated paired t-test per shape, false discovery rate {self.fdr * 100:g}% "
+            f"across the screen, at least {self.min_effect * 100:g}%"
+        )
+
     def describe(self) -> str:
         if self.source == NO_FLOOR:
             return NO_FLOOR_TEXT
         classes = ", ".join(c.text() for c in self.classes)
         source = f"{self.source} {self.root}" if self.root else self.source
-        return f"{source} ({', '.join(self.ops)}): p{FLOOR_QUANTILE * 100:.0f} {classes}"
+        ops = f" ({', '.join(self.ops)})" if self.source != OWN_ROUNDS else ""
+        caveat = f"; {OWN_ROUNDS_CAVEAT}" if self.source == OWN_ROUNDS else ""
+        return f"{source}{ops}: {classes}; {self.rule()}{caveat}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "ops": list(self.ops),
-            "quantile": FLOOR_QUANTILE,
-            "min_samples": MIN_SAMPLES,
+            "test": "moderated paired t on per-round log(B/A)",
+            "fdr": self.fdr,
+            "min_effect_pct": round(self.min_effect * 100, 6),
+            "min_shapes": MIN_SHAPES,
             "classes": [c.to_json() for c in self.classes],
             "root": self.root,
             "text": self.describe(),

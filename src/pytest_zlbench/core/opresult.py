@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .noise import NoiseFloor, size_class
+from .noise import NO_FLOOR, NoiseFloor, size_class
 from .pairing import Key
 from .screen_tsv import ScreenLine
+from .shape_test import ShapeTest
 from .stats import balanced_median, median
 from .verdicts import (
     DEFAULT_STAGE,
@@ -59,7 +60,8 @@ class ShapeResult:
     latency: float | None = None  # side A's latency (ms), median over rounds: its size class
     #: per round, (1 + delta) / (1 + baseline delta) - 1; empty unless every round had a baseline
     corrected: tuple[float, ...] = ()
-    noise: float | None = None  # what core.judge.classify judged it against (None: not judged)
+    #: the half-width of its 95 % confidence interval, as a relative delta (None: not judged)
+    noise: float | None = None
     beyond_noise: bool = False
     node: str = ""  # the test that measured it (side A's row)
     detail: Any = None  # the size detail as FlagGems gives it (a JSON list), when known
@@ -73,6 +75,32 @@ class ShapeResult:
     orders: tuple[str, ...] = ()
     #: per baseline delta, its round's order (``base_deltas`` skips rounds without one)
     base_orders: tuple[str, ...] = ()
+    #: its test (core.judge): the estimate (each order's rounds weighed alike, on log-ratios),
+    #: its 95 % confidence interval, as relative deltas, the p-value and the q-value across the
+    #: screen (None: not judged)
+    estimate: float | None = None
+    interval: tuple[float, float] | None = None
+    p: float | None = None
+    q: float | None = None
+
+    def judged_by(
+        self, test: ShapeTest | None, q: float | None = None, beyond: bool = False
+    ) -> ShapeResult:
+        """This shape with ``test``'s numbers and the decision (``None``: not judged)."""
+        if test is None:
+            return replace(
+                self, noise=None, beyond_noise=False, estimate=None, interval=None, p=None, q=None
+            )
+        low, high = test.interval()
+        return replace(
+            self,
+            noise=math.expm1(test.half_width()),
+            beyond_noise=beyond,
+            estimate=math.expm1(test.estimate),
+            interval=(math.expm1(low), math.expm1(high)),
+            p=test.p,
+            q=q,
+        )
 
     @staticmethod
     def _centre(values: tuple[float, ...], orders: tuple[str, ...]) -> float:
@@ -134,6 +162,11 @@ class ShapeResult:
             "sign_flip": self.sign_flip,
             "noise_pct": pct(self.noise),
             "width_pct": pct(self.width),
+            "estimate_pct": pct(self.estimate),
+            "ci_low_pct": pct(self.interval[0]) if self.interval else None,
+            "ci_high_pct": pct(self.interval[1]) if self.interval else None,
+            "p": _finite(self.p),
+            "q": _finite(self.q),
             "beyond_noise": self.beyond_noise,
         }
 
@@ -222,24 +255,39 @@ class OpResult:
     @property
     def judged(self) -> bool:
         """Whether the shapes were judged: a floor was applied, to two rounds or more."""
-        return self.floor is not None and self.has_range and self.rounds_measured >= 2
+        return (
+            self.floor is not None
+            and self.floor.source != NO_FLOOR
+            and self.has_range
+            and self.rounds_measured >= 2
+        )
 
     @property
     def beyond(self) -> tuple[ShapeResult, ...]:
         return tuple(s for s in self.shapes if s.beyond_noise) if self.judged else ()
 
+    @staticmethod
+    def _estimate(shape: ShapeResult) -> float:
+        return shape.estimate if shape.estimate is not None else shape.median
+
     @property
     def slower(self) -> int:
-        return sum(1 for s in self.beyond if s.median > 0)
+        return sum(1 for s in self.beyond if self._estimate(s) > 0)
 
     @property
     def faster(self) -> int:
-        return sum(1 for s in self.beyond if s.median < 0)
+        return sum(1 for s in self.beyond if self._estimate(s) < 0)
 
     @property
     def effect(self) -> float | None:
-        """The median delta over the shapes beyond noise."""
-        return median([s.median for s in self.beyond]) if self.beyond else None
+        """The median estimate over the shapes beyond noise."""
+        return median([self._estimate(s) for s in self.beyond]) if self.beyond else None
+
+    @property
+    def worst(self) -> ShapeResult | None:
+        """The shape slower beyond noise by the most (what the CI gate reads), if any."""
+        slower = [s for s in self.beyond if self._estimate(s) > 0]
+        return max(slower, key=self._estimate) if slower else None
 
     @property
     def noises(self) -> tuple[float, ...]:
@@ -256,11 +304,17 @@ class OpResult:
             return ("IR changed, 1 round: no shape can be judged beyond noise",) if changed else ()
         if self.beyond:
             effect = self.effect if self.effect is not None else 0.0
-            return (
+            worst = self.worst
+            text = (
                 f"{len(self.beyond)} of {len(self.shapes)} shapes beyond noise: "
-                f"{self.slower} slower, {self.faster} faster, median effect {_pct(effect)} "
-                f"(noise {_noise_text(self.noises)})",
+                f"{self.slower} slower, {self.faster} faster, median effect {_pct(effect)}"
             )
+            if worst is not None and worst.interval is not None:
+                low, high = worst.interval
+                text += (
+                    f", slowest {_pct(self._estimate(worst))} (95% CI {_pct(low)} ~ {_pct(high)})"
+                )
+            return (f"{text} (noise {_noise_text(self.noises)})",)
         if changed and self.noises:
             return (f"IR changed, no effect beyond noise ({_noise_text(self.noises)})",)
         return ()
@@ -350,6 +404,7 @@ class OpResult:
             "faster": self.faster if judged else None,
             "direction": self.direction,
             "effect_pct": pct(self.effect),
+            "worst_pct": pct(self._estimate(w)) if (w := self.worst) is not None else None,
             "noise_pct": pct(median(noises)) if noises else None,
             "floor": self.floor.to_json() if self.floor is not None else None,
             "kernels_a": self.kernels_a,

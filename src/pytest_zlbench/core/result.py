@@ -27,7 +27,7 @@ from .opresult import (
 from .records import CALIBER_FIELDS, json_safe
 from .screen_tsv import ScreenLine
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RESULT_FILE = "screen_result.json"
 SCHEMA_FILE = "screen_result.schema.json"
 SCREEN = "screen"

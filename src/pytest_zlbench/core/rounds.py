@@ -17,7 +17,6 @@ NO_IR_DIFF = "NO_IR_DIFF"
 IR_CHANGED = "IR_CHANGED"
 
 IDENTICAL_IR = "identical IR at every stage on both sides"
-SETTLED = "its beyond-noise shapes kept their sign and membership for two consecutive rounds"
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,9 @@ class RoundView:
     verdict: str
     failed: bool = False
     beyond: Mapping[str, int] | None = field(default=None)
+    #: every IR stage was compared on both sides: only then is identical IR the switch doing
+    #: nothing to the operator
+    ir_complete: bool = True
 
 
 def stop_reason(
@@ -43,11 +45,16 @@ def stop_reason(
 ) -> str | None:
     """Why the operator needs no round after the last of ``history`` (``None``: it does).
 
-    * After round 1, identical IR on both sides of a switch (``NO_IR_DIFF``) says the switch did
-      nothing to the operator: rounds 2.. would only measure noise (unless
-      ``allow_no_ir_diff``; an A/A control, ``switched=False``, measures every round).
-    * A changed IR whose beyond-noise shapes (with their signs) are the same after two
-      consecutive rounds will not change its verdict with more rounds.
+    * After round 1, identical IR on both sides of a switch (``NO_IR_DIFF``), compared at every
+      stage, says the switch did nothing to the operator: rounds 2.. would only measure noise
+      (unless ``allow_no_ir_diff``; an A/A control, ``switched=False``, measures every round).
+
+    That is the only early stop. The judgement (a paired test per shape with the false
+    discovery rate controlled across the screen) decides on every round an operator ran and on
+    the other operators' shapes, so no round short of ``rounds`` can show that more rounds
+    would not change a decision; stopping on an interim look would inflate the false discovery
+    rate (each look is another chance to cross the line by noise). An operator of identical IR
+    is not judged at all, so stopping it changes no error rate.
 
     A failed round never settles anything; ``rounds`` reached needs no reason.
     """
@@ -56,18 +63,9 @@ def stop_reason(
     last = history[-1]
     if last.failed:
         return None
-    if len(history) == 1 and switched and not allow_no_ir_diff and last.verdict == NO_IR_DIFF:
+    identical = last.verdict == NO_IR_DIFF and last.ir_complete
+    if len(history) == 1 and switched and not allow_no_ir_diff and identical:
         return IDENTICAL_IR
-    if len(history) >= 2 and last.verdict == IR_CHANGED:
-        before = history[-2]
-        if (
-            not before.failed
-            and before.verdict == IR_CHANGED
-            and last.beyond is not None
-            and before.beyond is not None
-            and dict(last.beyond) == dict(before.beyond)
-        ):
-            return SETTLED
     return None
 
 
