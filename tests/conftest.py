@@ -3,6 +3,8 @@ repository root's ``conftest.py``, which pytest also loads for the README's demo
 
 hypothesis is imported here on purpose: its pytest plugin imports it at the end of every run, and
 an in-process pytester run drops modules it imported, so without this each run would pay ~1 s.
+scipy likewise: the judgement imports it when it first judges a shape, and numpy, beneath it,
+cannot be loaded twice in one process.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Iterator
 
 import hypothesis  # noqa: F401 - see the docstring
 import pytest
+import scipy.special  # the judgement's (core.shape_test): numpy beneath it cannot load twice
+import scipy.stats  # noqa: F401 - the same
 
 
 @pytest.fixture(autouse=True)

@@ -1,21 +1,26 @@
-"""The CPU demo suite: a few torch operators, each timed against a candidate implementation.
+"""The CPU demo suite: four numpy operators, each timed against a candidate implementation.
 
-Like FlagGems' ``benchmark/`` it imports torch when the conftest loads, marks each test with the
-operator's name, and prints one table per operator and dtype.
+Like FlagGems' ``benchmark/`` it marks each test with the operator's name and prints one table
+per operator and dtype. It needs numpy only (no torch, no GPU): the ``zl_bench`` fixture times
+any callable.
+
+The demo's switch is ``DEMO_SLOW_SOFTMAX=1``: it sends the softmax candidate down a row-by-row
+path (several times slower) and leaves every other operator alone, so that an A/B screen of it
+has one operator to find::
+
+    pytest --zl-backend=cpu --zl-ab=DEMO_SLOW_SOFTMAX=1 --zl-rounds=3 examples/demo
 """
 
 from __future__ import annotations
 
 import os
 
-import torch
+# One BLAS thread: the 2-core machines the demo runs on share their cores with the timer, and
+# mm's timings with a thread pool drift with the machine's load. Set before numpy is imported.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 OPS = ("relu", "softmax", "layer_norm", "mm")
-
-torch.manual_seed(0)
-# Two intra-op threads unless OMP_NUM_THREADS says otherwise: the demo's A/B switch is
-# OMP_NUM_THREADS=1, which then changes how every operator runs.
-torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 
 
 def pytest_configure(config):

@@ -1,11 +1,11 @@
 """What the five plugins share, in one module because every module a plugin imports at load
 time costs every pytest session that has pytest-zlbench installed (docs/PERFORMANCE.md).
 
-* options: ``--zl-*`` options with their ini twins, one definition, CLI wins over ini. Values are
-  validated by ``core.parsing`` in ``pytest_configure`` (or earlier where the environment must
-  be set), so that a bad value is one ``ERROR:`` line with exit status 4, not argparse's two-line
-  usage dump. Each option declares where it is added what an A/B screen does with it in a child
-  run (passed through, dropped, or dropped with its ini value reset);
+* options: each ``--zl-*`` option is one entry of ``core.options.OPTIONS``; a plugin adds its
+  entries with their ini twins (:func:`add_options`); the session's values are read with one
+  precedence rule, the command line over the ini file (:func:`given`), and parsed once into one
+  frozen ``core.options.Settings`` (:func:`settings_of`), at the preflight, so that a bad value
+  is one ``ERROR:`` line with exit status 4, not argparse's two-line usage dump;
 * the session's mode: measure, record, screen, compare or screen child, resolved once from the
   options and kept in the stash (:func:`mode_of`);
 * xdist: the only code that looks at pytest-xdist's worker state;
@@ -18,10 +18,11 @@ time costs every pytest session that has pytest-zlbench installed (docs/PERFORMA
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from .core import options
 
 if TYPE_CHECKING:
     from .adapters.timers import Timer
@@ -73,102 +74,98 @@ class TimingSettings:
 # --------------------------------------------------------------------------------------------
 # Options
 
-T = TypeVar("T")
+#: what an A/B screen does with an option in its child runs (``core.options``)
+PASS, DROP, RESET = options.PASS, options.DROP, options.RESET
+settings_key = pytest.StashKey[options.Settings]()
 
 
-#: what an A/B screen does with an option in its child runs (see :func:`add`)
-PASS = "pass"  # passed through unchanged
-DROP = "drop"  # dropped from the child's command line (the screen sets what the child needs)
-RESET = "reset"  # dropped, and its ini value reset to empty (``-o name=``) in the child
-
-#: every option added through :func:`add`: flag → (child rule, ini name, takes a value). Filled
-#: as plugins add their options; the same flag always gets the same declaration
-_declared: dict[str, tuple[str, str, bool]] = {}
-
-
-def add(
-    parser: pytest.Parser,
-    group: Any,
-    flag: str,
-    help: str,
-    *,
-    child: str,
-    action: str = "store",
-    metavar: str | None = None,
-    ini: bool = True,
-) -> None:
-    """Add ``flag`` (and its ini twin) to ``group``. ``child`` says what an A/B screen does with
-    it in its child runs: :data:`PASS`, :data:`DROP` or :data:`RESET`."""
-    if child not in (PASS, DROP, RESET):
-        raise ValueError(f"{flag}: child must be one of pass, drop, reset, not {child!r}")
-    dest = flag.lstrip("-").replace("-", "_")
-    kwargs: dict[str, Any] = {"dest": dest, "action": action, "help": help}
-    if action in ("store", "append"):
-        kwargs["default"] = None
-        if metavar:
-            kwargs["metavar"] = metavar
-    elif action == "store_true":
-        kwargs["default"] = False
-    group.addoption(flag, **kwargs)
-    _declared[flag] = (child, dest, action in ("store", "append"))
-    if ini:
-        help = help.replace("%%", "%")  # argparse's escape; ini help is shown verbatim
-        help = help.replace("%%", "%")  # argparse's escape; ini help is shown verbatim
-        if action == "store_true":
-            parser.addini(dest, help=help, type="bool", default=None)
-        elif action == "append":
-            parser.addini(dest, help=help, type="linelist", default=None)
+def add_options(parser: pytest.Parser, group: Any, plugin: str) -> None:
+    """Add the options ``plugin`` declares in ``core.options.OPTIONS`` (and their ini twins)
+    to ``group``."""
+    for option in options.of_plugin(plugin):
+        kwargs: dict[str, Any] = {"dest": option.dest, "action": option.action}
+        kwargs["help"] = option.help
+        if option.takes_value:
+            kwargs["default"] = None
+            if option.metavar:
+                kwargs["metavar"] = option.metavar
+        elif option.action == "store_true":
+            kwargs["default"] = False
+        group.addoption(option.flag, **kwargs)
+        text = option.help.replace("%%", "%")  # argparse's escape; ini help is shown verbatim
+        if option.action == "store_true":
+            parser.addini(option.dest, help=text, type="bool", default=None)
+        elif option.action == "append":
+            parser.addini(option.dest, help=text, type="linelist", default=None)
         else:
-            parser.addini(dest, help=help, type="string", default=None)
+            parser.addini(option.dest, help=text, type="string", default=None)
 
 
 def declared() -> dict[str, tuple[str, str, bool]]:
-    """Every option added so far: flag → (child rule, ini name, whether it takes a value)."""
-    return dict(_declared)
+    """Every option: flag → (child rule, ini name, whether it takes a value)."""
+    return {o.flag: (o.child, o.dest, o.takes_value) for o in options.OPTIONS}
 
 
-def _cli(config: pytest.Config, dest: str) -> Any:
-    """The command line's value of ``dest`` (None, False or [] when it gave none). Early,
-    ``config.option`` holds the defaults (False for a flag) and the namespace the command line:
-    either may hold it."""
+def given(config: pytest.Config) -> dict[str, tuple[object, bool]]:
+    """The ``--zl-*`` options this session has: ``dest -> (value, from the ini file)``. The one
+    precedence rule: the command line's value wins, else the ini file's; an empty value is
+    none (an empty ini value, ``-o name=``, is how a screen resets an option for its
+    children). Works on the early config of ``pytest_load_initial_conftests`` too."""
     ns = getattr(config, "known_args_namespace", None)
-    value = config.option.__dict__.get(dest) if hasattr(config, "option") else None
-    if value in (None, False, []) and ns is not None:
-        value = getattr(ns, dest, None)
-    return value
+    dests = {d for d in vars(ns) if d.startswith("zl_")} if ns is not None else set()
+    if hasattr(config, "option"):
+        dests |= {d for d in vars(config.option) if d.startswith("zl_")}
+    out: dict[str, tuple[object, bool]] = {}
+    for dest in sorted(dests):
+        # early, config.option holds the defaults (False for a flag) and the namespace the
+        # command line: either may hold the value
+        cli = config.option.__dict__.get(dest) if hasattr(config, "option") else None
+        if not options.given_value(cli) and ns is not None:
+            cli = getattr(ns, dest, None)
+        if options.given_value(cli):
+            out[dest] = (cli, False)
+            continue
+        try:
+            ini = config.getini(dest)
+        except KeyError:
+            continue
+        except (ValueError, pytest.UsageError) as exc:  # pytest's refusal of a boolean value
+            if "''" in str(exc) or dest not in options.BY_DEST:
+                continue  # ``-o zl_resume=``: how a screen resets an option for its children
+            raise pytest.UsageError(f"{dest} (ini): {exc}") from None
+        if options.given_value(ini):
+            out[dest] = (ini, True)
+    return out
+
+
+def settings_of(config: pytest.Config) -> options.Settings:
+    """The session's settings: every option parsed once, on first use (the preflight's, at
+    the earliest hook), and kept. A bad value is a usage error naming the option (or its ini
+    key)."""
+    settings = config.stash.get(settings_key, None)
+    if settings is None:
+        try:
+            settings = options.Settings(given(config))
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.stash[settings_key] = settings
+    return settings
+
+
+def value(config: pytest.Config, dest: str) -> Any:
+    """``dest``'s parsed value (``core.options.Settings.value``)."""
+    return settings_of(config).value(dest)
+
+
+def raw(config: pytest.Config, dest: str) -> Any:
+    """``dest``'s value as given (command line, else ini file), or ``None``."""
+    return settings_of(config).raw(dest)
 
 
 def named(config: pytest.Config, dest: str) -> str:
     """How a message names ``dest``'s value: ``--zl-floor-from`` when the command line gave it,
-    ``zl_floor_from (ini)`` when it came from the ini file (where the user looks for it). For
-    options whose default is ``None`` or ``False`` (any other default reads as given)."""
-    if _cli(config, dest) in (None, False, []) and raw(config, dest) not in (None, False, []):
-        return f"{dest} (ini)"
-    return "--" + dest.replace("_", "-")
-
-
-def raw(config: pytest.Config, dest: str) -> Any:
-    """The CLI value if given, else the ini value, else None. Works on an early config too."""
-    value = _cli(config, dest)
-    if value not in (None, False, []):
-        return value
-    try:
-        ini = config.getini(dest)
-    except (ValueError, KeyError):
-        return value
-    if ini in (None, "", []):
-        return value
-    return ini
-
-
-def get(config: pytest.Config, dest: str, parse: Callable[[Any], T], default: T) -> T:
-    value = raw(config, dest)
-    if value is None or value is False or value == []:
-        return default
-    try:
-        return parse(value)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    ``zl_floor_from (ini)`` when it came from the ini file (where the user looks for it)."""
+    return settings_of(config).named(dest)
 
 
 def usage(message: str) -> pytest.UsageError:
@@ -241,32 +238,29 @@ SHARED_INPUTS_ENV = "ZLBENCH_SHARED_INPUTS"
 SHARED_OWNER_ENV = "ZLBENCH_SHARED_OWNER"
 
 
-def _given(value: Any) -> bool:
-    return value not in (None, False, [])
-
-
 def resolve_mode(config: pytest.Config) -> Mode:
     """The session's mode from its options; works on the early config of
     ``pytest_load_initial_conftests`` too. A screen and a compare asked at once is a usage
     error."""
-    screen = _given(raw(config, "zl_ab")) or _given(raw(config, "zl_rounds"))
-    out = raw(config, "zl_out")
-    out = str(out) if _given(out) else None
-    paths = raw(config, "zl_compare")
-    if _given(paths):
-        if screen:
+    settings = settings_of(config)
+    # core.options.session_mode: the one rule (whether this is a screen's child matters only
+    # to a session that records: an inactive one imports nothing more)
+    kind = settings.mode(child=False)
+    out = settings.value("zl_out")
+    if kind == options.COMPARE:
+        if settings.has("zl_ab") or settings.has("zl_rounds"):
             raise pytest.UsageError(
                 "--zl-compare runs no tests: it cannot be combined with --zl-ab/--zl-rounds"
             )
-        return Mode(Mode.COMPARE, out, tuple(str(p) for p in paths))
-    if not screen and os.environ.get(WORKER_FD_ENV):
+        return Mode(Mode.COMPARE, out, tuple(settings.value("zl_compare")))
+    if kind != options.SCREEN and os.environ.get(WORKER_FD_ENV):
         return Mode(Mode.WORKER, None, child=True)
-    if not screen and out is None:
+    if kind == options.MEASURE:
         return Mode(Mode.MEASURE)
     from .contract import CHILD_ENV
 
     child = bool(os.environ.get(CHILD_ENV))
-    if screen:
+    if kind == options.SCREEN:
         return Mode(Mode.SCREEN, out, child=child)
     return Mode(Mode.CHILD if child else Mode.RECORD, out, child=child)
 

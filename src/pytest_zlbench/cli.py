@@ -2,30 +2,39 @@
 
 ``compare`` and ``report`` run the same code as ``pytest --zl-compare`` (``screen.compare``);
 ``plot`` draws what a screen draws; ``merge`` joins a screen run in parts (``--zl-shard``);
-``list`` shows the baseline store (``--zl-save``). Bad input is one ``ERROR:`` line that starts
-``zlbench COMMAND:`` and names the argument in the command's own words (``-o``,
-``--allow-caliber-mismatch``, never a ``--zl-*`` option), exit status 4 as for pytest's usage
-errors.
+``list`` shows the baseline store (``--zl-save``). ``python -m pytest_zlbench`` runs it too.
+Bad input is one ``ERROR:`` line that starts ``zlbench COMMAND:`` and names the argument in the
+command's own words (``-o``, ``--allow-caliber-mismatch``, never a ``--zl-*`` option), exit
+status 4 as for pytest's usage errors.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import Any, NoReturn
+
+from .screen.terminal_line import Writer
 
 USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, without importing pytest for --help
 
 DESCRIPTION = "Compare, report, plot, merge and list pytest-zlbench runs and screens."
 EPILOG = (
+    "output folders: -o names a new or empty folder (one that holds results is refused, never "
+    "overwritten); leave it out for a fresh runs/zl_<UTC time>; report rewrites only the files "
+    "it derives from its ROOT's rounds. "
+    "the store: --store DIR (before or after the command), else the nearest .zlbench up from "
+    "here, else ./.zlbench; it holds a .gitignore of '*', so git leaves it out of your checkout. "
     "exit status: 0 success; 1 an operator failed (report) or a plot could not be drawn "
     "(plot); 2 interrupted while drawing the plots (report); 4 bad input or a caliber "
-    "refusal; 6 an operator slower than --fail-beyond allows"
+    "refusal; 6 a shape slower beyond noise than --fail-beyond allows; 7 --fail-beyond could "
+    "not judge every operator (--allow-unjudged accepts that); 141 the reader of the output "
+    "went away (zlbench list | head)"
 )
+BROKEN_PIPE = 141  # 128 + SIGPIPE, the status of a command the shell's reader stopped
 
 
 class Usage(Exception):
@@ -35,28 +44,6 @@ class Usage(Exception):
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise Usage(f"{self.prog}: {message}")
-
-
-class Writer:
-    """What ``screen.compare`` writes to: pytest's terminal writer's ``line`` and ``sep``."""
-
-    COLORS: ClassVar[dict[str, str]] = {"red": "31", "yellow": "33", "green": "32", "bold": "1"}
-
-    def __init__(self, stream: Any = None) -> None:
-        self.stream = stream if stream is not None else sys.stdout
-        self.color = self.stream.isatty() and "NO_COLOR" not in os.environ
-
-    def line(self, text: str = "", **markup: bool) -> None:
-        codes = [self.COLORS[k] for k, on in markup.items() if on and k in self.COLORS]
-        if codes and self.color:
-            text = f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
-        self.stream.write(text + "\n")
-
-    def sep(self, sepchar: str, title: str = "", **markup: bool) -> None:
-        width = min(shutil.get_terminal_size((80, 24)).columns, 100)
-        text = f" {title} " if title else ""
-        left = max((width - len(text)) // 2, 3)
-        self.line(sepchar * left + text + sepchar * max(width - left - len(text), 3), **markup)
 
 
 def default_store() -> Path:
@@ -124,6 +111,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         Writer(),
         fail_beyond=args.fail_beyond,
         words=command_words("compare"),
+        unjudged_ok=args.allow_unjudged,
     )
 
 
@@ -172,6 +160,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         fail_beyond=args.fail_beyond,
         words=command_words("report"),
         floor_from=Path(args.floor_from) if args.floor_from else None,
+        judging=judging_args(args),
+        unjudged_ok=args.allow_unjudged,
+    )
+
+
+def judging_args(args: argparse.Namespace) -> Any:
+    """``--fdr`` and ``--min-effect`` as a ``core.judge.Judging``; ``None`` when neither was
+    given (the root is judged again as its result file says it was)."""
+    from .core.judge import Judging
+
+    if args.fdr is None and args.min_effect is None:
+        return None
+    default = Judging()
+    return Judging(
+        default.fdr if args.fdr is None else args.fdr,
+        default.min_effect if args.min_effect is None else args.min_effect / 100,
     )
 
 
@@ -235,8 +239,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
         results.append(result)
     from .core import result as result_doc
     from .core import screening
+    from .core.judge import Judging
+    from .screen.result_file import read_result
 
-    judged = screening.judge_screen(results, floor)
+    judged = screening.judge_screen(results, floor, judging=Judging.of_document(read_result(root)))
     plots = list(zip(op_dirs, judged, strict=True))
     failed = 0
     # a plot that already shows its result is kept as it is, and said so
@@ -271,8 +277,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
     Join screen roots run in parts (--zl-shard=K/N) into OUT. A part whose settings or caliber
     differ, that repeats a shard, or that screened an operator another part screened, is refused."""
     from .screen.merge import merge
+    from .screen.settings import default_root
 
-    return merge(args.roots, args.out, Writer())
+    return merge(args.roots, args.out or default_root(), Writer())
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -319,10 +326,46 @@ def _fail_beyond(p: Any) -> None:
         "--fail-beyond",
         metavar="PCT",
         type=percent,
-        help="exit with status 6 when an operator is slower on side B by more than PCT percent: "
-        "its median delta over the shapes beyond noise (one round, compare: over every shape), "
-        "as pytest --zl-fail-beyond=PCT",
+        help="exit with status 6 when any shape is slower on side B beyond noise by more than "
+        "PCT percent (its estimate; compare, one round: the median over every shape), with 7 "
+        "when nothing regressed but some operator could not be judged, as pytest "
+        "--zl-fail-beyond=PCT",
     )
+
+
+def _allow_unjudged(p: Any) -> None:
+    p.add_argument(
+        "--allow-unjudged",
+        action="store_true",
+        help="let --fail-beyond pass over operators it could not judge (failed, cut, one "
+        "round): it exits with status 7 otherwise, as pytest --zl-allow-unjudged",
+    )
+
+
+def _judging(p: Any) -> None:
+    p.add_argument(
+        "--fdr",
+        metavar="Q",
+        type=fdr,
+        help="the false discovery rate held across the screen's shapes (default: what the root "
+        "was judged with, else 0.05), as pytest --zl-fdr=Q",
+    )
+    p.add_argument(
+        "--min-effect",
+        metavar="PCT",
+        type=percent,
+        help="the smallest change called beyond noise, in percent (default: what the root was "
+        "judged with, else 0.2), as pytest --zl-min-effect=PCT",
+    )
+
+
+def fdr(text: str) -> float:
+    from .core.parsing import parse_fdr
+
+    try:
+        return parse_fdr(text, "--fdr")
+    except ValueError as exc:  # argparse names the argument itself: not twice
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fdr: ")) from None
 
 
 def _floor_from(p: Any) -> None:
@@ -332,6 +375,17 @@ def _floor_from(p: Any) -> None:
         type=given,
         help="judge the shapes against the noise floor of this A/A control screen's root (of "
         "the same caliber) instead of the screen's own, as pytest --zl-floor-from=AA_ROOT",
+    )
+
+
+def _store(p: Any, default: Any) -> None:
+    p.add_argument(
+        "--store",
+        metavar="DIR",
+        type=given,
+        default=default,
+        help="the baseline store (default: the nearest .zlbench up from here, else ./.zlbench; "
+        "it keeps itself out of git with a .gitignore of '*')",
     )
 
 
@@ -354,12 +408,7 @@ def percent(text: str) -> float:
 
 def build_parser() -> Parser:
     parser = Parser(prog="zlbench", description=DESCRIPTION, epilog=EPILOG)
-    parser.add_argument(
-        "--store",
-        metavar="DIR",
-        type=given,
-        help="the baseline store (default: the nearest .zlbench up from here, else ./.zlbench)",
-    )
+    _store(parser, default=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = _command(sub, "compare", cmd_compare)
@@ -370,10 +419,15 @@ def build_parser() -> Parser:
         "b", metavar="B", type=given, help="side B: a run directory or a stored run's name"
     )
     p.add_argument(
-        "-o", "--out", metavar="OUT", type=given, help="where to write (default: runs/zl_<time>)"
+        "-o",
+        "--out",
+        metavar="OUT",
+        type=given,
+        help="a new or empty directory (default: runs/zl_<time>)",
     )
     _allow_caliber_mismatch(p)
     _fail_beyond(p)
+    _allow_unjudged(p)
 
     p = _command(sub, "report", cmd_report)
     p.add_argument(
@@ -381,6 +435,8 @@ def build_parser() -> Parser:
     )
     _allow_caliber_mismatch(p)
     _fail_beyond(p)
+    _allow_unjudged(p)
+    _judging(p)
     _floor_from(p)
 
     p = _command(sub, "plot", cmd_plot)
@@ -391,10 +447,16 @@ def build_parser() -> Parser:
     p = _command(sub, "merge", cmd_merge)
     p.add_argument("roots", metavar="ROOT", nargs="+", type=given, help="the parts' screen roots")
     p.add_argument(
-        "-o", "--out", metavar="OUT", type=given, required=True, help="a new or empty directory"
+        "-o",
+        "--out",
+        metavar="OUT",
+        type=given,
+        help="a new or empty directory (default: runs/zl_<time>)",
     )
 
     _command(sub, "list", cmd_list)
+    for command in sub.choices.values():  # --store before or after the command
+        _store(command, default=argparse.SUPPRESS)
     return parser
 
 
@@ -414,6 +476,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         sys.stderr.write(f"ERROR: {error_line(str(exc), command)}\n")
         return USAGE_ERROR
+    except BrokenPipeError:
+        # the reader went away (``zlbench list | head -3``): no traceback, and none at exit
+        # when Python flushes stdout into the closed pipe again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return BROKEN_PIPE
 
 
 def error_line(text: str, command: str | None) -> str:

@@ -15,10 +15,11 @@ Pure: no pytest, no torch; both sides import it, and it imports only ``core``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .core.autotune import PINS_FILE
+from .core.liveness import COMPILER_FIELD, SEEN_FIELD
 from .core.records import (
     COMPLETE_FILE,
     IDENTITY_FILE,
@@ -35,6 +36,7 @@ __all__ = [
     "CHILD_ENV",
     "CHILD_FAILED_FILE",
     "COMPARE_FILE",
+    "COMPILER_FIELD",
     "COMPLETE_FILE",
     "FLAGGEMS_CACHE_DIR",
     "IDENTITY_FILE",
@@ -56,6 +58,7 @@ __all__ = [
     "RUNNING_FILE",
     "SCREEN_FILE",
     "SEED_FIELD",
+    "SEEN_FIELD",
     "SETTINGS_FILE",
     "SIDE_ENV",
     "SIDE_FIELD",
@@ -63,6 +66,7 @@ __all__ = [
     "SUMMARY_FILE",
     "SWITCH_ENV",
     "SWITCH_FIELD",
+    "SWITCH_NAMES_ENV",
     "TRITON_CACHE_DIR",
     "TUNER_DB_DIR",
     "WORKERS_DIR",
@@ -72,6 +76,7 @@ __all__ = [
     "output_file",
     "round_dir",
     "round_dirs",
+    "switch_seen",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -90,6 +95,9 @@ ROUND_ENV = "ZLBENCH_ROUND"
 #: the switch's variables set on this child's side, as a JSON object (``{}`` on side A); in a
 #: one-process worker, side B's, which the worker sets only while side B runs
 SWITCH_ENV = "ZLBENCH_SWITCH"
+#: the names of the screen's switch variables, as a JSON list, on every side (side A too): the
+#: run records what it sees of each (:data:`SEEN_FIELD`)
+SWITCH_NAMES_ENV = "ZLBENCH_SWITCH_NAMES"
 
 # --------------------------------------------------------------------------------------------
 # Identity fields a child's run records (informational: ``RunIdentity.info``)
@@ -176,14 +184,30 @@ def first_try_file(run_dir: Path) -> Path:
 # Both ends of the environment
 
 
-def child_environment(side: str, rnd: int, switch: Mapping[str, str]) -> dict[str, str]:
-    """The variables a screen adds to a child's environment."""
+def child_environment(
+    side: str, rnd: int, switch: Mapping[str, str], names: Iterable[str] = ()
+) -> dict[str, str]:
+    """The variables a screen adds to a child's environment (``names``: every variable of the
+    screen's switch, whichever side the child is)."""
     return {
         SIDE_ENV: side,
         ROUND_ENV: str(rnd),
         SWITCH_ENV: json.dumps(dict(switch)),
+        SWITCH_NAMES_ENV: json.dumps(sorted(names)),
         CHILD_ENV: "1",
     }
+
+
+def switch_seen(environ: Mapping[str, str]) -> dict[str, str | None]:
+    """What ``environ`` holds of the switch variables :data:`SWITCH_NAMES_ENV` names (``None``:
+    unset); ``{}`` outside a screen or when the names cannot be read."""
+    try:
+        names = json.loads(environ.get(SWITCH_NAMES_ENV) or "[]")
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(names, list):
+        return {}
+    return {str(n): environ.get(str(n)) for n in names}
 
 
 def child_identity(environ: Mapping[str, str]) -> dict[str, object]:
@@ -203,4 +227,5 @@ def child_identity(environ: Mapping[str, str]) -> dict[str, object]:
         SWITCH_FIELD: switch,
         SIDE_FIELD: environ.get(SIDE_ENV, ""),
         ROUND_FIELD: int(environ.get(ROUND_ENV, "0") or 0),
+        SEEN_FIELD: switch_seen(environ),
     }

@@ -18,7 +18,7 @@ import pytest
 from pytest_zlbench._common import PASS, RESET, declared
 from pytest_zlbench.core import compat, screening
 from pytest_zlbench.core.records import CALIBER_FIELDS, is_complete, read_identity
-from pytest_zlbench.screen.controller import OpItem
+from pytest_zlbench.screen.items import OpItem
 from pytest_zlbench.screen.options import dropped_options, passthrough_args, reset_inis
 from zl_testing import (
     BUSY,
@@ -317,7 +317,10 @@ def test_screen_one_round(suite: pytest.Pytester) -> None:
     for line in lines.values():
         assert line.verdict == screening.NO_TRITON
         # no Triton, but per-shape deltas all the same; one round: nothing judged, no flips
-        assert re.fullmatch(r"[+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", line.range), line.range
+        # labelled: nothing reached the compiler
+        assert re.fullmatch(r"nothing compiled [+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", line.range), (
+            line.range
+        )
         assert (line.rounds, line.flips, line.beyond, line.judged) == ("1", "", "", "")
         assert line.status == "complete"
         assert line.kernels_a == line.kernels_b == "0"
@@ -408,7 +411,7 @@ def test_rounds_alternate_and_measure_operators_without_triton(suite: pytest.Pyt
     assert child_steps(root, "abs") == ["r1 A", "r1 B", "r2 B", "r2 A", "r3 A", "r3 B"]
     assert lines["abs"].verdict == screening.NO_TRITON
     assert screening.SKIP_NOTE not in lines["abs"].note
-    assert re.fullmatch(r"[+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", lines["abs"].range)
+    assert re.fullmatch(r"nothing compiled [+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", lines["abs"].range)
     assert lines["abs"].rounds == "3"
     assert re.fullmatch(r"\d+", lines["abs"].beyond), lines["abs"].beyond
     assert lines["abs"].judged == "2"
@@ -440,8 +443,8 @@ def test_rounds_spread_over_xdist_workers(suite: pytest.Pytester) -> None:
     shown = [ln for ln in result.outlines if re.match(r"\[zlbench +[\d.]+s\] (abs|relu): ", ln)]
     shown_ops = sorted(ln.split("] ", 1)[1] for ln in shown)
     assert [re.sub(r" [+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", "", ln) for ln in shown_ops] == [
-        "abs: NO_TRITON; rows 2",
-        "relu: NO_TRITON; rows 1",
+        "abs: NO_TRITON nothing compiled; rows 2",
+        "relu: NO_TRITON nothing compiled; rows 1",
     ]
 
 
@@ -483,7 +486,7 @@ def test_a_a_control_reports_each_noise_floor(suite: pytest.Pytester) -> None:
             assert read_identity(root / op / f"r{k}_B").info["switch"] == {}
     # the range column follows the verdict rule
     assert lines["abs"].range.startswith("noise floor ")
-    assert re.fullmatch(r"[+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", lines["relu"].range)
+    assert re.fullmatch(r"nothing compiled [+-]\d+\.\d\d% ~ [+-]\d+\.\d\d%", lines["relu"].range)
     for line in lines.values():
         assert line.floor.startswith("A/A control"), line.floor
 

@@ -75,11 +75,11 @@ def test_report_judges_a_screen_against_a_separate_control(
     validator().validate(doc)
     floor = doc["noise_floor"]
     assert (floor["source"], floor["root"], floor["ops"]) == (SEPARATE, str(aa.resolve()), ["ctl"])
-    assert floor["text"].startswith(f"{SEPARATE} {aa.resolve()} (ctl): p95 ")
+    assert floor["text"].startswith(f"{SEPARATE} {aa.resolve()} (ctl): ")
     assert {e["floor"]["root"] for e in doc["operators"]} == {str(aa.resolve())}
     shape = mm_4096(root)
     assert shape["beyond_noise"] is False
-    assert shape["noise_pct"] == pytest.approx(15.0, abs=0.5)
+    assert shape["noise_pct"] > 12  # the control's rounds scatter wider than mm's +12 %
     assert any(str(aa.resolve()) in line for line in out)  # the table's floor line
     # screen.tsv: the source in its own column, the control's root in the floor's text
     tsv = pd.read_csv(root / "screen.tsv", sep="\t")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_zlbench.core import gate
-from zl_testing import NO_HYPOTHESIS
+from zl_testing import NO_HYPOTHESIS, assert_usage_error
 
 CONFTEST = """
 import sys
@@ -108,3 +108,20 @@ def test_a_10_percent_slowdown_is_found_and_fails_the_gate_untouched_operators_a
     assert "slow10 float32 [1]" in line
     assert "slow3" not in line
     assert "slow1 " not in line
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--zl-fdr=2", "--zl-fdr: must be above 0 and below 1 (e.g. 0.05), got '2'"),
+        ("--zl-fdr=lots", "--zl-fdr: 'lots' is not a rate (e.g. 0.05 or 5%)"),
+        ("--zl-min-effect=-1", "--zl-min-effect: must be a percentage of 0 or more, got '-1'"),
+    ],
+)
+def test_the_judging_settings_refuse_what_they_cannot_read(
+    zl_pytester: pytest.Pytester, option: str, message: str
+) -> None:
+    zl_pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = zl_pytester.runpytest("--zl-ab=X=1", option)
+    assert result.ret == 4
+    assert assert_usage_error(result, message)

@@ -73,7 +73,7 @@ def test_one_worker_per_round_measures_both_sides_each_with_its_own_kernels(
         [
             "*2 operators, one-process side workers, at most 3 rounds",
             "*gemm r1: A ok, B ok (*s) [[]operator 1 of 2, round 1 of 3; *",
-            "*gemm r2: B ok, A ok (*s) [[]operator 1 of 1, round 2 of 3; *",
+            "*gemm r2: B ok, A ok (*s) [[]operator 1 of 2, round 2 of 3; *",
         ]
     )
 

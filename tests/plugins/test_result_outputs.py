@@ -85,11 +85,25 @@ def test_zlbench_report_fails_beyond_5_percent_and_passes_at_100(
     assert rc == 6
     # the gate's line names the command's option, not pytest's
     (line,) = [t for t in out if "fail-beyond" in t]
-    assert line.startswith("zlbench: --fail-beyond=5%: FAILED, 1 operator(s) slower on side B: ")
-    assert "mm +43.00% > +5%" in line
+    assert line.startswith("zlbench: --fail-beyond=5%: FAILED, 3 shape(s) slower on side B ")
+    assert "mm float16 [384, 384] +43.00% > +5% (estimate, beyond noise)" in line
     rc, out = zlbench(capsys, "report", root, "--fail-beyond=100")
     assert rc == 0
     assert any("zlbench: --fail-beyond=100%: passed" in t for t in out)
+    # the judging settings: the root keeps what it was judged with unless told otherwise
+    rc, out = zlbench(capsys, "report", root, "--fail-beyond=5", "--min-effect=90")
+    assert rc == 0
+    doc = json.loads((root / "screen_result.json").read_text())
+    assert doc["noise_floor"]["min_effect_pct"] == 90
+    rc, out = zlbench(capsys, "report", root)
+    assert (
+        json.loads((root / "screen_result.json").read_text())["noise_floor"]["min_effect_pct"] == 90
+    )
+    rc, out = zlbench(capsys, "report", root, "--fdr=2")
+    assert rc == 4
+    assert out[-1] == (
+        "ERROR: zlbench report: argument --fdr: must be above 0 and below 1 (e.g. 0.05), got '2'"
+    )
     rc, out = zlbench(capsys, "report", root, "--fail-beyond=lots")
     assert rc == 4
     assert out[-1] == (

@@ -187,7 +187,7 @@ def test_zlbench_compare_refuses_a_caliber_mismatch_as_pytest_does(
         (("report",), ["required: ROOT"]),
         (("report", "nowhere"), ["zlbench report: nowhere: no such directory, nor a stored"]),
         (("plot", "nowhere"), ["zlbench plot: nowhere: no such directory"]),
-        (("merge", "a"), ["required: -o/--out"]),
+        (("merge",), ["required: ROOT"]),
         (("merge", "nowhere", "-o", "out"), ["zlbench merge: nowhere: no such directory"]),
         (("list", "--bogus"), ["unrecognized arguments: --bogus"]),
     ],
@@ -345,7 +345,7 @@ def test_compare_to_a_stored_run_of_another_caliber_is_refused(
         ((SWITCH, "--zl-out=s", "--zl-shard-from=s"), ["give --zl-shard=K/N"]),
         (
             (SWITCH, "--zl-out=s", "--zl-shard=1/2", "--zl-shard-from=nowhere"),
-            ["--zl-shard-from nowhere: no readable progress.log"],
+            ["--zl-shard-from nowhere: no such screen root"],
         ),
     ],
 )
@@ -410,16 +410,19 @@ def test_a_screen_split_in_two_and_merged_equals_the_unsplit_screen(
         assert (merged[op].kernels_a, merged[op].kernels_b) == (line.kernels_a, line.kernels_b)
     assert unsplit["gemm"].verdict == screening.IR_CHANGED
 
-    # the merged root re-aggregates to the same screen, and its progress.log balances later
-    # splits (the same assignment on every host that reads it)
+    # the merged root re-aggregates to the same screen, and its operators' cost records balance
+    # later splits (the same assignment on every host that reads it)
     before = (path / "merged" / "screen.tsv").read_text()
     rc, _, _ = zlbench(capsys, "report", path / "merged")
     assert rc == 0
     assert (path / "merged" / "screen.tsv").read_text() == before
-    from pytest_zlbench.core.shard import costs_from_progress
+    from pytest_zlbench.core.records import read_json_object
+    from pytest_zlbench.core.shard import COST_FILE, cost_of
 
-    costs = costs_from_progress((path / "merged" / "progress.log").read_text())
+    costs = {p.parent.name: cost_of(read_json_object(p), p.parent.name)
+             for p in (path / "merged").glob(f"*/{COST_FILE}")}  # fmt: skip
     assert set(costs) == {"abs", "gemm", "mul", "relu"}
+    assert all(c is not None and c > 0 for c in costs.values())
 
     # what merge refuses, each in one line naming the part
     rc, _, err = zlbench(capsys, "merge", path / "part1", path / "part1", "-o", path / "m2")
@@ -439,7 +442,7 @@ def test_a_screen_split_in_two_and_merged_equals_the_unsplit_screen(
     rc, _, err = zlbench(capsys, "merge", path / "part1", path / "part2", "-o", path / "m5")
     one_error(err, f"zlbench merge: {path / 'part2'}: caliber differs (timer: 'direct' vs 'graph')")
     rc, _, err = zlbench(capsys, "merge", path / "part1", "-o", path / "merged")
-    one_error(err, "already holds something")
+    one_error(err, "not empty; give a new directory")
     assert not any((path / name).exists() for name in ("m2", "m3", "m4", "m5"))
 
 

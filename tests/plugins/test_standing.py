@@ -130,10 +130,12 @@ def test_no_heavy_imports(zl_pytester: pytest.Pytester, args: tuple[str, ...]) -
     assert "pytest_zlbench.plugins.timing" in modules  # the plugins did load
     leaked = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert leaked == []
-    if not args:  # inactive: the thin plugin modules and their one shared module, nothing else
+    if not args:  # inactive: the thin plugin modules, their one shared module and the option
+        # table they add their options from (core.options), nothing else
         ours = sorted(m for m in modules if m.split(".")[0] == "pytest_zlbench")
         assert ours == sorted(
             ["pytest_zlbench", "pytest_zlbench._common", "pytest_zlbench.plugins"]
+            + ["pytest_zlbench.core", "pytest_zlbench.core.options"]
             + [f"pytest_zlbench.plugins.{name}" for name in ALL_PLUGINS]
         )
 

@@ -680,11 +680,14 @@ def test_scan_cache_hashes_every_stage_in_compile_order(tmp_path):
     (tmp_path / "a" / "AAA" / "k.hsaco").write_bytes(b"not an elf")  # unparseable: left out
     a, b = scan_cache(tmp_path / "a"), scan_cache(tmp_path / "b")
     (entry_a,) = a.entries
-    assert [s for s, _ in entry_a.stages] == ["ttir", "ttgir", "llir", "ptx", "cubin"]
+    # the metadata .json beside them gives the launch stage, last
+    assert [s for s, _ in entry_a.stages] == ["ttir", "ttgir", "llir", "ptx", "cubin", "launch"]
     assert dict(entry_a.stages)["ttgir"] == entry_a.hash
     assert entry_a.stages == b.entries[0].stages
     written = json.loads(json.dumps(a.to_json()))
-    assert list(written["entries"][0]["stages"]) == ["ttir", "ttgir", "llir", "ptx", "cubin"]
+    assert list(written["entries"][0]["stages"]) == [
+        "ttir", "ttgir", "llir", "ptx", "cubin", "launch"
+    ]  # fmt: skip
     assert IrReport.from_json(written) == a
 
 

@@ -416,7 +416,7 @@ def test_no_triton_shows_its_numbers() -> None:
     (result,) = judge_screen([aggregate("relu", rounds)])
     assert result.verdict == NO_TRITON
     line = result.to_line()
-    assert line.range.endswith("+11.00% ~ +21.00%")
+    assert line.range == "nothing compiled +11.00% ~ +21.00%"
     assert line.median_pct == "+16.000"
     assert line.judged == "2"
 

@@ -226,7 +226,7 @@ def test_the_pictures_show_every_label_whole_and_say_one_round(tmp_path: Path) -
     assert "torch.Size([1024, 1024])]" in svg.replace("&#x27;", "'")
     assert "test_blas_benchmark[mm-mm-mm_kernel]" in svg
     assert "noise it was judged against" in svg
-    assert "baseline (torch) delta" in svg
+    assert "baseline (reference) delta" in svg
     one = screening.aggregate("abs", rounds_of("abs", {"[64]": (0.01,)}))
     assert plot.write(path, one)
     svg = path.read_text()
@@ -293,7 +293,7 @@ def test_the_reports_shape_table_puts_each_delta_under_its_rounds_number() -> No
         "rounds": [{"round": 1, "delta_pct": 0.25}, {"round": 3, "delta_pct": 0.75}],
     }  # fmt: skip
     cells = report._shapes_table({"shapes": [shape]})
-    head = re.findall(r"<th>([^<]*)</th>", cells[0])
+    head = re.findall(r"<th><a [^>]*>([^<]*)</a></th>", cells[0])
     row = re.findall(r"<td[^>]*>([^<]*)</td>", cells[1])
     by_head = dict(zip(head, row, strict=True))
     assert "r2_delta_pct" not in head

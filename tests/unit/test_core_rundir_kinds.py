@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_zlbench.core import parsing, rundir
+from pytest_zlbench.core import options, parsing, rundir
 
 
 def make(path: Path, *names: str) -> Path:
@@ -66,6 +66,7 @@ def test_bookkeeping_files_are_not_results(tmp_path: Path) -> None:
         (("screen.json",), rundir.SCREEN, True, None),
         (("rows.jsonl",), rundir.SCREEN, True, "holds a recorded run, not an A/B screen root"),
         (("compare.json",), rundir.COMPARE, True, None),
+        (("compare.json",), rundir.COMPARE, False, "already holds a comparison; give a new"),
         (("x.txt", "y.txt"), rundir.COMPARE, True, "not empty and holds no run (2 entries: x"),
     ],
 )
@@ -101,28 +102,28 @@ def test_a_run_that_measured_nothing(rows: int, passed: int, failed: int, nothin
 
 
 # --------------------------------------------------------------------------------------------
-# core.parsing: modes and idle options
+# core.options: modes and idle options
 
 
 @pytest.mark.parametrize(
     ("given", "child", "mode"),
     [
-        (set(), False, parsing.MEASURE),
-        ({"zl_out"}, False, parsing.RECORD),
-        ({"zl_out"}, True, parsing.CHILD),
-        ({"zl_ab", "zl_out"}, False, parsing.SCREEN),
-        ({"zl_rounds"}, False, parsing.SCREEN),
-        ({"zl_compare", "zl_ab"}, False, parsing.COMPARE),
+        (set(), False, options.MEASURE),
+        ({"zl_out"}, False, options.RECORD),
+        ({"zl_out"}, True, options.CHILD),
+        ({"zl_ab", "zl_out"}, False, options.SCREEN),
+        ({"zl_rounds"}, False, options.SCREEN),
+        ({"zl_compare", "zl_ab"}, False, options.COMPARE),
     ],
 )
 def test_the_mode_of_a_session(given: set[str], child: bool, mode: str) -> None:
-    assert parsing.session_mode(given, child) == mode
+    assert options.session_mode(given, child) == mode
 
 
 def test_every_option_is_placed() -> None:
     """Each option either chooses the mode or says where it acts."""
     choosing = {"zl_ab", "zl_rounds", "zl_compare", "zl_inventory"}
-    assert set(parsing.ACTS_IN) | choosing == {
+    assert set(options.ACTS_IN) | choosing == {
         "zl_backend", "zl_devices", "zl_timer", "zl_cold_cache", "zl_graph_replays",
         "zl_graph_budget_ms", "zl_inventory", "zl_out", "zl_replay_from", "zl_ab", "zl_rounds",
         "zl_allow_no_ir_diff", "zl_compare", "zl_allow_caliber_mismatch", "zl_timeout",
@@ -133,7 +134,7 @@ def test_every_option_is_placed() -> None:
 
 
 def test_a_screen_s_child_is_never_checked() -> None:
-    assert parsing.idle_options(parsing.CHILD, {"zl_timeout": "5", "zl_resume": True}) == []
+    assert options.idle_options(options.CHILD, {"zl_timeout": "5", "zl_resume": True}) == []
 
 
 @pytest.mark.parametrize(
@@ -147,23 +148,23 @@ def test_the_record_timeout_has_no_effect_without_a_recording_pass(
     extra: dict[str, object], backend: str, why: str
 ) -> None:
     given = {"zl_ab": ["X=1"], "zl_record_timeout": "600", **extra}
-    idle = dict(parsing.idle_options(parsing.SCREEN, given, backend=backend))
+    idle = dict(options.idle_options(options.SCREEN, given, backend=backend))
     assert idle["zl_record_timeout"].startswith(why)
     given = {"zl_ab": ["X=1"], "zl_record_timeout": "600"}
-    assert parsing.idle_options(parsing.SCREEN, given, backend="cuda") == []
+    assert options.idle_options(options.SCREEN, given, backend="cuda") == []
 
 
 def test_the_batch_size_has_no_effect_in_process_mode() -> None:
     given = {"zl_ab": ["X=1"], "zl_batch_size": "5"}
-    idle = dict(parsing.idle_options(parsing.SCREEN, given, screen_mode="process"))
+    idle = dict(options.idle_options(options.SCREEN, given, screen_mode="process"))
     assert idle["zl_batch_size"].startswith("has no effect with --zl-screen-mode=process")
     for mode in (None, "lockstep", "sequential"):
-        assert parsing.idle_options(parsing.SCREEN, given, screen_mode=mode) == []
-    assert "zl_batch_size" in dict(parsing.idle_options(parsing.RECORD, {"zl_batch_size": "5"}))
+        assert options.idle_options(options.SCREEN, given, screen_mode=mode) == []
+    assert "zl_batch_size" in dict(options.idle_options(options.RECORD, {"zl_batch_size": "5"}))
 
 
 def test_idle_options_say_why() -> None:
-    idle = dict(parsing.idle_options(parsing.MEASURE, {"zl_replay_from": "r", "zl_timer": "x"}))
+    idle = dict(options.idle_options(options.MEASURE, {"zl_replay_from": "r", "zl_timer": "x"}))
     assert list(idle) == ["zl_replay_from"]
     assert idle["zl_replay_from"].startswith("has no effect in a session that records nothing")
 

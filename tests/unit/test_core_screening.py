@@ -281,8 +281,10 @@ def test_verdict_no_triton_shows_its_numbers() -> None:
     result = aggregate("abs", [rnd(1, ROWS_A, ROWS_B)])
     assert result.verdict == NO_TRITON
     line = result.to_line()
+    # labelled: no kernel reached the compiler, so this range is not a switch's effect on code
+    assert result.to_json()["range_label"] == "nothing compiled"
     assert (line.range, line.median_pct, line.flips) == (
-        "-10.00% ~ +10.00%",
+        "nothing compiled -10.00% ~ +10.00%",
         "+0.000",
         "",  # one round: no count of sign flips (an empty cell, not a word)
     )
@@ -537,7 +539,7 @@ def test_control_no_triton_reports_its_noise_floor_in_the_note() -> None:
     assert result.verdict == NO_TRITON
     assert result.control
     line = result.to_line()
-    assert line.range == "-1.50% ~ +0.40%"  # per-shape medians, as for every verdict
+    assert line.range == "nothing compiled -1.50% ~ +0.40%"  # per-shape medians, as for all
     match = noise_note(result.notes)
     # the floor is the per-round deltas, not the medians that narrow it:
     # [1] +1.2 %, -0.4 %; [2] -1 %, -2 %

@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_zlbench.core.shard import assign, costs_from_progress, parse_shard, select
+from pytest_zlbench.core.shard import (
+    COST_SCHEMA,
+    assign,
+    cost_of,
+    cost_record,
+    parse_shard,
+    select,
+)
 
 OPS = st.lists(st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True), max_size=30, unique=True)
 
@@ -42,25 +49,17 @@ def test_costs_balance_the_parts() -> None:
     assert sorted(load.values()) == [120.0, 120.0]
 
 
-def test_costs_from_progress_sum_each_operators_child_runs() -> None:
-    text = "\n".join(
-        [
-            "[zlbench    0.0s] mm: every side replays /x (no recording pass)",
-            "[zlbench gw0    3.1s] mm record: ok (3.1s)",
-            "[zlbench gw0    5.0s] mm r1 A: ok (1.9s)",
-            "[zlbench gw0    7.0s] mm r1 B: exit status 1: boom (2.0s)",
-            # a cause may name a parametrized test (brackets) and hold parentheses
-            "[zlbench gw0    9.0s] mm r2 A: exit status 1: t.py::test_mm[64] (x) (2.0s)",
-            "[zlbench gw0   11.0s] mm r2: A failed (exit status 1), B ok (4.0s) [operator 1 of 2, "
-            "round 2 of 3; 11s elapsed]",
-            "[zlbench gw0   11.5s] mm r3: still running (A 10s, B 10s)",
-            "[zlbench gw1    1.0s] abs r1 A: ok (1.0s)",
-            "[zlbench gw1    1.5s] abs: side A of round 1 failed; retrying it once",
-            "# merged from /root/part1",
-            "[zlbench    9.0s] wrote /root/screen.tsv (2 operators)",
-        ]
-    )
-    assert costs_from_progress(text) == pytest.approx({"mm": 13.0, "abs": 1.0})
+def test_an_operator_s_cost_is_a_typed_record() -> None:
+    """``--zl-shard-from`` reads each operator's cost record, never the progress text."""
+    record = cost_record("mm", 13.04321)
+    assert record == {"schema": COST_SCHEMA, "op": "mm", "seconds": 13.043}
+    assert cost_of(record, "mm") == pytest.approx(13.043)
+    assert cost_of(record, "abs") is None  # another operator's record
+    assert cost_of({**record, "schema": COST_SCHEMA + 1}, "mm") is None
+    for seconds in ("13", True, -1.0, None):
+        assert cost_of({**record, "seconds": seconds}, "mm") is None
+    assert cost_of(["mm", 13.0], "mm") is None
+    assert cost_record("x", -0.5)["seconds"] == 0.0
 
 
 @pytest.mark.parametrize("text", ["", "1", "0/2", "3/2", "1/0", "a/b", "1/2/3", "-1/2"])

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_zlbench.core.records import CALIBER_FIELDS
 from pytest_zlbench.core.store import (
+    GITIGNORE_FILE,
     INDEX_FILE,
     Entry,
     Store,
@@ -164,3 +165,18 @@ def test_an_empty_folder_becomes_a_store_and_a_store_stays_one(tmp_path: Path) -
     # a store written before the marker existed is known by its index
     (empty / ".zl_kind").unlink()
     Store(empty).check_writable()
+
+
+def test_a_store_the_first_save_creates_keeps_itself_out_of_git(tmp_path: Path) -> None:
+    """Inside a checkout the store is not left untracked: it ignores every file it holds."""
+    store = Store(tmp_path / "checkout" / ".zlbench")
+    store.save(source(tmp_path), entry("base"), ["rows.jsonl"])
+    assert (store.root / GITIGNORE_FILE).read_text().splitlines()[-1] == "*"
+    assert [e.name for e in store.entries()] == ["base"]
+
+
+def test_a_store_folder_the_user_made_gets_no_gitignore(tmp_path: Path) -> None:
+    """A folder the user made (a store kept in version control on purpose) is left as made."""
+    (tmp_path / "kept").mkdir()
+    Store(tmp_path / "kept").save(source(tmp_path), entry("base"), ["rows.jsonl"])
+    assert not (tmp_path / "kept" / GITIGNORE_FILE).exists()

@@ -105,8 +105,37 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 def legend_texts(fig: Any) -> list[str]:
+    (legend,) = fig.legends  # the figure's, under the axes
+    return [text.get_text() for text in legend.get_texts()]
+
+
+@pytest.mark.parametrize("which", ["operator", "overview"])
+def test_a_legend_covers_no_data_and_text_stays_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """The legend sat inside the axes ("best"), over points and noise bands; and the SVG drew
+    its text as glyph paths, about 70 KB a plot."""
+    pytest.importorskip("matplotlib")
+    entry = result().to_json()
+    path = tmp_path / "p.svg"
+    if which == "operator":
+        assert plot.write(path, entry)
+    else:
+        assert plot.write_overview(path, {"kind": "screen", "switch": {}, "operators": [entry]})
+    svg = path.read_text()
+    assert "<text" in svg
+    assert 'id="DejaVuSans-' not in svg  # no glyph definitions
+    figures = drawn(monkeypatch)
+    if which == "operator":
+        plot.write(tmp_path / "q.svg", entry)
+    else:
+        plot.write_overview(tmp_path / "q.svg", {"kind": "screen", "operators": [entry]})
+    (fig,) = figures
+    fig.draw_without_rendering()  # lays the figure out
     (ax,) = fig.axes
-    return [text.get_text() for text in ax.get_legend().get_texts()]
+    (legend,) = fig.legends
+    box, axes = legend.get_window_extent(), ax.get_window_extent()
+    assert box.y1 <= axes.y0  # wholly under the axes
 
 
 @pytest.mark.parametrize(

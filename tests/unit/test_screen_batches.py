@@ -1,6 +1,7 @@
-"""``screen.batches.place_of``: where a batch of side workers stands, for its progress lines
-(its number, the count of batches, the operator passes of the batches after it). It reads only
-a few fields of the controller, so a stand-in controller is enough."""
+"""The side workers' batches: ``ScreenEngine.place_of``, where a batch stands, for its progress
+lines (its number, the count of batches, the operator passes of the batches after it);
+``ScreenEngine.run_batch`` with stand-in side workers; ``batches.batches_of``, the batches'
+names. The engine needs no pytest session: it is built here with stand-ins."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-import pytest_zlbench.screen.batches as batches
+import pytest_zlbench.screen.engine as engine
 import pytest_zlbench.screen.sides as sides
 from pytest_zlbench.core.rounds import Pace
-from pytest_zlbench.screen.batches import batches_of, place_of, run_batch
+from pytest_zlbench.screen.batches import batches_of
+from pytest_zlbench.screen.engine import ScreenEngine
+from pytest_zlbench.screen.operator import Operator
 from pytest_zlbench.screen.results import is_done, mark_done
 from pytest_zlbench.screen.settings import AbSettings
 
@@ -29,7 +32,7 @@ def ab_settings(**kw: Any) -> AbSettings:
     return AbSettings(**{**fields, **kw})
 
 
-def controller(
+def screen(
     root: Path,
     batches: dict[str, list[str]],
     run: tuple[str, ...],
@@ -40,23 +43,18 @@ def controller(
     resume: bool = False,
     xdist: int = 0,
     pace: Pace | None = None,
-) -> Any:
-    """A stand-in controller: its batches (operator ids), those already run (the running one
-    too: ``run_op`` adds a batch before it runs it), its settings; ``xdist``: its count of
-    xdist workers (0: a plain session); ``pace``: what the session measured so far."""
-    config = SimpleNamespace()
-    if xdist:
-        config.workerinput = {"workerid": "gw0", "workercount": xdist}
+) -> ScreenEngine:
+    """An engine with its batches (operator ids), those already run (the running one too:
+    ``run_op`` adds a batch before it runs it), its settings; ``xdist``: its count of xdist
+    workers (0: a plain session); ``pace``: what the session measured so far."""
     settings = ab_settings(
         resume=resume, root=root, replay_from=replay, backend=backend, rounds=rounds
     )
-    return SimpleNamespace(
-        config=config,
-        settings=settings,
-        batches={b: [SimpleNamespace(op=op) for op in ops] for b, ops in batches.items()},
-        batches_run=set(run),
-        pace=pace or Pace(),
-    )
+    made = ScreenEngine(settings, SimpleNamespace(), lambda *a, **k: None, workers=max(xdist, 1))
+    made.batches = {b: [Operator(op, [op], [op]) for op in ops] for b, ops in batches.items()}
+    made.batches_run = set(run)
+    made.pace = pace or Pace()
+    return made
 
 
 BATCHES = {"batch0": ["abs", "gemm"], "batch1": ["steady", "relu"], "batch2": ["probe"]}
@@ -66,16 +64,16 @@ def test_the_passes_of_the_later_batches_are_a_recording_pass_and_every_round_ea
     tmp_path: Path,
 ) -> None:
     # batch 1 of 3 running: 3 operators after it, each a recording pass and 2 rounds
-    assert place_of(controller(tmp_path, BATCHES, ("batch0",)), "batch0") == (1, 3, 9)
+    assert screen(tmp_path, BATCHES, ("batch0",)).place_of("batch0") == (1, 3, 9)
     # batch 2 of 3: the last batch's operator only
-    assert place_of(controller(tmp_path, BATCHES, ("batch0", "batch1")), "batch1") == (2, 3, 3)
+    assert screen(tmp_path, BATCHES, ("batch0", "batch1")).place_of("batch1") == (2, 3, 3)
     # the last batch: none after it
-    assert place_of(controller(tmp_path, BATCHES, tuple(BATCHES)), "batch2") == (3, 3, 0)
+    assert screen(tmp_path, BATCHES, tuple(BATCHES)).place_of("batch2") == (3, 3, 0)
     # no recording pass: on the cpu backend, or replaying --zl-replay-from
     run = ("batch0",)
-    assert place_of(controller(tmp_path, BATCHES, run, backend="cpu"), "batch0") == (1, 3, 6)
-    assert place_of(controller(tmp_path, BATCHES, run, replay=tmp_path), "batch0") == (1, 3, 6)
-    assert place_of(controller(tmp_path, BATCHES, run, rounds=1), "batch0") == (1, 3, 6)
+    assert screen(tmp_path, BATCHES, run, backend="cpu").place_of("batch0") == (1, 3, 6)
+    assert screen(tmp_path, BATCHES, run, replay=tmp_path).place_of("batch0") == (1, 3, 6)
+    assert screen(tmp_path, BATCHES, run, rounds=1).place_of("batch0") == (1, 3, 6)
 
 
 def test_operators_a_resumed_screen_reuses_are_not_counted(tmp_path: Path) -> None:
@@ -84,17 +82,17 @@ def test_operators_a_resumed_screen_reuses_are_not_counted(tmp_path: Path) -> No
         mark_done(tmp_path / op)
     (tmp_path / "steady").mkdir()  # started, never complete: measured again
     run = ("batch0",)
-    assert place_of(controller(tmp_path, BATCHES, run, resume=True), "batch0") == (1, 3, 3)
+    assert screen(tmp_path, BATCHES, run, resume=True).place_of("batch0") == (1, 3, 3)
     # without --zl-resume a complete operator is measured again
-    assert place_of(controller(tmp_path, BATCHES, run), "batch0") == (1, 3, 9)
+    assert screen(tmp_path, BATCHES, run).place_of("batch0") == (1, 3, 9)
 
 
 def test_one_batch_or_xdist_counts_no_later_passes(tmp_path: Path) -> None:
     one = {"batch0": ["abs", "gemm", "steady"]}
-    assert place_of(controller(tmp_path, one, ("batch0",)), "batch0") == (1, 1, 0)
+    assert screen(tmp_path, one, ("batch0",)).place_of("batch0") == (1, 1, 0)
     # under xdist any worker may take a later batch: this process does not count them
-    assert place_of(controller(tmp_path, BATCHES, ("batch0",), xdist=2), "batch0") == (1, 3, 0)
-    assert place_of(controller(tmp_path, BATCHES, ("batch1",), xdist=2), "batch1") == (2, 3, 0)
+    assert screen(tmp_path, BATCHES, ("batch0",), xdist=2).place_of("batch0") == (1, 3, 0)
+    assert screen(tmp_path, BATCHES, ("batch1",), xdist=2).place_of("batch1") == (2, 3, 0)
 
 
 def test_a_batch_is_counted_by_its_place_where_numbers_are_left_out(tmp_path: Path) -> None:
@@ -102,9 +100,9 @@ def test_a_batch_is_counted_by_its_place_where_numbers_are_left_out(tmp_path: Pa
     then left out, and its own batch's number comes after every batch's: the progress lines
     count the batches in order."""
     gaps = {"batch1": ["gemm"], "batch2": ["steady", "relu"], "batch5": ["abs"]}
-    assert place_of(controller(tmp_path, gaps, ("batch1",)), "batch1") == (1, 3, 9)
-    assert place_of(controller(tmp_path, gaps, ("batch1", "batch2")), "batch2") == (2, 3, 3)
-    assert place_of(controller(tmp_path, gaps, tuple(gaps)), "batch5") == (3, 3, 0)
+    assert screen(tmp_path, gaps, ("batch1",)).place_of("batch1") == (1, 3, 9)
+    assert screen(tmp_path, gaps, ("batch1", "batch2")).place_of("batch2") == (2, 3, 3)
+    assert screen(tmp_path, gaps, tuple(gaps)).place_of("batch5") == (3, 3, 0)
 
 
 def test_an_operator_put_last_keeps_its_batch_whatever_the_batch_size_or_the_split() -> None:
@@ -135,10 +133,10 @@ def test_a_batch_of_its_own_is_counted_after_the_numbered_ones(tmp_path: Path) -
     """Those put last run after every numbered batch, in the order collected."""
     named = {"batch_z": ["z"], "batch1": ["gemm"], "batch_a": ["a"], "batch0": ["abs"]}
     run = ("batch0",)
-    assert place_of(controller(tmp_path, named, run), "batch0")[:2] == (1, 4)
-    assert place_of(controller(tmp_path, named, run), "batch1")[:2] == (2, 4)
-    assert place_of(controller(tmp_path, named, run), "batch_z")[:2] == (3, 4)
-    assert place_of(controller(tmp_path, named, run), "batch_a")[:2] == (4, 4)
+    assert screen(tmp_path, named, run).place_of("batch0")[:2] == (1, 4)
+    assert screen(tmp_path, named, run).place_of("batch1")[:2] == (2, 4)
+    assert screen(tmp_path, named, run).place_of("batch_z")[:2] == (3, 4)
+    assert screen(tmp_path, named, run).place_of("batch_a")[:2] == (4, 4)
 
 
 def test_the_later_batches_use_the_rounds_the_finished_operators_used(tmp_path: Path) -> None:
@@ -149,7 +147,7 @@ def test_the_later_batches_use_the_rounds_the_finished_operators_used(tmp_path: 
     for _ in range(2):
         pace.finished(1)
     run = ("batch0",)
-    assert place_of(controller(tmp_path, BATCHES, run, rounds=3, pace=pace), "batch0") == (1, 3, 6)
+    assert screen(tmp_path, BATCHES, run, rounds=3, pace=pace).place_of("batch0") == (1, 3, 6)
 
 
 class FakeWorkers:
@@ -159,20 +157,22 @@ class FakeWorkers:
     ALONE: ClassVar[dict[str, tuple[int, str]]] = {}
     seen: ClassVar[dict[str, bool]] = {}
 
-    def __init__(self, controller: Any, items: list[Any], name: str, **_: Any) -> None:
-        self.controller, self.items = controller, items
+    stopped: ClassVar[set[str]] = set()
+
+    def __init__(self, items: list[Any], name: str, *, settings: Any, **_: Any) -> None:
+        self.settings, self.items = settings, items
         self.alone = {i.op: why for i, why in ((i, self.ALONE.get(i.op)) for i in items) if why}
         self.costs: dict[str, float] = {}
 
     def run(self, after_round: Any) -> None:
-        for k in range(1, self.controller.settings.rounds + 1):
+        for k in range(1, self.settings.rounds + 1):
             for item in self.items:
-                if item.op in self.alone or item.op in self.controller.stopped:
+                if item.op in self.alone or item.op in self.stopped:
                     continue
-                # what the controller's files said just before this operator's judgement
-                self.seen[item.op] = is_done(self.controller.settings.root / item.op)
+                # what the engine's files said just before this operator's judgement
+                self.seen[item.op] = is_done(self.settings.root / item.op)
                 if after_round(item, k) is not None:
-                    self.controller.stopped.add(item.op)
+                    self.stopped.add(item.op)
 
 
 def test_an_operator_is_complete_and_counted_in_the_pace_when_its_verdict_is_final(
@@ -182,29 +182,31 @@ def test_an_operator_is_complete_and_counted_in_the_pace_when_its_verdict_is_fin
     alone: abs and gemm are complete when their last pass is judged, each with its ab.json,
     and the pace learns the rounds they used (1 and 3), not those of the one measured alone."""
     stops_at = {"abs": 1}
-    monkeypatch.setattr(sides, "SideWorkers", FakeWorkers)
+    monkeypatch.setattr(engine, "SideWorkers", FakeWorkers)
     monkeypatch.setattr(FakeWorkers, "ALONE", {"dies": (1, "died")})
     monkeypatch.setattr(FakeWorkers, "seen", {})
+    monkeypatch.setattr(FakeWorkers, "stopped", set())
     monkeypatch.setattr(
-        batches,
+        ScreenEngine,
         "stop_after",
-        lambda self, item, op_dir, k, history: "stop" if k >= stops_at.get(item.op, 9) else None,
+        lambda self, item, op_dir, k, history, failed_before=False: (
+            "stop" if k >= stops_at.get(item.op, 9) else None
+        ),
     )
-    monkeypatch.setattr(batches, "aggregate_op_dir", lambda op_dir, allow=False: (op_dir, []))
+    monkeypatch.setattr(engine, "aggregate_op_dir", lambda op_dir, allow=False: (op_dir, []))
     written: list[str] = []
     monkeypatch.setattr(
-        batches, "write_op_result", lambda op_dir, result: written.append(op_dir.name)
+        engine, "write_op_result", lambda op_dir, result: written.append(op_dir.name)
     )
+    monkeypatch.setattr(ScreenEngine, "result_update", lambda self, planned=None: None)
+    monkeypatch.setattr(ScreenEngine, "measure_alone", lambda self, item, op_dir, since: None)
     ops = ["abs", "gemm", "dies"]
-    ctl = controller(tmp_path, {"batch0": ops}, ("batch0",), rounds=3)
+    ctl = screen(tmp_path, {"batch0": ops}, ("batch0",), rounds=3)
     ctl.settings = dataclasses.replace(ctl.settings, mode="lockstep")
-    ctl.stopped, ctl.costs, ctl.measured = set(), {}, set()
-    ctl.progress = ctl.result_update = lambda *a, **k: None
-    ctl._measure_or_fall_back = lambda item, op_dir, since: None
-    ctl.children = SimpleNamespace(refused_dtypes=lambda op, why: None)
-    for item, op in zip(ctl.batches["batch0"], ops, strict=True):
-        item.batch, item.nodeids, item.kept = "batch0", [op], 0
-    run_batch(ctl, ctl.batches["batch0"])
+    ctl.children = SimpleNamespace(refused_dtypes=lambda op, why: None, seconds={})  # type: ignore[assignment]
+    for item in ctl.batches["batch0"]:
+        item.batch = "batch0"
+    ctl.run_batch(ctl.batches["batch0"])
     assert sorted(ctl.pace.rounds_used) == [1, 3]
     assert written == ["abs", "gemm", "dies"]  # in the order they finished
     assert all(is_done(tmp_path / op) for op in ops)
@@ -216,7 +218,7 @@ def test_the_passes_left_of_a_batch_follow_the_finished_operators_that_reached_i
     workers.items = [SimpleNamespace(op=op) for op in ("abs", "gemm", "relu")]
     workers.alone, workers.stopped, workers.passes_after = {}, {"relu"}, 4.0
     workers.settings = SimpleNamespace(rounds=3)
-    workers.controller = SimpleNamespace(pace=Pace(rounds_used=[1, 1, 3]))
+    workers.pace = Pace(rounds_used=[1, 1, 3])
     # round 1, first of 2 operators: the other's pass, then 5/3 - 1 rounds over the 2 active
     # ones (the finished used 1, 1 and 3), then the later batches' 4
     assert workers._units_left(1, 0, 2) == pytest.approx(1 + 2 * (2 / 3) + 4)
@@ -355,7 +357,7 @@ def test_a_batchs_worker_starts_count_in_the_pace_of_what_is_left(tmp_path: Path
         timed_s=10.0,
         workdir=tmp_path / "absent",
         costs={"abs": 30.0, "mul": 30.0},
-        controller=SimpleNamespace(pace=pace),
+        pace=pace,
         progress=lines.append,
     )
     sides.SideWorkers._write_cost(batch)  # type: ignore[arg-type]
@@ -431,9 +433,9 @@ def test_rounds_are_kept_only_by_a_resumed_screen_and_not_past_a_move_to_own_dty
         ),
         progress=lambda text: None,
     )
-    assert batches._rounds_kept(ctl, item, tmp_path / "fft", "batch0", False) == 1
+    assert ScreenEngine.rounds_kept(ctl, item, tmp_path / "fft", "batch0", False) == 1  # type: ignore[arg-type]
     ctl.settings = dataclasses.replace(settings, resume=False)
-    assert batches._rounds_kept(ctl, item, tmp_path / "fft", "batch0", False) == 0
+    assert ScreenEngine.rounds_kept(ctl, item, tmp_path / "fft", "batch0", False) == 0  # type: ignore[arg-type]
     workers = SimpleNamespace(items=[item], alone={"fft": (3, "refused")})
-    assert batches._refused_dtypes(ctl, workers) == [item]
+    assert ScreenEngine._refused_dtypes(ctl, workers) == [item]  # type: ignore[arg-type]
     assert item.kept == 0

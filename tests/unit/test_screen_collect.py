@@ -1,19 +1,24 @@
 """``screen.collect.cut_before``: the operators a resumed screen puts last, and what its
-progress says of each. It reads a few fields of the controller: a stand-in is enough."""
+progress says of each. It reads a few fields of the engine: a stand-in is enough."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
 
+from pytest_zlbench.core.screen_modes import screen_mode
 from pytest_zlbench.screen.collect import cut_before
 from pytest_zlbench.screen.results import note_cut, pass_ended, pass_started
+
+#: the config of a plain session (no xdist worker)
+PLAIN = SimpleNamespace()
 
 
 def resumed(root: Path, lines: list[str]) -> SimpleNamespace:
     return SimpleNamespace(
-        settings=SimpleNamespace(resume=True, root=root, mode="lockstep"),
-        config=SimpleNamespace(),
+        settings=SimpleNamespace(resume=True, root=root),
+        round_runner=SimpleNamespace(batched=screen_mode("lockstep").side_workers),
+        config=PLAIN,
         progress=lines.append,
     )
 
@@ -31,7 +36,7 @@ def test_one_put_last_earlier_and_cut_between_passes_is_not_said_cut_in_a_pass(
         pass_started(op_dir, done)
         pass_ended(op_dir)
     lines: list[str] = []
-    assert cut_before(resumed(tmp_path, lines), ["x"]) == {"x": "recording pass"}
+    assert cut_before(resumed(tmp_path, lines), PLAIN, ["x"]) == {"x": "recording pass"}
     assert lines == [
         "x: put last since an earlier session was cut in its recording pass; measured last "
         "(--zl-resume)"
@@ -44,7 +49,7 @@ def test_one_cut_in_a_pass_is_said_cut_in_it(tmp_path: Path) -> None:
     note_cut(op_dir, "recording pass", own_batch=True)
     pass_started(op_dir, "round 1")
     lines: list[str] = []
-    assert cut_before(resumed(tmp_path, lines), ["x"]) == {"x": "round 1"}
+    assert cut_before(resumed(tmp_path, lines), PLAIN, ["x"]) == {"x": "round 1"}
     assert lines == ["x: the earlier session was cut in its round 1; measured last (--zl-resume)"]
 
 
@@ -62,5 +67,5 @@ def test_an_xdist_worker_reads_the_marks_the_controller_gave_not_the_files(tmp_p
     assert marks_of(tmp_path) == {"x": ["recording pass", None]}
     worker = resumed(tmp_path, [])
     worker.config = SimpleNamespace(workerinput={"workerid": "gw2", MARKS_KEY: given})
-    assert cut_before(worker, ["x"]) == {}
-    assert cut_before(resumed(tmp_path, []), ["x"]) == {"x": "recording pass"}
+    assert cut_before(worker, worker.config, ["x"]) == {}
+    assert cut_before(resumed(tmp_path, []), PLAIN, ["x"]) == {"x": "recording pass"}

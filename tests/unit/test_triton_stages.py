@@ -31,8 +31,8 @@ NAMES = ("add_kernel", "fma_kernel", "matmul_kernel")
 CLEARED_PREFIXES = ("TRITON_", "DISABLE_", "MLIR_", "LLVM_", "NVPTX_", "AMDGCN_", "FLAGTREE_")
 CLEARED_NAMES = ("ALLOW_LHS_TMEM_LAYOUT_CONVERSION", "USE_IR_LOC", "PYTHONHASHSEED")
 METHODS = {"nodebug": nodebug_text, "stripped": None}
-NVIDIA = ("source", "ttir", "ttgir", "llir", "ptx", "cubin")
-AMD = ("source", "ttir", "ttgir", "llir", "amdgcn", "hsaco")
+NVIDIA = ("source", "ttir", "ttgir", "llir", "ptx", "cubin", "launch")
+AMD = ("source", "ttir", "ttgir", "llir", "amdgcn", "hsaco", "launch")
 AMD_TARGET = "--target=hip:gfx942:64"
 
 # side -> (kernel file, environment, extra helper arguments)
@@ -184,6 +184,21 @@ def test_mma_v3_off_differs_first_at_ttgir_on_the_dot_kernel(reports, method):
     assert diff.describe() == "IR first differs at ttgir (matmul_kernel); source, ttir identical"
     for stage, kernels in diff.changed:  # the other kernels stay identical all the way down
         assert kernels == ("matmul_kernel",), stage
+
+
+def test_mma_v3_off_changes_the_dot_kernel_s_launch_settings(caches, reports):
+    """MMA v2 instead of wgmma: the matmul kernel is launched with less shared memory (its
+    metadata .json beside the IR), which the launch stage sees; the other kernels' settings stay."""
+
+    def shared(side: str) -> int:
+        return json.loads(raw(caches[side], "matmul_kernel", ".json"))["shared"]
+
+    assert shared("mma_v2") != shared("base")
+    diff = compare_stages(reports["base", "nodebug"], reports["mma_v2", "nodebug"])
+    assert diff.kernels_at("launch") == ("matmul_kernel",)
+    for side in ("fp_fusion_off", "llvm_opt_off", "ptxas_opt_off", "moved"):
+        other = compare_stages(reports["base", "nodebug"], reports[side, "nodebug"])
+        assert other.kernels_at("launch") == (), side
 
 
 def test_per_stage_ir_json_round_trips_and_old_records_compare_as_ttgir_only(reports, tmp_path):

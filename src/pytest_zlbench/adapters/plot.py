@@ -86,9 +86,13 @@ def _rounds_label(n: int) -> str:
 
 
 def _save_svg(fig: Any, path: Path, description: str | None = None) -> None:
+    import matplotlib
+
     buffer = io.StringIO()
     metadata = {"Date": None} if description is None else {"Date": None, "Description": description}
-    fig.savefig(buffer, format="svg", metadata=metadata)
+    # text stays text (selectable, searchable, a third of the size of glyph paths)
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buffer, format="svg", metadata=metadata)
     records.write_atomic(path, buffer.getvalue())
 
 
@@ -107,7 +111,7 @@ _SHAPE_KEYS = (
 )
 _STAMP = "zlbench-plot "  # then the digest of what the plot shows, in the SVG's description
 #: raised whenever write() draws differently, so that every plot is drawn again
-_PLOT_FORMAT = 1
+_PLOT_FORMAT = 2
 
 
 def _plotted(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -178,6 +182,13 @@ def _marks(
         ax.scatter([x for x, _ in kept], [y for _, y in kept], label=label, **style)
 
 
+def _legend_below(fig: Any, ax: Any) -> None:
+    """The legend under the axes, outside them: it never covers a point or a noise band."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=2, frameon=False)
+
+
 def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     """Write ``path`` (an SVG) for one operator's result, unless the plot there already shows
     what this result's plot would (``True`` either way: a screen's end judges every operator
@@ -224,7 +235,7 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
         else "delta",
     )
     base = [(s["baseline_median_pct"], y) for y, s in zip(ys, shapes, strict=True)]
-    _marks(ax, base, "baseline (torch) delta: the machine's move", _BASELINE_MARK)
+    _marks(ax, base, "baseline (reference) delta: the machine's move", _BASELINE_MARK)
     flips = [(s["median_pct"], y) for y, s in zip(ys, shapes, strict=True) if s.get("sign_flip")]
     _marks(ax, flips, f"sign changes across rounds ({len(flips)})", _FLIP_MARK)
     ax.set_yticks(ys, labels, fontsize=7)
@@ -237,10 +248,24 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     if entry.get("judged") is not None:
         title += f"; {entry.get('beyond')} of {entry.get('judged')} shapes beyond noise"
     ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
-    ax.legend(fontsize=7, loc="best")
+    _legend_below(fig, ax)
     ax.grid(axis="x", linewidth=0.3)
     _save_svg(fig, path, stamp)
     return True
+
+
+#: the most operators the overview draws: beyond it the picture is unreadable (and 1,000 took
+#: minutes to draw); the report's table lists every operator
+OVERVIEW_MOST = 60
+
+
+def _most_telling(entries: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """At most :data:`OVERVIEW_MOST` operators: those with shapes beyond noise first, then the
+    largest medians either way."""
+    if len(entries) <= OVERVIEW_MOST:
+        return list(entries)
+    ranked = sorted(entries, key=lambda e: (not e.get("beyond"), -abs(float(e["median_pct"]))))
+    return ranked[:OVERVIEW_MOST]
 
 
 def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
@@ -258,6 +283,8 @@ def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
         from matplotlib.figure import Figure
     except ImportError:
         return False
+    total = len(ranged)
+    ranged = _most_telling(ranged)
     ranged.sort(key=lambda e: e["median_pct"])
     ys = list(range(len(ranged)))
     fig = Figure(figsize=(10.0, 2.4 + 0.3 * len(ranged)), layout="constrained")
@@ -287,10 +314,15 @@ def write_overview(path: Path, doc: Mapping[str, Any]) -> bool:
     )
     floor = doc.get("noise_floor") or {}
     title = f"{what}: {len(ranged)} operators, range of per-shape medians"
-    if floor.get("source"):
+    if total > len(ranged):
+        title = (
+            f"{what}: {len(ranged)} of {total} operators (those beyond noise, then the "
+            "largest medians), range of per-shape medians"
+        )
+    if floor.get("source") not in (None, "", "none"):
         title += f"; noise floor from {floor['source']}"
     ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
-    ax.legend(fontsize=7, loc="best")
+    _legend_below(fig, ax)
     ax.grid(axis="x", linewidth=0.3)
     _save_svg(fig, path)
     buffer = io.BytesIO()

@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from .ir_stages import (
+    MIXED,
     STAGE_NAMES,
     STAGES,
     TTGIR,
     NodebugFn,
     StageDiff,
+    check_comparable,
     compare_stages,
     hash_stages,
     stage_order,
@@ -54,7 +56,7 @@ __all__ = [
 
 SCHEMA = 1
 METHODS: tuple[str, ...] = ("nodebug", "stripped")
-MIXED = "mixed"
+
 TTGIR_SUFFIX = ".ttgir"
 
 # An op occurrence: the op name not preceded by an identifier character, '.' or '#' (layout
@@ -399,30 +401,6 @@ def specialisation_only(a: IrReport, b: IrReport, kernel: str) -> bool:
         return False
     shared = sa.keys() & sb.keys()
     return bool(shared) and all(sa[k] == sb[k] for k in shared) and sa.keys() != sb.keys()
-
-
-def check_comparable(a: IrReport, b: IrReport) -> None:
-    """Raise ``ValueError`` (one line) unless the two reports' hashes may be compared: no
-    kernel of unknown IR on either side, same method, neither mixed, and no two different known
-    Triton versions."""
-    for side, r in (("A", a), ("B", b)):
-        if r.unknown:
-            kernel, why = r.unknown[0]
-            more = f" and {len(r.unknown) - 1} more" if len(r.unknown) > 1 else ""
-            raise ValueError(f"{side} launched a kernel of unknown IR: {kernel} ({why}){more}")
-    if a.method == MIXED or b.method == MIXED:
-        raise ValueError(
-            "cannot compare IR fingerprints: a report mixes nodebug and stripped hashes"
-        )
-    if a.method != b.method:
-        raise ValueError(
-            f"cannot compare IR fingerprints made by different methods ({a.method} vs {b.method})"
-        )
-    if a.triton_version and b.triton_version and a.triton_version != b.triton_version:
-        raise ValueError(
-            "cannot compare IR fingerprints from different Triton versions "
-            f"({a.triton_version} vs {b.triton_version})"
-        )
 
 
 def compare(a: IrReport, b: IrReport) -> IrDiff:

@@ -4,13 +4,15 @@ runs' per-stage fingerprints compare (pure: no pytest, torch or triton).
 A switch can act at any stage: in the frontend (``TRITON_F32_DEFAULT``), in TTGIR passes
 (``DISABLE_MMA_V3``), in LLVM (``DISABLE_LLVM_OPT``), in instruction selection
 (``TRITON_DEFAULT_FP_FUSION``) or in the assembler (``DISABLE_PTXAS_OPT``). A TTGIR-only
-fingerprint reads "no change" for the last three (triton-ir.md §3.3), so each entry of ``ir.json``
-carries one hash per stage and :func:`compare_stages` names the first stage at which two runs
-differ.
+fingerprint reads "no change" for the last three, so each entry of ``ir.json`` carries one hash
+per stage and :func:`compare_stages` names the first stage at which two runs differ. The kernel's
+launch settings, kept beside the IR in its metadata ``.json`` (warps, stages, shared memory,
+cluster dims: :data:`LAUNCH_KEYS`), are one more stage, ``launch``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,9 +38,64 @@ class _Report(Protocol):
 
     @property
     def entries(self) -> tuple[_Entry, ...]: ...
+    @property
+    def unknown(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def triton_version(self) -> str | None: ...
+
+
+#: a report whose hashes were made by more than one method (``fingerprint.IrReport.method``)
+MIXED = "mixed"
 
 
 TTGIR = "ttgir"
+LAUNCH = "launch"
+
+#: the launch settings of a kernel's metadata ``.json`` that its fingerprint holds: what the
+#: driver launches it with (warps per CTA, CTAs and cluster dims, shared and tensor memory,
+#: scratch buffers, cooperative grid and programmatic dependent launch), and the pipeline depth
+#: and register cap it was compiled for. Other metadata (the cache hash, paths of libraries,
+#: the Triton version) says nothing about the launch. Keys a Triton version does not write are
+#: left out (``cluster_dims`` is gone from Triton 3.6's metadata, for one).
+LAUNCH_KEYS: tuple[str, ...] = (
+    "num_warps",
+    "num_ctas",
+    "cluster_dims",
+    "num_stages",
+    "warp_size",
+    "maxnreg",
+    "shared",
+    "tmem_size",
+    "global_scratch_size",
+    "global_scratch_align",
+    "profile_scratch_size",
+    "profile_scratch_align",
+    "launch_cooperative_grid",
+    "launch_pdl",
+)
+
+
+def launch_settings(metadata: object) -> dict[str, object] | None:
+    """The :data:`LAUNCH_KEYS` of a kernel's metadata (a parsed ``.json``); ``None`` when it is no
+    JSON object or holds none of them."""
+    if not isinstance(metadata, dict):
+        return None
+    found = {key: metadata[key] for key in LAUNCH_KEYS if key in metadata}
+    return found or None
+
+
+def launch_digest(raw: bytes) -> str | None:
+    """The hash of a metadata ``.json``'s launch settings (:func:`launch_settings`), or ``None``
+    when it is not JSON or has none."""
+    try:
+        settings = launch_settings(json.loads(raw))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if settings is None:
+        return None
+    return text_hash(json.dumps(settings, sort_keys=True, separators=(",", ":")))
 
 
 @dataclass(frozen=True)
@@ -47,7 +104,8 @@ class Stage:
 
     ``kind`` is ``"mlir"`` (re-parsed without debug info, or locations stripped), ``"llvm"``
     (:func:`~.ir_text.normalise_llvm_ir`), ``"asm"`` (:func:`~.ir_text.normalise_asm` with
-    ``comment``) or ``"elf"`` (:func:`~.ir_text.elf_digest` of the bytes).
+    ``comment``), ``"elf"`` (:func:`~.ir_text.elf_digest` of the bytes) or ``"launch"``
+    (:func:`launch_digest` of the metadata ``.json``).
     """
 
     name: str
@@ -74,6 +132,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("amdgcn", ".amdgcn", "asm", ";"),
     Stage("cubin", ".cubin", "elf"),
     Stage("hsaco", ".hsaco", "elf"),
+    # not a compile stage: the launch settings the compiler chose, kept beside the IR; last, so
+    # that a first difference is named in the code where the code differs too
+    Stage(LAUNCH, ".json", "launch"),
 )
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 
@@ -95,7 +156,8 @@ def hash_stages(
     Returns ``(method, normalised TTGIR text, {stage: hash})``. The MLIR stages are all re-parsed
     with ``nodebug`` (method ``"nodebug"``) or, when it is missing or fails on any of them, all
     location-stripped (``"stripped"``), so one entry never mixes methods. A stage file that cannot
-    be read, or a binary that is not a well-formed ELF, is left out of the dict.
+    be read, a binary that is not a well-formed ELF, or a metadata ``.json`` without launch
+    settings is left out of the dict.
     """
     path = Path(ttgir_path)
     stem = path.name[: -len(".ttgir")] if path.name.endswith(".ttgir") else path.stem
@@ -133,6 +195,8 @@ def hash_stages(
         try:
             if stage.kind == "elf":
                 digest = elf_digest(file.read_bytes())
+            elif stage.kind == "launch":
+                digest = launch_digest(file.read_bytes())
             else:
                 text = file.read_text(encoding="utf-8")
                 llvm = stage.kind == "llvm"
@@ -218,6 +282,30 @@ def _multisets(entries: Iterable[_Entry], stage: str) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in per_kernel.items()}
 
 
+def check_comparable(a: _Report, b: _Report) -> None:
+    """Raise ``ValueError`` (one line) unless the two reports' hashes may be compared: no
+    kernel of unknown IR on either side, same method, neither mixed, and no two different known
+    Triton versions."""
+    for side, r in (("A", a), ("B", b)):
+        if r.unknown:
+            kernel, why = r.unknown[0]
+            more = f" and {len(r.unknown) - 1} more" if len(r.unknown) > 1 else ""
+            raise ValueError(f"{side} launched a kernel of unknown IR: {kernel} ({why}){more}")
+    if a.method == MIXED or b.method == MIXED:
+        raise ValueError(
+            "cannot compare IR fingerprints: a report mixes nodebug and stripped hashes"
+        )
+    if a.method != b.method:
+        raise ValueError(
+            f"cannot compare IR fingerprints made by different methods ({a.method} vs {b.method})"
+        )
+    if a.triton_version and b.triton_version and a.triton_version != b.triton_version:
+        raise ValueError(
+            "cannot compare IR fingerprints from different Triton versions "
+            f"({a.triton_version} vs {b.triton_version})"
+        )
+
+
 def compare_stages(a: _Report, b: _Report) -> StageDiff:
     """Compare two runs' IR stage by stage, in compile order (:data:`STAGES`).
 
@@ -226,9 +314,7 @@ def compare_stages(a: _Report, b: _Report) -> StageDiff:
     Raises ``ValueError`` (one line) when the hashes are not comparable: different or mixed
     methods, or different known Triton versions (as :func:`.fingerprint.compare`).
     """
-    from .fingerprint import check_comparable
-
-    check_comparable(a, b)  # type: ignore[arg-type]
+    check_comparable(a, b)
     entries = (*a.entries, *b.entries)
     recorded = [set(_stages_of(e)) for e in entries]
     everywhere = set.intersection(*recorded) if recorded else set()

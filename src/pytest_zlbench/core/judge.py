@@ -39,6 +39,28 @@ from .shape_test import (
 from .verdicts import NO_IR_DIFF
 
 
+@dataclass(frozen=True)
+class Judging:
+    """How shapes are called beyond noise: the false discovery rate across the screen's shapes
+    (``--zl-fdr``) and the smallest |delta| called a change (``--zl-min-effect``), relative."""
+
+    fdr: float = DEFAULT_FDR
+    min_effect: float = DEFAULT_MIN_EFFECT
+
+    @classmethod
+    def of_document(cls, doc: object) -> Judging:
+        """What a result document (``screen_result.json``) was judged with; the defaults for one
+        that does not say (written before these settings existed, or judging nothing)."""
+        floor = doc.get("noise_floor") if isinstance(doc, dict) else None
+        if not isinstance(floor, dict):
+            return cls()
+        fdr, effect = floor.get("fdr"), floor.get("min_effect_pct")
+        return cls(
+            float(fdr) if isinstance(fdr, (int, float)) else DEFAULT_FDR,
+            float(effect) / 100 if isinstance(effect, (int, float)) else DEFAULT_MIN_EFFECT,
+        )
+
+
 def _floor_ops(results: Sequence[OpResult]) -> tuple[str, list[OpResult]]:
     """The operators whose shapes cannot have changed: an A/A control's, else the operators of
     identical IR at every stage (IR compared at only some stages says nothing of the others)."""
@@ -239,10 +261,14 @@ def judge_screen(
     floor: NoiseFloor | None = None,
     fdr: float = DEFAULT_FDR,
     min_effect: float = DEFAULT_MIN_EFFECT,
+    judging: Judging | None = None,
 ) -> list[OpResult]:
     """Every operator of a screen judged against one floor (``floor`` when given, an A/A
     control's say, else the one :func:`noise_floor` finds among ``results``), with the false
-    discovery rate ``fdr`` controlled across every shape of every operator together."""
+    discovery rate ``fdr`` controlled across every shape of every operator together
+    (``judging``, when given, sets ``fdr`` and ``min_effect``)."""
+    if judging is not None:
+        fdr, min_effect = judging.fdr, judging.min_effect
     chosen = noise_floor(results, fdr, min_effect) if floor is None else floor
     chosen = replace(chosen, fdr=fdr, min_effect=min_effect)
     tests = [_tests(r, chosen) for r in results]

@@ -19,7 +19,7 @@ from .stats import balanced_median, median
 from .verdicts import (
     DEFAULT_STAGE,
     IR_CHANGED,
-    IR_UNKNOWN,
+    LABELLED,
     NO_IR_DIFF,
     NOT_RECORDED,
     RANGED,
@@ -200,13 +200,15 @@ class OpResult:
     notes: tuple[str, ...]
     caliber: Mapping[str, str] = field(default_factory=dict)
     control: bool = False  # an A/A control: both sides ran the same configuration
-    ir_label: str = NOT_RECORDED  # how an IR_UNKNOWN range is labelled
+    ir_label: str = NOT_RECORDED  # how an IR_UNKNOWN or NO_TRITON range is labelled
     rounds_ok: int | None = None  # measured rounds that completed (None: from the shapes)
     floor: NoiseFloor | None = None  # what the shapes were judged against (None: not judged)
     stage: str = DEFAULT_STAGE  # the first IR stage that differs (or the one compared)
     #: every IR stage was compared (no stage missing on a side, no TTGIR-only record): only
     #: then does identical IR say that the switch did nothing to this operator
     ir_complete: bool = True
+    #: the measured rounds that failed (a typed fact: never read back from ``notes``)
+    failed_rounds: tuple[int, ...] = ()
 
     # ---- the numbers ---------------------------------------------------------------------------
 
@@ -327,12 +329,13 @@ class OpResult:
 
     def range_label(self) -> str | None:
         """What the range is, when its verdict qualifies it: *noise floor* (identical IR, two
-        rounds or more), *1 round*, or why the IR was not compared; ``None`` otherwise."""
+        rounds or more), *1 round*, why the IR was not compared, or *nothing compiled* (NO_TRITON);
+        ``None`` otherwise."""
         if self.range is None:
             return None
         if self.verdict == NO_IR_DIFF:
             return "noise floor" if self.rounds_measured >= 2 else "1 round"
-        if self.verdict == IR_UNKNOWN:
+        if self.verdict in LABELLED:
             return self.ir_label
         return None
 

@@ -5,7 +5,9 @@ stage, rounds, rows, range, beyond-noise count and direction, effect, every shap
 deltas). ``screen.tsv`` and the terminal table are views of it (:func:`lines_of`).
 
 The schema is ``pytest_zlbench/schemas/screen_result.schema.json``; :data:`SCHEMA_VERSION`
-changes when a field changes meaning or goes away (a new field does not change it).
+changes when a field changes meaning or goes away. A new field, or a new value of a field whose
+values are listed (a ``range_label``), does not change it: a reader ignores fields it does not
+know and shows a value it does not know as text.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .liveness import Observed, liveness
 from .opresult import (
     COMPLETE,
     CUT,
@@ -82,12 +85,14 @@ def document(
     sides: Mapping[str, Any] | None = None,
     finished: bool = True,
     cut: bool = False,
+    observed: Observed | None = None,
 ) -> dict[str, Any]:
     """The result document of a screen (``kind`` :data:`SCREEN`) or a comparison of two runs
     (:data:`COMPARE`), from one entry per operator (``OpResult.to_json()`` or
     :func:`pending`). ``finished``: the session that measured it has ended; ``cut``: it ended
     before measuring every operator (interrupted), as it did when an operator is left not
-    started or cut: the document is ``incomplete``, never ``complete``."""
+    started or cut: the document is ``incomplete``, never ``complete``. ``observed``: what the
+    screen's runs recorded of the compiler and the switch they saw (``liveness``)."""
     ordered = sorted(entries, key=lambda e: str(e["op"]))
     counts = {s: sum(1 for e in ordered if e.get("status") == s) for s in STATUSES}
     if not finished or counts[RUNNING]:
@@ -97,6 +102,9 @@ def document(
     else:
         status = "complete"
     switch = (settings or {}).get("switch")
+    live = None  # said once the screen has ended: no line from half a screen
+    if kind == SCREEN and status != "running" and isinstance(switch, Mapping):
+        live = liveness(ordered, switch, observed)
     doc: dict[str, Any] = json_safe(
         {
             "schema_version": SCHEMA_VERSION,
@@ -110,6 +118,7 @@ def document(
             "caliber": _caliber(ordered),
             "noise_floor": _floor(ordered),
             "counts": counts,
+            "liveness": live,
             "operators": [dict(e) for e in ordered],
         }
     )

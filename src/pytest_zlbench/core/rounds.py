@@ -9,7 +9,7 @@ cannot, the operator leaves the batch and its result says how many rounds it use
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 #: the verdicts :func:`stop_reason` looks at (the names of ``core.screening``'s verdicts)
@@ -23,14 +23,11 @@ IDENTICAL_IR = "identical IR at every stage on both sides"
 class RoundView:
     """What the screen knew of an operator after one of its rounds.
 
-    ``verdict`` is the verdict of every round so far aggregated; ``beyond`` the shapes judged
-    beyond the noise floor then, each with the sign of its delta (+1 or -1), or ``None`` when no
-    beyond-noise judgement was made (no floor, or no classifier)."""
+    ``verdict`` is the verdict of every round so far aggregated."""
 
     round: int
     verdict: str
     failed: bool = False
-    beyond: Mapping[str, int] | None = field(default=None)
     #: every IR stage was compared on both sides: only then is identical IR the switch doing
     #: nothing to the operator
     ir_complete: bool = True

@@ -184,6 +184,14 @@ def kind_of(path: Path) -> str | None:
     return marked_kind(path) or inferred_kind(path)
 
 
+#: the one rule of every output folder (``--zl-out``, ``zlbench compare -o``, ``merge -o``):
+#: a folder that holds results is refused, never overwritten; leaving the option out writes a
+#: fresh ``runs/zl_<time>``
+GIVE_NEW = (
+    "give a new directory, or none for a fresh runs/zl_<time> (results are never overwritten)"
+)
+
+
 def claim_problem(path: Path, kind: str, *, resume: bool = False) -> str | None:
     """Why a session of ``kind`` may not write ``path`` (one line, without the option's name),
     or None when it may: ``path`` is absent or holds nothing but our bookkeeping, or (with
@@ -215,6 +223,8 @@ def claim_problem(path: Path, kind: str, *, resume: bool = False) -> str | None:
         return "already holds a run; give a new directory (runs are never overwritten)"
     if kind == SCREEN and not resume:
         return "already holds results; pass --zl-resume to continue it or give a new directory"
+    if kind == COMPARE and not resume:
+        return f"already holds a comparison; {GIVE_NEW}"
     return None
 
 

@@ -260,6 +260,7 @@ def aggregate(
         rounds_ok=len(ok),
         stage=ir.stage,
         ir_complete=ir.incomplete is None,
+        failed_rounds=tuple(r.round for r in failed if r.round > 0),
     )
     result = replace(result, notes=result.notes + decision.notes + result_notes(result, ok))
     return classify(result, noise_floor([result]) if floor is None else floor)

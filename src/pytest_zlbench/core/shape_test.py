@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from scipy import special, stats
+from types import ModuleType
+from typing import Any
 
 #: the default false discovery rate across the shapes of a screen (``--zl-fdr``)
 DEFAULT_FDR = 0.05
@@ -36,6 +36,14 @@ DEFAULT_FDR = 0.05
 DEFAULT_MIN_EFFECT = 0.002
 #: the confidence of the interval reported per shape
 CONFIDENCE = 0.95
+
+
+def _scipy() -> tuple[Any, ModuleType]:
+    """scipy's ``special`` and ``stats``, imported when a shape is first judged (a session that
+    judges nothing never pays for them)."""
+    from scipy import special, stats
+
+    return special, stats
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class ShapeTest:
     def half_width(self, confidence: float = CONFIDENCE) -> float:
         if self.se == 0:
             return 0.0
+        special, _ = _scipy()
         return float(special.stdtrit(self.df, 0.5 + confidence / 2)) * self.se
 
 
@@ -110,6 +119,7 @@ def _trigamma_inverse(y: float) -> float:
         return 1 / math.sqrt(y)
     if y < 1e-6:
         return 1 / y
+    special, _ = _scipy()
     x = 0.5 + 1 / y
     for _ in range(50):
         tri = float(special.polygamma(1, x))
@@ -133,6 +143,7 @@ def fit_prior(variances: Sequence[float], dfs: Sequence[int]) -> Prior | None:
     pooled = math.fsum(v * d for v, d in pairs) / total_df
     if pooled <= 0:
         return Prior(0.0, float(total_df))
+    special, _ = _scipy()
     positive = [v for v, _ in pairs if v > 0]
     small = 1e-5 * sorted(positive)[len(positive) // 2]
     e = [
@@ -171,6 +182,7 @@ def paired_test(deltas: Sequence[float], orders: Sequence[str], prior: Prior | N
         return ShapeTest(estimate, se, 0.0, 1.0)
     if se == 0:
         return ShapeTest(estimate, 0.0, total_df, 1.0 if estimate == 0 else 0.0)
+    special, _ = _scipy()
     p = 2 * float(special.stdtr(total_df, -abs(estimate / se)))
     return ShapeTest(estimate, se, total_df, p)
 
@@ -190,6 +202,7 @@ def qvalues(pvalues: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (q-values), in the order given."""
     if not pvalues:
         return []
+    _, stats = _scipy()
     return [float(q) for q in stats.false_discovery_control(list(pvalues), method="bh")]
 
 

@@ -15,14 +15,26 @@ import re
 import statistics
 from collections.abc import Iterable, Mapping
 
-#: a line of a screen's ``progress.log`` that ends a pass: a child run's
-#: (``[zlbench gw0    12.3s] abs r1 A: ok (3.4s)``, ``mm record: exit status 1: ... (9.0s)``) or
-#: a side workers' round of one operator (``op r1: A ok, B ok (0.2s) [operator 1 of 2, ...]``);
-#: the cause of a failure before the seconds may hold parentheses and brackets
-_CHILD_LINE = re.compile(
-    r"^\[zlbench[^\]]*\] (\S+) (?:record|r\d+(?: [AB])?): .*\((\d+(?:\.\d+)?)s\)"
-    r"(?: \[[^\]]*\])?$"
-)
+#: an operator's cost record, in its folder of a screen root: the seconds its passes took
+COST_FILE = "cost.json"
+COST_SCHEMA = 1
+
+
+def cost_record(op: str, seconds: float) -> dict[str, object]:
+    """The typed record of ``op``'s cost: the seconds of every pass it ran in this session
+    (child runs and side-worker passes, failed ones and retries included)."""
+    return {"schema": COST_SCHEMA, "op": op, "seconds": round(max(seconds, 0.0), 3)}
+
+
+def cost_of(record: object, op: str) -> float | None:
+    """The seconds a cost record of ``op`` holds; ``None`` for anything else (another schema,
+    another operator, no number)."""
+    if not isinstance(record, dict) or record.get("schema") != COST_SCHEMA:
+        return None
+    seconds = record.get("seconds")
+    if record.get("op") != op or isinstance(seconds, bool):
+        return None
+    return float(seconds) if isinstance(seconds, int | float) and seconds >= 0 else None
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -34,17 +46,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     if n < 1 or not 1 <= k <= n:
         raise ValueError(f"--zl-shard {text!r}: K must be between 1 and N (N ≥ 1)")
     return k, n
-
-
-def costs_from_progress(text: str) -> dict[str, float]:
-    """Seconds per operator: the sum of its child runs' durations in a ``progress.log``."""
-    costs: dict[str, float] = {}
-    for line in text.splitlines():
-        match = _CHILD_LINE.match(line.strip())
-        if match:
-            op, seconds = match.group(1), float(match.group(2))
-            costs[op] = costs.get(op, 0.0) + seconds
-    return costs
 
 
 def assign(

@@ -8,8 +8,10 @@ Layout, like pytest-benchmark's machine folders and asv's results directory::
 
 A caliber key is readable (backend, device, timer) and exact (a hash of all seven caliber
 fields), so runs that may be compared share a folder. Names are unique in a store and an entry
-is never overwritten. A save copies into a temporary folder beside its target and renames it
-into place; the index is rewritten atomically under an exclusive lock on ``STORE/.lock``.
+is never overwritten. A store the first save creates gets a ``.gitignore`` of ``*``, so that a
+store inside a checkout stays out of version control (remove it to commit the store). A save
+copies into a temporary folder beside its target and renames it into place; the index is
+rewritten atomically under an exclusive lock on ``STORE/.lock``.
 Pure: no pytest, torch or triton; the callers say which files a run or a screen holds.
 """
 
@@ -34,6 +36,9 @@ from .records import CALIBER_FIELDS, write_atomic, write_json
 #: the store's folder under the rootdir when ``--zl-store`` is not given
 STORE_DIR = ".zlbench"
 INDEX_FILE = "index.json"
+#: written into a store the first save creates: git leaves the whole store alone
+GITIGNORE_FILE = ".gitignore"
+GITIGNORE = "# the pytest-zlbench baseline store: kept out of version control\n*\n"
 LOCK_FILE = ".lock"
 SCHEMA = 1
 KINDS = ("run", "screen")
@@ -189,7 +194,7 @@ class Store:
     def check_kind(self) -> None:
         """Refuse a folder that is neither empty nor a store (its marker, or its index, says
         so): a store never writes its index, lock and folders among other files."""
-        names = [n for n in rundir.entries(self.root) if n != LOCK_FILE]
+        names = [n for n in rundir.entries(self.root) if n not in (LOCK_FILE, GITIGNORE_FILE)]
         if not names or not self.root.is_dir():
             return
         kind = rundir.kind_of(self.root)
@@ -210,7 +215,9 @@ class Store:
     def _locked(self) -> Iterator[None]:
         self.check_kind()
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            if not self.root.exists():
+                self.root.mkdir(parents=True)
+                write_atomic(self.root / GITIGNORE_FILE, GITIGNORE)
             if rundir.marked_kind(self.root) != rundir.STORE:
                 created = datetime.now(timezone.utc).isoformat(timespec="seconds")
                 write_atomic(

@@ -13,8 +13,9 @@ that applies gives the verdict, its notes and the label of its range. The order:
    ``autotuned``), so it compiled every candidate of those keys: ``IR_UNKNOWN`` with the keys.
 5. ``not_comparable``: the fingerprints cannot be compared (methods or Triton versions differ):
    ``IR_UNKNOWN`` with the reason.
-6. ``no_triton``: no kernel on either side: ``NO_TRITON`` (the switch may still act on aten or a
-   vendor library, so the numbers are shown and judged like any other).
+6. ``no_triton``: no kernel on either side: ``NO_TRITON``, range labelled *nothing compiled*
+   (nothing reached the compiler: the numbers are the machine's, or the switch's effect outside
+   Triton, on aten or a vendor library; they are shown and judged like any other).
 7. ``specialisation_only``: every changed kernel differs only in which specialisations were
    compiled (Triton picks them from runtime values), in every round: ``SPECIALISATION_ONLY``.
 8. ``ir_changed``: a kernel's variants differ: ``IR_CHANGED``, naming the stage that differs.
@@ -52,6 +53,11 @@ TUNED_FIELD = "autotuned"
 
 NOT_RECORDED = "IR not recorded"
 NOT_COMPARED = "IR not compared"
+#: the label of a NO_TRITON range: no kernel reached the compiler on either side, so its numbers
+#: are the machine's, or the switch's effect outside Triton (aten, a vendor library)
+NOTHING_COMPILED = "nothing compiled"
+#: the verdicts whose range carries their decision's label (``Decision.ir_label``)
+LABELLED = (IR_UNKNOWN, NO_TRITON)
 DEFAULT_STAGE = "ttgir"
 
 
@@ -213,7 +219,7 @@ class Decision:
     rule: str
     verdict: str
     notes: tuple[str, ...] = ()
-    ir_label: str = NOT_RECORDED  # how an IR_UNKNOWN range is labelled
+    ir_label: str = NOT_RECORDED  # how an IR_UNKNOWN or NO_TRITON range is labelled
 
 
 def _none(facts: Facts) -> tuple[str, ...]:
@@ -288,7 +294,7 @@ RULES: tuple[Rule, ...] = (
         lambda f: _one(f.ir.error),
         NOT_COMPARED,
     ),
-    Rule("no_triton", NO_TRITON, lambda f: not f.ir.any_kernels),
+    Rule("no_triton", NO_TRITON, lambda f: not f.ir.any_kernels, ir_label=NOTHING_COMPILED),
     Rule(
         "specialisation_only",
         SPECIALISATION_ONLY,

@@ -40,22 +40,14 @@ def resolve(config: pytest.Config, known: BackendRegistry, probe: bool = True) -
     try:
         return known.resolve(str(name))
     except ValueError as exc:
-        from ..preflight import value_error
-
-        raise pytest.UsageError(
-            value_error(config, "zl_backend", ValueError(f"--zl-backend: {exc}"))
-        ) from None
+        refusal = _common.settings_of(config).refusal("zl_backend", f"--zl-backend: {exc}")
+        raise pytest.UsageError(refusal) from None
 
 
-def pin_cards(early_config: pytest.Config, devices_raw: object) -> None:
+def pin_cards(early_config: pytest.Config) -> None:
     """Make only the ``--zl-devices`` cards visible (one of them to xdist worker ``gwK``), before
     any initial conftest imports torch and initialises the device."""
-    from ..core.parsing import parse_devices
-
-    try:
-        devices = parse_devices(str(devices_raw))
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    devices: tuple[str, ...] = _common.value(early_config, "zl_devices")
     # no device probe before the visibility variable is set: the runtime would ignore it after
     backend = resolve(early_config, registry(early_config), probe=False)
     if not backend.visibility_var:
@@ -65,12 +57,10 @@ def pin_cards(early_config: pytest.Config, devices_raw: object) -> None:
     set_env(early_config, backend.visibility_var, value)
 
 
-def configure(config: pytest.Config, devices_raw: object) -> None:
+def configure(config: pytest.Config) -> None:
     """Resolve the backend now (``--zl-backend`` or ``--zl-devices`` was given) and stash it."""
-    from ..core.parsing import parse_devices
-
     backend = resolve(config, registry(config))
-    devices = parse_devices(str(devices_raw)) if devices_raw is not None else ()
+    devices: tuple[str, ...] = _common.value(config, "zl_devices") or ()
     pinned = os.environ.get(backend.visibility_var) if devices and backend.visibility_var else None
     config.stash[device_settings_key] = DeviceSettings(backend, devices, pinned)
 

@@ -37,12 +37,7 @@ from __future__ import annotations
 import pytest
 
 from .. import _common
-from .._common import DROP
 
-INVENTORY_HELP = (
-    "Write the collected tests as TSV (op id, file, node id, Benchmark class, active skip "
-    "reasons) to PATH, then deselect every test"
-)
 #: the name ``pytest_zlbench.compat.session.CompatSession`` is registered under
 SESSION_NAME = "zlbench-compat-session"
 
@@ -51,8 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup(
         "zlbench-compat", "zlbench compat: per-backend skip overrides and the test inventory"
     )
-    # one file: concurrent child runs of a screen must not share it (and a screen refuses it)
-    _common.add(parser, group, "--zl-inventory", INVENTORY_HELP, child=DROP, metavar="PATH")
+    _common.add_options(parser, group, "compat")  # core.options.OPTIONS
 
 
 @pytest.hookimpl

@@ -11,24 +11,12 @@ from __future__ import annotations
 import pytest
 
 from .. import _common
-from .._common import DROP, RESET, DeviceSpec, device_settings_key, restore_env
-
-BACKEND_HELP = (
-    "Device backend: cuda, musa, rocm, ascend, cpu (aliases nvidia, mthreads/mt, amd/hip, "
-    "npu/huawei). Default: detected from the installed torch"
-)
-DEVICES_HELP = (
-    "Card indices to use, e.g. 0,1,3. With -n N, worker gwK sees only card LIST[K %% len]. "
-    "Default: all visible cards"
-)
+from .._common import DeviceSpec, device_settings_key, restore_env
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-device", "zlbench device: backend and card selection")
-    # a screen names the backend on each child's command line, and pins no card in a child:
-    # the child inherits the card its screen (or xdist worker) was pinned to
-    _common.add(parser, group, "--zl-backend", BACKEND_HELP, child=DROP, metavar="NAME")
-    _common.add(parser, group, "--zl-devices", DEVICES_HELP, child=RESET, metavar="LIST")
+    _common.add_options(parser, group, "device")  # core.options.OPTIONS
 
 
 @pytest.hookimpl
@@ -43,14 +31,10 @@ def _zlbench_given(config: pytest.Config) -> bool:
     for name, value in cli.items():
         if name.startswith("zl_") and (value == "" or (isinstance(value, list) and "" in value)):
             return True
-    for name in cli:
-        if name.startswith("zl_"):
-            try:
-                if _common.raw(config, name) not in (None, False, [], ""):
-                    return True
-            except pytest.UsageError:  # a boolean ini value pytest refuses: preflight says so
-                return True
-    return False
+    try:
+        return bool(_common.given(config))
+    except pytest.UsageError:  # a boolean ini value pytest refuses: preflight says so
+        return True
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -59,23 +43,20 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         from ..preflight import start
 
         start(early_config)
-    devices_raw = _common.raw(early_config, "zl_devices")
-    if devices_raw is None:
+    if _common.raw(early_config, "zl_devices") is None:
         return
     from ..device.backend import pin_cards
 
-    pin_cards(early_config, devices_raw)
+    pin_cards(early_config)
 
 
 @pytest.hookimpl
 def pytest_configure(config: pytest.Config) -> None:
-    backend_raw = _common.raw(config, "zl_backend")
-    devices_raw = _common.raw(config, "zl_devices")
-    if backend_raw is None and devices_raw is None:
+    if _common.raw(config, "zl_backend") is None and _common.raw(config, "zl_devices") is None:
         return
     from ..device.backend import configure
 
-    configure(config, devices_raw)
+    configure(config)
 
 
 @pytest.hookimpl

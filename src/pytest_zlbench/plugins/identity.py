@@ -12,25 +12,12 @@ from __future__ import annotations
 import pytest
 
 from .. import _common
-from .._common import DROP, RESET, IdentitySpec, restore_env, run_recorder_key
-
-OUT_HELP = "Write this session's run directory (identity, rows, log, summary, IR) to DIR"
-REPLAY_HELP = (
-    "Pin autotune configs from an earlier run directory (its flaggems_cache) instead of recording"
-)
-
-SAVE_HELP = "Store the completed run or screen under NAME in the baseline store"
-STORE_HELP = "The baseline store (default: .zlbench in the rootdir)"
+from .._common import IdentitySpec, restore_env, run_recorder_key
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-identity", "zlbench identity: run directories and IR")
-    # a screen gives each child run its own run directory, and its own replay (or none)
-    _common.add(parser, group, "--zl-out", OUT_HELP, child=DROP, metavar="DIR")
-    _common.add(parser, group, "--zl-replay-from", REPLAY_HELP, child=DROP, metavar="DIR")
-    # the store belongs to the session that was asked to save, never to a screen's children
-    _common.add(parser, group, "--zl-save", SAVE_HELP, child=RESET, metavar="NAME")
-    _common.add(parser, group, "--zl-store", STORE_HELP, child=DROP, metavar="DIR")
+    _common.add_options(parser, group, "identity")  # core.options.OPTIONS
 
 
 @pytest.hookimpl

@@ -12,18 +12,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .. import _common
-from .._common import PASS, TimingSettings, timing_settings_key
+from .._common import TimingSettings, timing_settings_key
 
 if TYPE_CHECKING:  # the rest is imported where used: an inactive plugin imports little
     from ..timing.session import Bench
 
-TIMER_HELP = (
-    "Timer: auto (graph where the backend supports it, else direct), graph, kernel (the graph's "
-    "replays timed by the device's kernel durations, for A/B screens), direct"
-)
-REPLAYS_HELP = "Graph and kernel timers: timed replays per measurement (default 10)"
-BUDGET_HELP = "Graph and kernel timers: milliseconds of work captured in one graph (default 20)"
-COLD_HELP = "Flush L2 inside the graph before every call (cold cache); default warm"
 #: besides a recorded run: options whose presence means "this session measures" (the adapter
 #: is installed only then)
 MEASURING = ("zl_timer", "zl_backend", "zl_devices", "zl_cold_cache")
@@ -32,12 +25,7 @@ TIMING_OPTIONS = ("zl_timer", "zl_cold_cache", "zl_graph_replays", "zl_graph_bud
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-timing", "zlbench timing: graph capture and direct timers")
-    # every child run of a screen times the way its screen was asked to
-    add = _common.add
-    add(parser, group, "--zl-timer", TIMER_HELP, child=PASS, metavar="auto|graph|kernel|direct")
-    add(parser, group, "--zl-cold-cache", COLD_HELP, child=PASS, action="store_true")
-    add(parser, group, "--zl-graph-replays", REPLAYS_HELP, child=PASS, metavar="N")
-    add(parser, group, "--zl-graph-budget-ms", BUDGET_HELP, child=PASS, metavar="MS")
+    _common.add_options(parser, group, "timing")  # core.options.OPTIONS
 
 
 @pytest.hookimpl

@@ -137,6 +137,9 @@ class RunRecorder(WorkerRows):
         #: where the identity reads the side, round and switch a screen gave the run (a
         #: one-process worker gives each side's its own); ``None``: this process's environment
         self.environ: Mapping[str, str] | None = None
+        #: this process's environment when the run started: what its identity records of the
+        #: screen's switch (a test that sets a variable later does not change what compiled)
+        self.started_environ = dict(os.environ)
         self.complete = False
 
     @pytest.hookimpl
@@ -181,7 +184,8 @@ class RunRecorder(WorkerRows):
                 self.log.write(report.longreprtext + "\n")
 
     def identity(self, exitstatus: int) -> RunIdentity:
-        from ..contract import SEED_FIELD, child_identity
+        from ..adapters.compiler import installed as installed_compiler
+        from ..contract import COMPILER_FIELD, SEED_FIELD, child_identity
         from ..core import records
         from ..core.records import RunIdentity
         from ..core.summary import timer_of_run
@@ -211,8 +215,13 @@ class RunRecorder(WorkerRows):
         info: dict[str, Any] = {
             # side, round and switch: set by the screen that started this run, if one did
             **child_identity(
-                self.environ if self.environ is not None else os.environ if self.mode.child else {}
+                self.environ
+                if self.environ is not None
+                else self.started_environ
+                if self.mode.child
+                else {}
             ),
+            COMPILER_FIELD: installed_compiler(),
             "test_nodes": list(self.nodes),
             "argv": list(sys.argv),
             "versions": versions(),

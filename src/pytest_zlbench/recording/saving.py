@@ -27,7 +27,8 @@ from ..contract import (
 from ..core import records
 from ..core.gate import REGRESSION_EXIT
 from ..core.result import RESULT_FILE
-from ..core.store import STORE_DIR, Entry, Store, StoreError, caliber_key
+from ..core.store import Entry, StoreError, caliber_key
+from .stored import store_of, stored_path, stored_run
 
 #: the files of a stored run: its results, never its caches or log
 RUN_FILES = (IDENTITY_FILE, ROWS_FILE, SUMMARY_FILE, IR_FILE, PINS_FILE, COMPLETE_FILE)
@@ -36,31 +37,6 @@ SCREEN_FILES = (SCREEN_FILE, SETTINGS_FILE, RESULT_FILE)
 SCREEN_OP_FILES = (AB_FILE, NOTES_FILE)
 
 COMPARE_PREFIX = "vs_"
-
-
-def store_of(config: pytest.Config) -> Store:
-    """``--zl-store`` (relative to the invocation directory), else ``.zlbench`` in the rootdir."""
-    value = _common.raw(config, "zl_store")
-    if value:
-        return Store(Path(config.invocation_params.dir) / str(value))
-    return Store(Path(config.rootpath) / STORE_DIR)
-
-
-def stored_run(config: pytest.Config, name: str) -> Path:
-    """The stored run ``name`` (a usage error when absent or a screen)."""
-    return stored_path(store_of(config), name, "--zl-compare-to")
-
-
-def stored_path(store: Store, name: str, what: str) -> Path:
-    try:
-        entry = store.find(name)
-    except StoreError as exc:
-        raise pytest.UsageError(f"{what}: {exc}") from None
-    if entry.kind != "run":
-        raise pytest.UsageError(
-            f"{what} {name}: a stored {entry.kind}, not a run; only runs are paired"
-        )
-    return store.path_of(entry)
 
 
 def now() -> str:

@@ -56,6 +56,17 @@ class BothSides:
         self.measuring: str | None = None
         self.recorder: Any = None  # side B's RunRecorder of the current operator
         self.rows: dict[str, list[Row]] = {}
+        #: each side's identity environment: side, round, switch, and the switch variables as
+        #: this process holds them while that side runs (:meth:`use`, what its kernels compile
+        #: under; read when the side's run directory is written)
+        self.environs = {
+            side: child_environment(
+                side, self.round, self.switch if side == "B" else {}, self.switch
+            )
+            for side in ("A", "B")
+        }
+        #: the sides whose variables were kept since :meth:`begin` (once each: not per call)
+        self.saw: set[str] = set()
 
     def _in_use(self, side: str) -> Any:
         return lambda: self.measuring == side
@@ -69,9 +80,22 @@ class BothSides:
         previous, self.measuring = self.measuring, side
         try:
             with self.kernels.use(side):
+                if side not in self.saw:
+                    self._seen(side)
                 yield
         finally:
             self.measuring = previous
+
+    def _seen(self, side: str) -> None:
+        """Keep in ``side``'s identity environment the switch variables as set now."""
+        self.saw.add(side)
+        env = self.environs[side]
+        for name in self.switch:
+            value = os.environ.get(name)
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
 
     def install(self) -> str | None:
         """Give each side its own kernels (before each operator: the suite may import FlagGems
@@ -90,11 +114,10 @@ class BothSides:
     def begin(self, op: str, recorder_a: Any, recorder_b: Any, run_dir_b: Path) -> None:
         """The run directories' recorders of operator ``op``: each side's identity and IR."""
         for side, recorder in (("A", recorder_a), ("B", recorder_b)):
-            recorder.environ = child_environment(
-                side, self.round, self.switch if side == "B" else {}
-            )
+            recorder.environ = self.environs[side]
             recorder.ir_writer = self.ir[side].write
             self.ir[side].begin(op)
+        self.saw.clear()
         recorder_b.retarget(run_dir_b)
         self.recorder = recorder_b
         self.rows.clear()

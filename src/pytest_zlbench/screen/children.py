@@ -90,6 +90,8 @@ class Children:
         self.own_dtypes: set[str] = set()
         #: seconds between two "still running" lines of a child run
         self.heartbeat = HEARTBEAT_S
+        #: seconds of every child run of each operator this session (its cost record)
+        self.seconds: dict[str, float] = {}
 
     def env(
         self, side: str, rnd: int, op: str | None = None, own_dtypes: bool = False
@@ -113,7 +115,7 @@ class Children:
             except ValueError:
                 pass  # pytest itself reports a malformed PYTEST_ADDOPTS
         switch = self.settings.env_b if side in ("B", BOTH_SIDES) else {}
-        env.update(child_environment(side, rnd, switch))
+        env.update(child_environment(side, rnd, switch, self.settings.env_b))
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
@@ -198,6 +200,7 @@ class Children:
             elif not records.is_complete(run_dir):
                 cause = "child finished without a complete run directory"
         elapsed = time.monotonic() - t0
+        self.seconds[op] = self.seconds.get(op, 0.0) + elapsed
         self.progress(f"{op} {label}: {'ok' if cause is None else cause} ({elapsed:.1f}s)")
         if cause is not None:
             mark_failed(run_dir, cause)

@@ -6,6 +6,7 @@ id names a directory of the screen's root), ``--zl-shard``'s part of them, the o
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,9 +15,12 @@ from .._common import op_id
 from ..core.compat import dismissed
 from ..core.rounds import run_order
 from .batches import batches_of, workers
-from .controller import AbController, OpItem
+from .items import OpItem
 from .results import RECORDING_PASS, marks_of
 from .shard import apply_shard
+
+if TYPE_CHECKING:
+    from .engine import ScreenEngine
 
 #: the key of ``workerinput`` that carries the controller's marks (``results.marks_of``)
 MARKS_KEY = "zl_marks"
@@ -31,7 +35,7 @@ def abs_nodeid(item: pytest.Item) -> str:
     return f"{item.path}{rest}"
 
 
-def cut_before(controller: AbController, ops: list[str]) -> dict[str, str]:
+def cut_before(engine: ScreenEngine, config: pytest.Config, ops: list[str]) -> dict[str, str]:
     """Resumed (``--zl-resume``): the operators an earlier session was cut in, each with the
     pass it was in (``results.cut_during``), to run after the others, so that one too long for
     a session's time (a recording pass that tunes for minutes) holds back no other operator.
@@ -44,16 +48,16 @@ def cut_before(controller: AbController, ops: list[str]) -> dict[str, str]:
     (``AbController.pytest_configure_node``), not the files: one started later in place of one
     that died in an operator's recording pass would put that operator last too, and collect
     other node ids, which xdist does not register (its next assignment fails inside xdist)."""
-    s = controller.settings
+    s = engine.settings
     if not s.resume:
         return {}
-    given = getattr(controller.config, "workerinput", {}).get(MARKS_KEY)
+    given = getattr(config, "workerinput", {}).get(MARKS_KEY)
     marks = given if isinstance(given, dict) else marks_of(s.root)
     cut: dict[str, str] = {}
     said: dict[str, str] = {}
     for op in ops:
         what, before = marks.get(op, (None, None))
-        if s.mode != "process":
+        if engine.round_runner.batched:
             if what is None and before is not None:  # put last before, cut in no pass since
                 cut[op] = before
                 said[op] = f"put last since an earlier session was cut in its {before}"
@@ -62,15 +66,16 @@ def cut_before(controller: AbController, ops: list[str]) -> dict[str, str]:
         if what is not None:
             cut[op] = what
             said[op] = f"the earlier session was cut in its {what}"
-    if not _common.is_worker(controller.config) or _common.worker_id(controller.config) == "gw0":
+    if not _common.is_worker(config) or _common.worker_id(config) == "gw0":
         for op, text in said.items():
-            controller.progress(f"{op}: {text}; measured last (--zl-resume)")
+            engine.progress(f"{op}: {text}; measured last (--zl-resume)")
     return cut
 
 
-def op_items(controller: AbController, session: pytest.Session, items: list[pytest.Item]) -> None:
-    """Replace ``items`` with the screen's operator items (``controller``'s), register each
-    batch's items with it and write the planned ``screen_result.json``."""
+def op_items(engine: ScreenEngine, session: pytest.Session, items: list[pytest.Item]) -> None:
+    """Replace ``items`` with the screen's operator items, register each batch's operators
+    with the ``engine`` that measures them and write the planned ``screen_result.json``."""
+    config = session.config
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         op = op_id(item)
@@ -79,20 +84,20 @@ def op_items(controller: AbController, session: pytest.Session, items: list[pyte
                 f"{item.nodeid}: operator id {op!r} cannot name a directory of the screen"
             )
         groups.setdefault(op, []).append(item)
-    groups = apply_shard(controller.config, groups)  # --zl-shard=K/N: this part's operators
+    groups = apply_shard(config, groups)  # --zl-shard=K/N: this part's operators
     reasons: dict[str, str | None] = {}
     for op in groups:
         try:
             reasons[op] = dismissed(op)
         except ValueError as exc:
             raise pytest.UsageError(f"ops/dismiss.yaml: {exc}") from None
-    cut = cut_before(controller, [op for op in groups if reasons[op] is None])
+    cut = cut_before(engine, config, [op for op in groups if reasons[op] is None])
     batch_of: dict[str, str] = {}
-    if controller.settings.mode != "process":
+    if engine.round_runner.batched:
         batch_of = batches_of(
-            controller.config,
+            config,
             {op: m for op, m in groups.items() if reasons[op] is None},
-            controller.settings.batch_size,
+            engine.settings.batch_size,
             last=cut,
         )
     new_items: list[pytest.Item] = []
@@ -101,7 +106,7 @@ def op_items(controller: AbController, session: pytest.Session, items: list[pyte
         first_file = members[0].nodeid.split("::", 1)[0]
         batch = batch_of.get(op)
         # under xdist, the batch in the node id sends every operator of it to one worker
-        suffix = f"@zl{batch}" if batch is not None and workers(controller.config) > 1 else ""
+        suffix = f"@zl{batch}" if batch is not None and workers(config) > 1 else ""
         item = OpItem.from_parent(
             session,
             name=f"zlbench[{op}]",
@@ -109,16 +114,16 @@ def op_items(controller: AbController, session: pytest.Session, items: list[pyte
             op=op,
             nodeids=[abs_nodeid(m) for m in members],
             members=[m.nodeid for m in members],
-            controller=controller,
+            engine=engine,
             path=members[0].path,
         )
-        item.cut = cut.get(op)
+        item.operator.cut = cut.get(op)
         reason = reasons[op]
         if reason is not None:  # ops/dismiss.yaml: verified not measurable here
             item.add_marker(pytest.mark.skip(reason=f"dismissed (ops/dismiss.yaml): {reason}"))
         elif batch is not None:
-            item.batch = batch
-            controller.batches.setdefault(batch, []).append(item)
+            item.operator.batch = batch
+            engine.batches.setdefault(batch, []).append(item.operator)
         planned[op] = None if reason is None else f"dismissed (ops/dismiss.yaml): {reason}"
         new_items.append(item)
     # each batch's items next to each other, the batches in order; a dismissed operator
@@ -130,4 +135,4 @@ def op_items(controller: AbController, session: pytest.Session, items: list[pyte
     ops = list(groups)
     order = [i for i in order if ops[i] not in cut] + [i for i in order if ops[i] in cut]
     items[:] = [new_items[i] for i in order]
-    controller.result_update(planned)
+    engine.result_update(planned)

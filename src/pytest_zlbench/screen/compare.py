@@ -20,10 +20,12 @@ from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import check as caliber_check
 from ..core.caliber import refusing, unreadable
 from ..core.gate import REGRESSION_EXIT
-from ..core.parsing import parse_bool
+from ..core.judge import Judging
 from ..core.records import RecordError
 from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind, not_a_dir
-from .outputs import exit_status, fail_beyond, publish
+from . import result_file
+from .liveness import observe
+from .outputs import allow_unjudged, exit_status, fail_beyond, judging_of, publish
 from .result_file import cut_ops, left_out
 from .results import KeptResult, caliber_line, is_done, read_op_dir, write_op_result
 from .settings import default_root
@@ -55,9 +57,9 @@ def command_words(command: str) -> Words:
 
 def terminal_writer(config: pytest.Config) -> Any:
     # --zl-compare answers from pytest_cmdline_main, before the terminal reporter exists
-    from _pytest.config import create_terminal_writer
+    from .terminal_line import Writer
 
-    return create_terminal_writer(config, sys.stdout)
+    return Writer(sys.stdout, str(config.getoption("color", "auto")))
 
 
 def run_compare(config: pytest.Config) -> int:
@@ -66,14 +68,14 @@ def run_compare(config: pytest.Config) -> int:
     ``--zl-compare-to=NAME`` the stored run NAME is side A and the one ``--zl-compare`` side B."""
     mode = _common.mode_of(config)
     paths: list[str | Path] = list(mode.paths)
-    allow = _common.get(config, "zl_allow_caliber_mismatch", parse_bool, False)
+    allow: bool = _common.value(config, "zl_allow_caliber_mismatch")
     if _common.raw(config, "zl_save"):
         raise pytest.UsageError(
             "--zl-save stores a recorded run or a screen; --zl-compare records neither"
         )
     name = _common.raw(config, "zl_compare_to")
     if name:
-        from ..recording.saving import stored_run
+        from ..recording.stored import stored_run
 
         if len(paths) != 1:
             raise pytest.UsageError(
@@ -92,7 +94,17 @@ def run_compare(config: pytest.Config) -> int:
         limit,
         words=words,
         floor_from=Path(str(floor_from)) if floor_from else None,
+        judging=judging_given(config),
+        unjudged_ok=allow_unjudged(config),
     )
+
+
+def judging_given(config: pytest.Config) -> Judging | None:
+    """The judging settings the session gave (``None``: it gave neither ``--zl-fdr`` nor
+    ``--zl-min-effect``, so a root is judged again as it was judged)."""
+    if _common.raw(config, "zl_fdr") is None and _common.raw(config, "zl_min_effect") is None:
+        return None
+    return judging_of(config)
 
 
 def compare_paths(
@@ -104,6 +116,8 @@ def compare_paths(
     fail_beyond: float | None = None,
     words: Words = PYTEST_WORDS,
     floor_from: Path | None = None,
+    judging: Judging | None = None,
+    unjudged_ok: bool = False,
 ) -> int:
     """The one implementation of ``--zl-compare`` and ``zlbench compare``/``zlbench report``:
     two run directories paired into ``out`` (else a fresh directory under runs/), or one A/B
@@ -125,9 +139,13 @@ def compare_paths(
         from ..core.rundir import kind_of
 
         if kind_of(Path(paths[0])) != SCREEN:  # refused by reaggregate in its own words
-            return reaggregate(Path(paths[0]), allow, tw, fail_beyond, words, floor_from)
+            return reaggregate(
+                Path(paths[0]), allow, tw, fail_beyond, words, floor_from, judging, unjudged_ok
+            )
         with _hold(config, SCREEN, Path(paths[0]), option=words.root) as held:
-            rc = reaggregate(Path(paths[0]), allow, tw, fail_beyond, words, floor_from)
+            rc = reaggregate(
+                Path(paths[0]), allow, tw, fail_beyond, words, floor_from, judging, unjudged_ok
+            )
             held.keep()
         return rc
     if floor_from is not None:
@@ -138,23 +156,30 @@ def compare_paths(
     from ..claim import COMPARE
 
     root = Path(out) if out else default_root()
-    with _hold(config, COMPARE, root, option=words.out) as held:
-        rc = compare_two(Path(paths[0]), Path(paths[1]), root, allow, tw, fail_beyond, words)
+    with _hold(config, COMPARE, root, option=words.out, resume=False) as held:
+        rc = compare_two(
+            Path(paths[0]), Path(paths[1]), root, allow, tw, fail_beyond, words, unjudged_ok
+        )
         if rc in (0, REGRESSION_EXIT):
             held.keep()
     return rc
 
 
 def _hold(
-    config: pytest.Config | None, kind: str, path: Path, option: str = "--zl-out"
+    config: pytest.Config | None,
+    kind: str,
+    path: Path,
+    option: str = "--zl-out",
+    resume: bool = True,
 ) -> AbstractContextManager[Any]:
     """The directory's claim for this comparison: for the session under pytest, for the
-    command's run under ``zlbench``."""
+    command's run under ``zlbench``. ``resume``: the directory may hold results of ``kind``
+    (an A/B root re-aggregated in place); a comparison's ``-o`` may not."""
     from ..claim import claiming, holding
 
     if config is None:
-        return holding(kind, path, resume=True, option=option)
-    return claiming(config, kind, path, resume=True, option=option)
+        return holding(kind, path, resume=resume, option=option)
+    return claiming(config, kind, path, resume=resume, option=option)
 
 
 def refuse(tw: Any, words: Words = PYTEST_WORDS) -> int:
@@ -170,6 +195,7 @@ def compare_two(
     tw: Any,
     limit: float | None = None,
     words: Words = PYTEST_WORDS,
+    unjudged_ok: bool = False,
 ) -> int:
     sides: list[Side] = []
     identity_problem = False
@@ -230,7 +256,7 @@ def compare_two(
     except OSError as exc:
         raise pytest.UsageError(f"{words.out} {root}: not writable ({exc.strerror})") from None
     doc = result.document(result.COMPARE, entries, sides=paths)
-    return exit_status(0, publish(root, doc, tw, limit, words.fail_beyond))
+    return exit_status(0, publish(root, doc, tw, limit, words.fail_beyond, unjudged_ok=unjudged_ok))
 
 
 def _settings(root: Path) -> dict[str, Any] | None:
@@ -265,7 +291,11 @@ def reaggregate(
     limit: float | None = None,
     words: Words = PYTEST_WORDS,
     floor_from: Path | None = None,
+    judging: Judging | None = None,
+    unjudged_ok: bool = False,
 ) -> int:
+    """An A/B root aggregated and judged again, in place: with ``judging`` when given, else as
+    its result file says it was judged."""
     if not root.is_dir():
         raise pytest.UsageError(f"{words.root} {root}: {not_a_dir(root)}")
     op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
@@ -298,7 +328,9 @@ def reaggregate(
         floor = control_floor(floor_from, words.floor_from)
         for line in check_caliber(root, floor_from, allow, words.floor_from, words.allow):
             caliber_line(tw, line)
-    judged = screening.judge_screen([r for _, r in results], floor)  # one floor for all
+    if judging is None:
+        judging = Judging.of_document(result_file.read_result(root))
+    judged = screening.judge_screen([r for _, r in results], floor, judging=judging)
     results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
     try:
         for op_dir, res in results:
@@ -315,8 +347,21 @@ def reaggregate(
     entries += [k.to_json() for k in kept.values()]
     entries += left_out(root, {d.name for d in op_dirs})  # listed, but no round begun
     entries.sort(key=lambda e: str(e["op"]))
-    doc = result.document(result.SCREEN, entries, settings=settings, cut=bool(cut))
-    out = publish(root, doc, tw, limit, words.fail_beyond, replot=results, floor_from=floor_from)
+    switch = (settings or {}).get("switch")
+    observed = observe(root, switch if isinstance(switch, dict) else None)
+    doc = result.document(
+        result.SCREEN, entries, settings=settings, cut=bool(cut), observed=observed
+    )
+    out = publish(
+        root,
+        doc,
+        tw,
+        limit,
+        words.fail_beyond,
+        replot=results,
+        floor_from=floor_from,
+        unjudged_ok=unjudged_ok,
+    )
     failed = any(r.rounds_failed for d, r in results if d.name not in cut)
     failed = failed or any(k.rounds_failed for k in kept.values())
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -28,10 +27,8 @@ from ..core.caliber import check as caliber_check
 from ..core.noise import NoiseFloor
 from ..core.records import CALIBER_FIELDS, RecordError, RunIdentity
 from ..core.rundir import SCREEN, kind_of, not_a_dir
+from ..core.screen_modes import ONE_PROCESS
 from .results import aggregate_op_dir
-
-if TYPE_CHECKING:
-    from .settings import AbSettings
 
 OPTION = "--zl-floor-from"
 
@@ -65,7 +62,7 @@ def one_process(root: Path) -> bool:
         data = json.loads((root / SETTINGS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(data, dict) and data.get("mode") == "one-process"
+    return isinstance(data, dict) and data.get("mode") == ONE_PROCESS
 
 
 def check_mode(mine: bool, aa_root: Path, where: str) -> None:
@@ -124,18 +121,17 @@ def check_caliber(
 
 
 def at_screen_end(
-    settings: AbSettings, where: str = OPTION
+    root: Path, floor_from: Path, allow_caliber_mismatch: bool, where: str = OPTION
 ) -> tuple[NoiseFloor | None, list[str], str | None]:
-    """``--zl-floor-from`` (named ``where`` in messages) applied at the end of a screen: the
-    control's floor and the caliber lines to show, or (a control of another caliber, not
-    allowed) no floor and why not."""
-    assert settings.floor_from is not None
+    """``--zl-floor-from`` (``floor_from``, named ``where`` in messages) applied at the end of
+    the screen at ``root``: the control's floor and the caliber lines to show, or (a control
+    of another caliber, not allowed) no floor and why not."""
     try:
-        floor = control_floor(settings.floor_from, where)
+        floor = control_floor(floor_from, where)
         lines = check_caliber(
-            settings.root,
-            settings.floor_from,
-            settings.allow_caliber_mismatch,
+            root,
+            floor_from,
+            allow_caliber_mismatch,
             where,
             "--zl-allow-caliber-mismatch",
         )

@@ -1,13 +1,13 @@
-"""The A/B screen's controller: each operator becomes one pytest item (:class:`OpItem`) whose
-run measures every side of every round as child runs, aggregates them, and reports one line;
-the controller plugin collects those lines into ``screen.tsv`` and the terminal summary."""
+"""The A/B screen's pytest face: the controller plugin turns the collected tests into one
+item per operator (``screen.collect``, ``screen.items``), whose run asks the screen's engine
+(``screen.engine``) to measure it; it keeps the hooks (xdist scheduling, reports, the session's
+end) and the terminal, collects each operator's line into ``screen.tsv`` and the summary, and
+judges the whole screen at its end."""
 
 from __future__ import annotations
 
 import re
-import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,92 +15,23 @@ import pytest
 
 from .. import _common
 from .._common import ab_controller_key
-from ..contract import PROGRESS_FILE, RECORD_DIR, RECORD_SIDE, SCREEN_FILE, round_dir
+from ..contract import PROGRESS_FILE, SCREEN_FILE
 from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
 from ..core.result import RESULT_FILE
-from ..core.rounds import RoundView
-from .children import Children, Deterministic, DtypeFallback, same_failure
-from .cost import starting_pace
+from .batches import COST_KEY, workers
+from .children import Children
+from .collect import MARKS_KEY, op_items
+from .engine import ScreenEngine
 from .results import (
     KeptResult,
-    add_note,
-    aggregate_op_dir,
     caliber_line,
-    is_done,
-    mark_done,
-    note_cut,
-    pass_ended,
-    pass_name,
-    pass_started,
+    marks_of,
     read_op_dir,
     write_op_result,
 )
 from .settings import AbSettings, default_root, load_settings, prepare_root
-
-
-@dataclass(frozen=True)
-class Since:
-    """Where one process per side takes an operator up: from round ``start`` (0: from its
-    recording pass), replaying ``replay``, after the rounds ``history`` a side worker measured."""
-
-    start: int = 0
-    replay: Path | None = None
-    history: tuple[RoundView, ...] = ()
-
-
-FROM_START = Since()
-
-
-class OpItem(pytest.Item):
-    """One operator of the screen: runs every side of every round as child processes."""
-
-    def __init__(
-        self,
-        *,
-        op: str,
-        nodeids: list[str],
-        controller: AbController,
-        members: list[str] | None = None,
-        **kw: Any,
-    ):
-        super().__init__(**kw)
-        self.op = op
-        self.nodeids = nodeids
-        #: the node ids of its tests as a session in the same directory names them
-        self.members = members if members is not None else list(nodeids)
-        #: the batch of side workers it is measured in (not in ``process`` mode)
-        self.batch: str | None = None
-        #: resumed: the pass an earlier session was cut in (``screen.collect`` puts it last)
-        self.cut: str | None = None
-        #: resumed: the rounds it finished before, which its batch does not run again
-        self.kept = 0
-        self.controller = controller
-        self.caliber_lines: list[str] = []
-        self.add_marker(pytest.mark.xdist_group(op))
-
-    def runtest(self) -> None:
-        result = self.controller.run_op(self)
-        self.user_properties.append(("zl_screen", result.to_line().to_json()))
-        if self.caliber_lines:
-            self.user_properties.append(("zl_caliber", list(self.caliber_lines)))
-        if result.rounds_failed:
-            raise OpFailed(result)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, OpFailed):
-            return "\n".join(excinfo.value.result.notes)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"zlbench A/B {self.op}"
-
-
-class OpFailed(Exception):
-    def __init__(self, result: screening.OpResult | KeptResult) -> None:
-        super().__init__(result.op)
-        self.result = result
 
 
 class AbController:
@@ -111,17 +42,14 @@ class AbController:
         self.caliber: dict[str, None] = {}  # every caliber line of every operator, in order
         self.started = time.monotonic()
         self.where = _common.worker_id(config) if _common.is_worker(config) else ""
-        self.children = Children(config, settings, self.progress)
-        #: the side workers' batches of this process (not in ``process`` mode), and those run
-        self.batches: dict[str, list[OpItem]] = {}
-        self.batches_run: set[str] = set()
-        #: every operator's seconds of side-worker time, for the next screen's cards split
-        self.costs: dict[str, float] = {}
-        #: the side workers' passes and rounds so far (with the earlier sessions' of a resumed
-        #: root), for the estimate of what is left
-        self.pace = starting_pace(settings)
-        #: the operators this session's batches measured (complete, but not reused)
-        self.measured: set[str] = set()
+        #: what measures the operators: this plugin hands them over and reports
+        self.engine = ScreenEngine(
+            settings,
+            Children(config, settings, self.progress),
+            self.progress,
+            workers=workers(config),
+            cwd=Path(config.invocation_params.dir),
+        )
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
         #: the operators whose items failed: unfinished, they read failed, not cut
         self.failed: set[str] = set()
@@ -140,9 +68,11 @@ class AbController:
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         """One item per operator (``screen.collect``), in the order of its batches."""
-        from .collect import op_items
+        op_items(self.engine, session, items)
 
-        op_items(self, session, items)
+    def result_update(self, planned: dict[str, str | None] | None = None) -> None:
+        """Write ``screen_result.json`` from the root's directories."""
+        self.engine.result_update(planned)
 
     # ---- running one operator --------------------------------------------------------------
 
@@ -159,7 +89,7 @@ class AbController:
         if not terminal:
             return
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
-        if reporter is None or _common.is_worker(self.config) or self.config.get_verbosity() < 0:
+        if reporter is None or _common.is_worker(self.config) or self.config.get_verbosity() < -1:
             return
         if self.config.pluginmanager.has_plugin("dsession"):
             reporter.write("\n")  # xdist's progress characters do not end their line
@@ -171,109 +101,6 @@ class AbController:
             return
         with capman.global_and_fixture_disabled():  # runtest output is captured otherwise
             write_progress(reporter, line)
-
-    def run_op(self, item: OpItem) -> screening.OpResult | KeptResult:
-        s = self.settings
-        op_dir = s.root / item.op
-        if s.resume and is_done(op_dir) and item.op not in self.measured:
-            self.progress(f"{item.op}: complete, reused (--zl-resume)")
-            reused, item.caliber_lines = read_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-            if isinstance(reused, KeptResult):  # a damaged file: its ab.json is kept
-                self.progress(reused.line(op_dir).removeprefix("zlbench: "))
-            return reused
-        if item.batch is not None:
-            from .batches import run_batch
-
-            if item.batch not in self.batches_run:
-                self.batches_run.add(item.batch)
-                run_batch(self, self.batches[item.batch])
-        else:
-            if op_dir.exists():  # an operator an interrupted screen left unfinished
-                self.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
-                shutil.rmtree(op_dir)
-            op_dir.mkdir(parents=True)
-            note_cut(op_dir, item.cut)
-            self.result_update()  # screen_result.json: this operator is running
-            self._measure_or_fall_back(item, op_dir)
-            pass_ended(op_dir)
-        result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-        # its plot shows the judged result, known at the session's end (``judge``): drawn there
-        write_op_result(op_dir, result)
-        item.caliber_lines = problems  # the controller prints them and sets the exit status
-        for problem in problems:
-            self.progress(problem, terminal=False)
-        mark_done(op_dir)
-        self.result_update()  # screen_result.json: this operator is complete (or failed)
-        return result
-
-    def result_update(self, planned: dict[str, str | None] | None = None) -> None:
-        """Write ``screen_result.json`` from the root's directories (``result_file.update``)."""
-        from . import result_file
-
-        result_file.update(self.settings.root, planned)
-
-    def _measure_or_fall_back(self, item: OpItem, op_dir: Path, since: Since = FROM_START) -> None:
-        """Measure ``item`` one process per side, from round ``since.start`` (0: from its
-        recording pass), again on the operator's own dtypes if it refuses the requested ones."""
-        try:
-            self._measure(item, op_dir, since)
-        except DtypeFallback as exc:
-            self.progress(
-                f"{item.op}: --dtypes {exc} not supported; measured again on its own dtypes"
-            )
-            self.children.start_on_own_dtypes(item.op, op_dir, str(exc))
-            note_cut(op_dir, item.cut, own_batch=item.batch is not None)  # its folder is new
-            self._measure(item, op_dir)
-
-    def _measure(self, item: OpItem, op_dir: Path, since: Since = FROM_START) -> None:
-        try:
-            self._measure_rounds(item, op_dir, since)
-        except Deterministic as exc:  # its text: core.parsing.repeated_failure
-            self.progress(f"{item.op}: {exc}")
-            add_note(op_dir, str(exc))
-
-    def _measure_rounds(self, item: OpItem, op_dir: Path, since: Since = FROM_START) -> None:
-        from .batches import stop_after
-
-        start, replay, history = since.start, since.replay, list(since.history)
-        s = self.settings
-
-        def run_side(run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
-            # left for a resumed screen, should this pass be cut (removed by the caller)
-            pass_started(op_dir, pass_name(rnd))
-            return self.children.run_side(item.op, item.nodeids, run_dir, side, rnd, replay)
-
-        if start == 0:
-            replay = s.replay_from
-            if replay is not None:
-                self.progress(f"{item.op}: every side replays {replay} (no recording pass)")
-            elif s.records:
-                rec_dir = op_dir / RECORD_DIR
-                if run_side(rec_dir, RECORD_SIDE, 0, None) is not None:
-                    # each side would tune its own configs: the delta would mix tuning and switch
-                    self.progress(f"{item.op}: recording pass failed; no side measured")
-                    return
-                replay = rec_dir
-        previous: str | None = None  # the cause the last failed round failed with
-        for k in range(max(start, 1), s.rounds + 1):
-            order = ("A", "B") if k % 2 else ("B", "A")
-            failure = None
-            for side in order:
-                cause = run_side(round_dir(op_dir, k, side), side, k, replay)
-                if cause is not None:
-                    failure = cause  # the round is lost: its other side is not run
-                    break
-            if failure is not None:
-                history.append(RoundView(k, "", failed=True))
-                if previous is not None and same_failure(failure, previous):
-                    self.progress(
-                        f"{item.op}: round {k} failed as round {k - 1} did; not retried again"
-                    )
-                    return
-                previous = failure
-                continue
-            if k < s.rounds and stop_after(self, item, op_dir, k, history) is not None:
-                return
 
     # ---- reporting (controller only) ---------------------------------------------------------
 
@@ -303,7 +130,7 @@ class AbController:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Side workers: every batch goes to one xdist worker (``screen.scheduling``)."""
-        if self.settings.mode == "process":
+        if not self.engine.round_runner.batched:
             return None
         from .scheduling import BatchScheduling
 
@@ -313,9 +140,6 @@ class AbController:
     def pytest_configure_node(self, node: Any) -> None:
         """xdist: every worker (a replacement too) puts last the operators the marks found
         before the first worker started name (``screen.collect.cut_before``)."""
-        from .collect import MARKS_KEY
-        from .results import marks_of
-
         if self.settings.resume and self.marks is None:
             self.marks = marks_of(self.settings.root)
         node.workerinput[MARKS_KEY] = self.marks
@@ -323,10 +147,8 @@ class AbController:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         cache = getattr(self.config, "cache", None)
-        if cache is not None and self.costs:
-            from .batches import COST_KEY
-
-            for op, seconds in self.costs.items():
+        if cache is not None and self.engine.costs:
+            for op, seconds in self.engine.costs.items():
                 cache.set(f"{COST_KEY}/{op}", round(seconds, 3))
         if _common.is_worker(self.config):
             return
@@ -361,7 +183,12 @@ class AbController:
         ops = [op for op in ops if not isinstance(read[op], KeptResult)]
         results = [r for r in read.values() if not isinstance(r, KeptResult)]
         floor = self.control_floor()
-        for op, result in zip(ops, screening.judge_screen(results, floor), strict=True):
+        from .outputs import judging_of
+
+        judging = judging_of(self.config)
+        for op, result in zip(
+            ops, screening.judge_screen(results, floor, judging=judging), strict=True
+        ):
             write_op_result(root / op, result)
             self.replot.append((root / op, result))  # drawn after the table (finish_screen)
             self.lines[op] = result.to_line()
@@ -370,12 +197,15 @@ class AbController:
         """``--zl-floor-from``'s floor (``None``: the screen's own). A control of another
         caliber is not applied: the screen is judged against its own floor, and the refusal
         makes the exit status 4 (SPEC §5), as a caliber mismatch between rounds does."""
-        if self.settings.floor_from is None:
+        s = self.settings
+        if s.floor_from is None:
             return None
         from .control_floor import at_screen_end
 
         where = _common.named(self.config, "zl_floor_from")
-        floor, lines, self.floor_refused = at_screen_end(self.settings, where)
+        floor, lines, self.floor_refused = at_screen_end(
+            s.root, s.floor_from, s.allow_caliber_mismatch, where
+        )
         self.caliber.update(dict.fromkeys(lines))
         return floor
 
@@ -398,7 +228,8 @@ class AbController:
         if self.outputs is None or not (path.is_file() or self.outputs.errors):
             terminalreporter.write_line("no operator was screened")
             return
-        for line in screening.render_screen(self.outputs.lines()):
+        back = self.outputs.lines()
+        for line in screening.render_screen(back):
             terminalreporter.write_line(line)
         switch = (
             " ".join(f"{k}={v}" for k, v in self.settings.env_b.items()) or "none (A/A control)"

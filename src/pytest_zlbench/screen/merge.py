@@ -17,7 +17,7 @@ from ..contract import PROGRESS_FILE, ROUND_GLOB, SCREEN_FILE, SETTINGS_FILE
 from ..core import records
 from ..core.records import CALIBER_FIELDS
 from ..core.result import RESULT_FILE
-from ..core.rundir import not_a_dir
+from ..core.rundir import GIVE_NEW, not_a_dir
 from . import result_file
 from .results import read_screen
 
@@ -104,10 +104,10 @@ def merge(roots: Sequence[str | Path], out: str | Path, tw: Any) -> int:
     """Join ``roots`` into ``out`` (a new or empty directory); shows the merged screen."""
     if not roots:
         raise pytest.UsageError("zlbench merge: give the screen roots to join")
-    parts = [Part(Path(r)) for r in roots]
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise pytest.UsageError(f"zlbench merge: -o {target}: already holds something")
+        raise pytest.UsageError(f"zlbench merge: -o {target}: not empty; {GIVE_NEW}")
+    parts = [Part(Path(r)) for r in roots]
     warnings = check(parts)
     try:
         target.mkdir(parents=True, exist_ok=True)

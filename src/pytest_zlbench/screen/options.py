@@ -1,9 +1,9 @@
 """The options a screen gives its child runs: the user's command line and ``PYTEST_ADDOPTS``
 minus what a child must not get, and the ini values reset in a child.
 
-What a child gets of a zlbench option is declared where the option is added
-(``_common.add(..., child=PASS|DROP|RESET)``); the options of other plugins that a child must
-not get are listed here.
+What a child gets of a zlbench option is declared in its entry of the option table
+(``core.options.OPTIONS``, ``child=PASS|DROP|RESET``); the options of other plugins that a
+child must not get are listed here.
 """
 
 from __future__ import annotations

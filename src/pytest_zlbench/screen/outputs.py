@@ -14,8 +14,9 @@ import pytest
 from .. import _common
 from ..contract import SCREEN_FILE
 from ..core import screening
-from ..core.gate import Verdict, judge, parse_percent
+from ..core.gate import Verdict, judge
 from ..core.gate import exit_status as gated
+from ..core.judge import Judging
 from ..core.result import RESULT_FILE, lines_of
 from . import result_file
 from .result_file import REPORT_FILE
@@ -51,8 +52,11 @@ class Outputs:
         return lines_of(self.doc)
 
     def show(self, tw: Any) -> None:
-        """The lines under the table: the gate's, what was not drawn, what could not be
-        written, and the files written."""
+        """The lines under the table: whether the switch was live, the gate's, what was not
+        drawn, what could not be written, and the files written."""
+        live = liveness_line(self.doc)
+        if live:
+            tw.line(f"zlbench: {live}", yellow=True)
         if self.gate is not None:
             for text in self.gate.lines():
                 tw.line(text, red=self.gate.failed, green=not self.gate.failed)
@@ -73,11 +77,35 @@ def not_written(path: Path, exc: OSError) -> str:
     return f"ERROR: {path}: not written ({exc.strerror or exc})"
 
 
+def liveness_line(doc: Mapping[str, Any]) -> str | None:
+    """The document's line on the switch's liveness (``core.liveness``), if it has one."""
+    live = doc.get("liveness")
+    line = live.get("line") if isinstance(live, Mapping) else None
+    return str(line) if line else None
+
+
 def fail_beyond(config: pytest.Config | None) -> float | None:
     """``--zl-fail-beyond`` (or ``zl_fail_beyond`` in the ini) as a percentage."""
     if config is None:
         return None
-    return _common.get(config, "zl_fail_beyond", parse_percent, None)
+    limit: float | None = _common.value(config, "zl_fail_beyond")
+    return limit
+
+
+def judging_of(config: pytest.Config | None, recorded: Judging | None = None) -> Judging:
+    """How the session judges shapes: ``--zl-fdr`` and ``--zl-min-effect`` where given, else
+    what the result being judged again was judged with (``recorded``), else the defaults."""
+    base = recorded if recorded is not None else Judging()
+    if config is None:
+        return base
+    fdr = _common.value(config, "zl_fdr")
+    effect = _common.value(config, "zl_min_effect")
+    return Judging(base.fdr if fdr is None else fdr, base.min_effect if effect is None else effect)
+
+
+def allow_unjudged(config: pytest.Config | None) -> bool:
+    """``--zl-allow-unjudged``: the gate passes over operators it could not judge."""
+    return bool(config is not None and _common.value(config, "zl_allow_unjudged"))
 
 
 def finish(
@@ -88,6 +116,7 @@ def finish(
     option: str = "--zl-fail-beyond",
     replot: Sequence[tuple[Path, screening.OpResult]] = (),
     floor_from: Path | None = None,
+    unjudged_ok: bool = False,
 ) -> Outputs:
     """Write the document (unless already written) and its views, the table first, then the
     plots of ``replot`` (operator directories and their results) and the report, which holds
@@ -126,7 +155,7 @@ def finish(
         if named is None or named.name.startswith("."):  # none, or an atomic write's own
             named = root / REPORT_FILE
         errors.append(not_written(named, exc))
-    verdict = judge(doc, limit, option) if limit is not None else None
+    verdict = judge(doc, limit, option, unjudged_ok) if limit is not None else None
     return Outputs(
         root, doc, tsv, verdict, files, plots_interrupted=interrupted, errors=errors,
         written=written,
@@ -148,7 +177,15 @@ def finish_screen(
     doc = result_file.update(root, final=True, cut=cut, failed=failed, errors=errors)
     floor = _common.raw(config, "zl_floor_from")
     floor_from = Path(str(floor)).resolve() if floor else None
-    out = finish(root, doc, limit, write_doc=False, replot=replot, floor_from=floor_from)
+    out = finish(
+        root,
+        doc,
+        limit,
+        write_doc=False,
+        replot=replot,
+        floor_from=floor_from,
+        unjudged_ok=allow_unjudged(config),
+    )
     out.errors[:0] = errors
     if errors:
         out.written = [p for p in out.written if p != root / RESULT_FILE]
@@ -163,11 +200,20 @@ def publish(
     option: str = "--zl-fail-beyond",
     replot: Sequence[tuple[Path, screening.OpResult]] = (),
     floor_from: Path | None = None,
+    unjudged_ok: bool = False,
 ) -> Outputs:
     """:func:`finish`, then the table read back from ``screen.tsv`` and the lines under it."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        out = finish(root, doc, limit, option=option, replot=replot, floor_from=floor_from)
+        out = finish(
+            root,
+            doc,
+            limit,
+            option=option,
+            replot=replot,
+            floor_from=floor_from,
+            unjudged_ok=unjudged_ok,
+        )
     except OSError as exc:
         raise pytest.UsageError(f"{root}: not writable ({exc.strerror})") from None
     tw.sep("=", "zlbench screen")

@@ -16,6 +16,7 @@ from ..adapters.plot import OVERVIEW_FILE, OVERVIEW_PNG
 from ..contract import AB_FILE, RECORD_DIR, ROUND_GLOB, SCREEN_FILE, SETTINGS_FILE
 from ..core import records, result
 from ..core.result import CUT, NOT_STARTED, RESULT_FILE, RUNNING, SKIPPED
+from .liveness import observe
 from .results import aggregate_op_dir, is_done, write_screen
 
 LOCK_FILE = ".screen_result.lock"
@@ -152,12 +153,15 @@ def update(
         entries = [
             _entry(root, op, prior, final, op not in failed) for op, prior in sorted(known.items())
         ]
+        settings = records.read_json_object(root / SETTINGS_FILE)
+        switch = (settings or {}).get("switch")
         doc = result.document(
             result.SCREEN,
             entries,
-            settings=records.read_json_object(root / SETTINGS_FILE),
+            settings=settings,
             finished=final,
             cut=cut,
+            observed=observe(root, switch if isinstance(switch, dict) else None) if final else None,
         )
         try:
             records.write_json(root / RESULT_FILE, doc)

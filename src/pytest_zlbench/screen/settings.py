@@ -14,17 +14,9 @@ import pytest
 from .. import _common
 from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, RECORD_SIDE, SETTINGS_FILE
 from ..core import records
-from ..core.parsing import (
-    Switch,
-    parse_bool,
-    parse_positive_float,
-    parse_positive_int,
-    parse_switch,
-    switches_env,
-)
-
-#: the most operators of a side-worker batch without --zl-batch-size
-BATCH_SIZE = 50
+from ..core.options import BATCH_SIZE
+from ..core.parsing import Switch, switches_env
+from ..core.screen_modes import ScreenMode, screen_mode
 
 
 @dataclass(frozen=True)
@@ -80,6 +72,11 @@ class AbSettings:
         """The option that sets :meth:`limit` for ``side``."""
         return "--zl-record-timeout" if side == RECORD_SIDE else "--zl-timeout"
 
+    @property
+    def screen_mode(self) -> ScreenMode:
+        """How the sides run (``core.screen_modes.screen_mode``: the one reading of the mode)."""
+        return screen_mode(self.mode)
+
     def describe(self) -> dict[str, Any]:
         """What must match for ``--zl-resume`` to continue a screen (``screen.json``)."""
         return {
@@ -92,7 +89,7 @@ class AbSettings:
             # only when set: a screen root written before the option existed resumes as it was
             **({"shared_inputs": True} if self.shared_inputs else {}),
             # one process reads another noise floor: its rounds never mix with the others'
-            **({"mode": self.mode} if self.mode == "one-process" else {}),
+            **({"mode": self.mode} if self.screen_mode.one_process else {}),
         }
 
 
@@ -166,27 +163,14 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
             "this is a child run of an A/B screen and cannot screen again: --zl-ab/--zl-rounds "
             "reached it through PYTEST_ADDOPTS or the ini file"
         )
-    no_switch: list[Switch] = []
-    switches = tuple(
-        _common.get(config, "zl_ab", lambda v: [parse_switch(s) for s in v], no_switch)
-    )
-    rounds = _common.get(config, "zl_rounds", lambda v: parse_positive_int(v, "--zl-rounds"), 1)
-    timeout = _common.get(
-        config, "zl_timeout", lambda v: parse_positive_float(v, "--zl-timeout"), None
-    )
-    record_timeout = _common.get(
-        config,
-        "zl_record_timeout",
-        lambda v: parse_positive_float(v, "--zl-record-timeout"),
-        None,
-    )
-    screen_mode = _common.get(config, "zl_screen_mode", parse_screen_mode, "lockstep")
-    batch_size = _common.get(config, "zl_batch_size", parse_batch_size, BATCH_SIZE)
-    shared_inputs = _common.get(config, "zl_shared_inputs", parse_bool, False)
+    given = _common.settings_of(config)  # parsed once, at the preflight
+    switches: tuple[Switch, ...] = given.value("zl_ab")
+    mode_name: str = given.value("zl_screen_mode")
+    shared_inputs: bool = given.value("zl_shared_inputs")
     if shared_inputs:
-        timer = str(_common.raw(config, "zl_timer") or "auto").strip().lower()
-        cold = bool(_common.raw(config, "zl_cold_cache"))
-        error = shared_inputs_error(screen_mode, timer, cold)
+        error = shared_inputs_error(
+            mode_name, given.value("zl_timer"), given.value("zl_cold_cache")
+        )
         if error:
             raise pytest.UsageError(f"--zl-shared-inputs: {error}")
     check_addopts(config)
@@ -204,19 +188,19 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         root=root.resolve(),
         switches=switches,
         env_b=env_b,
-        rounds=rounds,
-        allow_no_ir_diff=_common.get(config, "zl_allow_no_ir_diff", parse_bool, False),
-        timeout=timeout,
-        record_timeout=record_timeout,
-        resume=_common.get(config, "zl_resume", parse_bool, False),
+        rounds=given.value("zl_rounds"),
+        allow_no_ir_diff=given.value("zl_allow_no_ir_diff"),
+        timeout=given.value("zl_timeout"),
+        record_timeout=given.value("zl_record_timeout"),
+        resume=given.value("zl_resume"),
         backend=backend.name,
         flagtree_prefix=backend.flagtree_prefix,
         replay_from=replay_root(config),
-        allow_caliber_mismatch=_common.get(config, "zl_allow_caliber_mismatch", parse_bool, False),
+        allow_caliber_mismatch=given.value("zl_allow_caliber_mismatch"),
         shard=shard,
-        mode=screen_mode,
-        floor_from=floor_root(config, screen_mode),
-        batch_size=batch_size,
+        mode=mode_name,
+        floor_from=floor_root(config, mode_name),
+        batch_size=given.value("zl_batch_size"),
         shared_inputs=shared_inputs,
     )
 
@@ -235,21 +219,19 @@ def floor_root(config: pytest.Config, mode: str = "lockstep") -> Path | None:
 
         where = _common.named(config, "zl_floor_from")
         control_floor(path, where)
-        check_mode(mode == "one-process", path, where)
+        check_mode(screen_mode(mode).one_process, path, where)
     return path
-
-
-SCREEN_MODES = ("lockstep", "sequential", "one-process", "process")
 
 
 def shared_inputs_error(mode: str, timer: str, cold: bool) -> str | None:
     """Why ``--zl-shared-inputs`` would do nothing with these options, or ``None``."""
-    if mode == "one-process":
+    sides = screen_mode(mode)
+    if sides.one_process:
         return (
             "needs --zl-screen-mode=lockstep, not one-process (its two sides share all their "
             "memory in one process already)"
         )
-    if mode != "lockstep":
+    if not sides.lockstep:
         return (
             f"needs --zl-screen-mode=lockstep, not {mode} (the sides share their inputs' memory "
             "only while they take turns)"
@@ -258,19 +240,6 @@ def shared_inputs_error(mode: str, timer: str, cold: bool) -> str | None:
         what = "--zl-timer=direct" if timer == "direct" else "--zl-cold-cache"
         return f"the graph and kernel timers share inputs, warm only, not with {what}"
     return None
-
-
-def parse_batch_size(value: object) -> int:
-    return parse_positive_int(str(value), "--zl-batch-size")
-
-
-def parse_screen_mode(value: object) -> str:
-    text = str(value).strip().lower()
-    if text not in SCREEN_MODES:
-        raise ValueError(
-            f"--zl-screen-mode: expected one of {', '.join(SCREEN_MODES)}, not {value!r}"
-        )
-    return text
 
 
 def prepare_root(root: Path, settings: AbSettings) -> None:

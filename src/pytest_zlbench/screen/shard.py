@@ -1,7 +1,7 @@
 """``--zl-shard=K/N`` applied where the screen groups its items into operators: this part keeps
 its operators (``core.shard``) and reports the other parts' items as deselected.
-``--zl-shard-from=ROOT`` balances the parts by the child runs' durations in ROOT's
-``progress.log`` (an earlier screen of the same suite, a merged one included)."""
+``--zl-shard-from=ROOT`` balances the parts by the operators' cost records in ROOT (an earlier
+screen of the same suite, a merged one included: ``core.shard.COST_FILE``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TypeVar
 import pytest
 
 from .. import _common
-from ..contract import PROGRESS_FILE
+from ..core import records
 from ..core import shard as core_shard
 
 T = TypeVar("T")
@@ -19,25 +19,29 @@ T = TypeVar("T")
 
 def shard_of(config: pytest.Config) -> tuple[int, int] | None:
     """``--zl-shard`` parsed; ``None`` when the screen is not split."""
-    return _common.get(config, "zl_shard", core_shard.parse_shard, None)
+    shard: tuple[int, int] | None = _common.value(config, "zl_shard")
+    return shard
 
 
 def costs_of(config: pytest.Config) -> dict[str, float] | None:
-    """The per-operator costs ``--zl-shard-from`` names; ``None`` without it."""
+    """The per-operator costs ``--zl-shard-from`` names (each operator's cost record,
+    ``core.shard.COST_FILE`` in its folder); ``None`` without it."""
     value = _common.raw(config, "zl_shard_from")
     if not value:
         return None
     root = Path(str(value))
-    path = root / PROGRESS_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise pytest.UsageError(
-            f"--zl-shard-from {root}: no readable {PROGRESS_FILE} ({type(exc).__name__})"
-        ) from None
-    costs = core_shard.costs_from_progress(text)
+    if not root.is_dir():
+        raise pytest.UsageError(f"--zl-shard-from {root}: no such screen root")
+    costs: dict[str, float] = {}
+    for path in sorted(root.glob(f"*/{core_shard.COST_FILE}")):
+        seconds = core_shard.cost_of(records.read_json_object(path), path.parent.name)
+        if seconds is not None:
+            costs[path.parent.name] = seconds
     if not costs:
-        raise pytest.UsageError(f"--zl-shard-from {path}: holds no child run durations")
+        raise pytest.UsageError(
+            f"--zl-shard-from {root}: holds no operator costs ({core_shard.COST_FILE} in its "
+            "operators' folders)"
+        )
     return costs
 
 

@@ -3,7 +3,7 @@ round one long-lived pytest process per side (one for both in one-process mode) 
 batch of operators (``screen.worker``), driven over a socket pair (``core.sidework``,
 ``screen.messages``); the recording pass is one worker over the batch before round 1. The
 screen runs round-major: record the batch, then round 1 over the batch, round 2, ... (resumed,
-each operator from the round after those it finished before: ``OpItem.kept``).
+each operator from the round after those it finished before: ``Operator.kept``).
 
 * **lockstep**: both sides run each operator at once and time in the turns ``core.lockstep``
   grants (A B B A within a measurement, mirrored in even rounds); the side whose process starts
@@ -48,10 +48,14 @@ from .children import kill_group
 from .messages import Running, read, send
 from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
 from .results import mark_failed, pass_ended, pass_name, pass_started
+from .round_loop import run_rounds
 from .side_process import SideProcess, WorkerDied, start_side
 
 if TYPE_CHECKING:
-    from .controller import AbController, OpItem
+    from ..core.rounds import Pace
+    from .children import Children
+    from .operator import Operator
+    from .settings import AbSettings
 
 #: the longest a busy worker goes without a progress line
 HEARTBEAT_S = 10.0
@@ -62,26 +66,34 @@ class SideWorkers:
 
     def __init__(
         self,
-        controller: AbController,
-        items: Sequence[OpItem],
+        items: Sequence[Operator],
         name: str,
+        *,
+        settings: AbSettings,
+        children: Children,
+        pace: Pace,
+        progress: Callable[[str], None],
+        cwd: Path,
         own_dtypes: bool = False,
         place: tuple[str, float] = ("", 0),
-        earlier: Sequence[OpItem] = (),
+        earlier: Sequence[Operator] = (),
     ) -> None:
-        self.controller = controller
         #: the batch's operators refused the requested --dtypes: its workers are not given them
         self.own_dtypes = own_dtypes
         #: "batch k of n, " and the operator passes of the later batches (``screen.batches``)
         self.place, self.passes_after = place
-        self.settings = controller.settings
-        self.children = controller.children
+        self.settings = settings
+        self.children = children
+        #: the screen's pace (every batch's passes so far), for the estimate of what is left
+        self.pace = pace
+        self.progress = progress
+        self.cwd = cwd
         self.items = list(items)
         #: whose recordings the sides replay (``earlier``: the batch's, done before a resume)
         self.recorded = [item.op for item in (*items, *earlier)]
         self.name = name
-        self.lockstep = self.settings.mode == "lockstep"
-        self.one_process = self.settings.mode == "one-process"
+        self.lockstep = self.settings.screen_mode.lockstep
+        self.one_process = self.settings.screen_mode.one_process
         self.workdir = self.settings.root / WORKERS_DIR / name
         self.workers: dict[str, SideProcess] = {}
         self.started = time.monotonic()
@@ -96,9 +108,9 @@ class SideWorkers:
         #: --zl-shared-inputs: the two workers of a round share a block of input memory
         self.shared = self.lockstep and self.settings.shared_inputs
         self.pool_generation = 0
-
-    def progress(self, text: str) -> None:
-        self.controller.progress(text)
+        #: the recording the sides replay, once the recording pass made it (``run``)
+        self.replay: Path | None = settings.replay_from
+        self.after_round: Callable[[Operator, int], str | None] | None = None
 
     # -- workers -----------------------------------------------------------------------------
 
@@ -108,8 +120,7 @@ class SideWorkers:
         if self.shared and rnd > 0:
             env[SHARED_INPUTS_ENV] = str(self.workdir / f"pool-r{rnd}-g{self.pool_generation}")
             env[SHARED_OWNER_ENV] = "1" if side == first_of(rnd) else "0"
-        cwd = self.controller.config.invocation_params.dir
-        worker = start_side(cmd, env, cwd, self.workdir / side, side, rnd)
+        worker = start_side(cmd, env, self.cwd, self.workdir / side, side, rnd)
         self.workers[side] = worker
         return worker
 
@@ -191,7 +202,7 @@ class SideWorkers:
 
     def drive(
         self,
-        item: OpItem,
+        item: Operator,
         rnd: int,
         sides: Sequence[str],
         run_dirs: dict[str, Path],
@@ -279,7 +290,7 @@ class SideWorkers:
     def _eta(self, units_left: float) -> str:
         """The batch's time so far, and what is left at the session's pace (every batch's)."""
         elapsed = time.monotonic() - self.started
-        left = self.controller.pace.seconds_left(units_left)
+        left = self.pace.seconds_left(units_left)
         if left is None:
             return f"{elapsed:.0f}s elapsed"
         return f"{elapsed:.0f}s elapsed, about {left:.0f}s left"
@@ -289,12 +300,12 @@ class SideWorkers:
         each active operator expected to use the rounds the finished ones that reached its
         round used (``core.rounds.Pace``)."""
         active = [i for i in self.items if i.op not in self.alone and i.op not in self.stopped]
-        expected = self.controller.pace.rounds_expected(self.settings.rounds, max(rnd, 1))
+        expected = self.pace.rounds_expected(self.settings.rounds, max(rnd, 1))
         after = max(0.0, expected - max(rnd, 0))
         return passes_left(position, todo, after, len(active), len(self.alone), self.passes_after)
 
-    def _fell_out(
-        self, item: OpItem, rnd: int, run_dirs: dict[str, Path], causes: dict[str, str]
+    def _leave_batch(
+        self, item: Operator, rnd: int, run_dirs: dict[str, Path], causes: dict[str, str]
     ) -> None:
         """``item`` leaves the batch; its failed run directories are kept beside the retry."""
         if len(causes) > 1 and len(set(causes.values())) == 1:  # one worker ran both sides
@@ -309,20 +320,19 @@ class SideWorkers:
             shutil.rmtree(kept, ignore_errors=True)
             run_dir.rename(kept)
 
-    def pass_over(
+    def run_pass(
         self,
         rnd: int,
-        todo: list[OpItem],
+        todo: list[Operator],
         sides: tuple[str, ...],
         replay: Path | None,
-        after_round: Callable[[OpItem, int], str | None] | None = None,
+        after_round: Callable[[Operator, int], str | None] | None = None,
     ) -> None:
         """One pass of the batch: the recording pass (``rnd`` 0) or one round. An operator
         measured on every side is judged by ``after_round`` as soon as its pass ends (its run
         directories are complete then), so that one that stops is complete before the next
         operator starts."""
         nodeids = [n for item in todo for n in item.nodeids]
-        total = len(todo)
         for position, item in enumerate(todo):
             t0 = time.monotonic()
             op_dir = self.settings.root / item.op
@@ -349,31 +359,32 @@ class SideWorkers:
             pass_ended(op_dir)
             elapsed = time.monotonic() - t0
             self.units_done += 1
-            self.controller.pace.add(elapsed)
+            self.pace.add(elapsed)
             self.costs[item.op] = self.costs.get(item.op, 0.0) + elapsed
             if causes:
-                self._fell_out(item, rnd, run_dirs, causes)
+                self._leave_batch(item, rnd, run_dirs, causes)
             state = ", ".join(
                 ("" if side == RECORD_SIDE else f"{side} ")
                 + ("ok" if results.get(side) is None else "failed")
                 for side in sides
                 if side in results
             )
-            where = f"{self.place}operator {position + 1} of {total}, {pass_name(rnd)}" + (
+            number = self.items.index(item) + 1  # the batch's numbering: stable over a resume
+            where = f"{self.place}operator {number} of {len(self.items)}, {pass_name(rnd)}" + (
                 f" of {self.settings.rounds}" if rnd else ""
             )
-            eta = self._eta(self._units_left(rnd, position, total))
+            eta = self._eta(self._units_left(rnd, position, len(todo)))
             self.progress(
                 f"{item.op} {self._label(rnd)}: {state} ({elapsed:.1f}s) [{where}; {eta}]"
             )
             if causes:
                 text = "; ".join(f"{s}: {c}" for s, c in causes.items())
-                then = self._then(item.op, text)
-                self.progress(f"{item.op}: {text}; measured again {then}")
+                retry = self._retry_plan(item.op, text)
+                self.progress(f"{item.op}: {text}; measured again {retry}")
             elif after_round is not None and after_round(item, rnd) is not None:
                 self.stopped.add(item.op)
 
-    def _then(self, op: str, cause: str) -> str:
+    def _retry_plan(self, op: str, cause: str) -> str:
         """How an operator that left the batch for ``cause`` is measured after it. A refusal of
         the dtypes is written down at once, so that a resume after a cut before the batch ends
         sends the operator straight to its own dtypes (``Children.refused_before``)."""
@@ -383,48 +394,60 @@ class SideWorkers:
         self.children.note_refusal(self.settings.root / op, refused)
         return "on its own dtypes, in side workers of their own, after the batch"
 
-    def run(self, after_round: Callable[[OpItem, int], str | None]) -> Path | None:
-        """Measure the batch; returns the recording the sides replayed (or ``None``).
-        ``after_round(item, k)`` says why an operator needs no round after ``k`` (or None)."""
-        s = self.settings
-        reused = self._clear_workdir()
-        replay = s.replay_from
+    def run(self, after_round: Callable[[Operator, int], str | None]) -> Path | None:
+        """Measure the batch (``screen.round_loop.run_rounds``); returns the recording the
+        sides replayed (or ``None``). ``after_round(item, k)`` says why an operator needs no
+        round after ``k`` (or None)."""
+        self.after_round = after_round
+        self.replay = self.settings.replay_from
         try:
-            if s.records:
-                todo = [item for item in self.items if item.op not in reused]
-                if reused:
-                    self.progress(
-                        f"{self.name}: the recordings of {len(reused)} operator"
-                        f"{'s' if len(reused) > 1 else ''} reused (--zl-resume)"
-                    )
-                for item in todo:  # a recording not reused is made afresh
-                    stale = s.root / item.op / RECORD_DIR
-                    if stale.exists():
-                        shutil.rmtree(stale)
-                if todo:
-                    self.pass_over(0, todo, (RECORD_SIDE,), None, self._recorded)
-                self.stop_all()
-                replay = self.workdir / RECORD_SIDE
-                merge_pins(replay, [s.root / op for op in self.recorded])
-            elif replay is not None:
-                self.progress(f"every side replays {replay} (no recording pass)")
-            for k in range(1, s.rounds + 1):
-                left = [i for i in self.items if i.kept < k and i.op not in self.alone]
-                todo = [i for i in left if i.op not in self.stopped]
-                if not todo:  # none left, or all of them finished this round before
-                    continue
-                first = (first_of(k), first_of(k + 1))
-                workers = (BOTH_SIDES,) if self.one_process else first
-                self.start(workers, k, [n for item in todo for n in item.nodeids], replay)
-                self.pass_over(k, todo, first, replay, after_round)
-                self.stop_all()
+            run_rounds(self, self.settings.rounds)
         except BaseException:
             self.kill_all()  # an interrupt or an error of the screen: nothing waits for them
             raise
         finally:
             self.stop_all()
             self._write_cost()
-        return replay
+        return self.replay
+
+    def record(self) -> bool:
+        """The batch's recording pass (its operators whose recordings a resumed screen kept
+        aside), one worker over the batch; or the note that every side replays a recording."""
+        s = self.settings
+        reused = self._clear_workdir()
+        if s.records:
+            todo = [item for item in self.items if item.op not in reused]
+            if reused:
+                self.progress(
+                    f"{self.name}: the recordings of {len(reused)} operator"
+                    f"{'s' if len(reused) > 1 else ''} reused (--zl-resume)"
+                )
+            for item in todo:  # a recording not reused is made afresh
+                stale = s.root / item.op / RECORD_DIR
+                if stale.exists():
+                    shutil.rmtree(stale)
+            if todo:
+                self.run_pass(0, todo, (RECORD_SIDE,), None, self._recorded)
+            self.stop_all()
+            self.replay = self.workdir / RECORD_SIDE
+            merge_pins(self.replay, [s.root / op for op in self.recorded])
+        elif self.replay is not None:
+            self.progress(f"every side replays {self.replay} (no recording pass)")
+        return True
+
+    def todo(self, rnd: int) -> list[Operator]:
+        """The operators round ``rnd`` measures: not left alone, not stopped, not kept."""
+        left = [i for i in self.items if i.kept < rnd and i.op not in self.alone]
+        return [i for i in left if i.op not in self.stopped]
+
+    def round(self, rnd: int, todo: list[Operator]) -> None:
+        """Round ``rnd`` over ``todo``: its workers started (the side that starts first
+        alternates by round), the pass, the workers stopped."""
+        first = (first_of(rnd), first_of(rnd + 1))
+        workers = (BOTH_SIDES,) if self.one_process else first
+        self.start(workers, rnd, [n for item in todo for n in item.nodeids], self.replay)
+        self.run_pass(rnd, todo, first, self.replay, self.after_round)
+        self.stop_all()
 
     def _clear_workdir(self) -> set[str]:
         """A fresh folder for the batch's workers; resumed, the operators whose recordings it
@@ -432,10 +455,10 @@ class SideWorkers:
         keys = {item.op: self._key(item) for item in self.items}
         return clear_workdir(self.workdir, keys, self.settings.root, self.settings.resume)
 
-    def _key(self, item: OpItem) -> str:
+    def _key(self, item: Operator) -> str:
         return command_key(self.children.worker_cmd(item.nodeids, None, self.own_dtypes))
 
-    def _recorded(self, item: OpItem, rnd: int) -> None:
+    def _recorded(self, item: Operator, rnd: int) -> None:
         note_recorded(self.workdir, self.settings.root, item.op, self._key(item))
 
     def _write_cost(self) -> None:
@@ -444,7 +467,7 @@ class SideWorkers:
 
         wall = time.monotonic() - self.started
         if self.units_done:  # as a resumed screen's pace counts only batches that made a pass
-            self.controller.pace.overhead(wall - sum(self.costs.values()))
+            self.pace.overhead(wall - sum(self.costs.values()))
         record = batch_cost(self.name, self.settings.mode, len(self.items), self.units_done,
                             wall, self.timed_s, self.workdir)  # fmt: skip
         self.progress(record)

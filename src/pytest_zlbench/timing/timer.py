@@ -16,28 +16,22 @@ if TYPE_CHECKING:
 
 
 def parse_settings(config: pytest.Config) -> TimingSettings:
-    from ..core.parsing import parse_bool, parse_positive_float, parse_positive_int, parse_timer
-
-    requested = _common.get(config, "zl_timer", parse_timer, "auto")
-    cold = _common.get(config, "zl_cold_cache", parse_bool, False)
+    """The timing settings from the session's settings (``core.options``), with the conflicts
+    between options refused."""
+    settings = _common.settings_of(config)
+    requested = settings.value("zl_timer")
+    cold = settings.value("zl_cold_cache")
     if requested == "kernel" and cold:
         raise pytest.UsageError(
             "--zl-timer=kernel times the kernels of warm replays: it cannot time --zl-cold-cache"
         )
-    if requested in ("graph", "kernel") and _common.raw(config, "zl_backend") is not None:
+    if requested in ("graph", "kernel") and settings.raw("zl_backend") is not None:
         # a conflict between two options is a usage error now, not a failure in the first test
         from ..device.backend import backend_of
 
         refuse_timer(backend_of(config), requested)
-    replays = _common.get(
-        config, "zl_graph_replays", lambda v: parse_positive_int(v, "--zl-graph-replays"), 10
-    )
-    budget = _common.get(
-        config,
-        "zl_graph_budget_ms",
-        lambda v: parse_positive_float(v, "--zl-graph-budget-ms"),
-        20.0,
-    )
+    replays = settings.value("zl_graph_replays")
+    budget = settings.value("zl_graph_budget_ms")
     return TimingSettings(requested, cold, replays, budget)
 
 

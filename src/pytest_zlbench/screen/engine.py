@@ -1,0 +1,513 @@
+"""The A/B screen's engine, with no pytest in it: it measures the screen's operators
+(:class:`~pytest_zlbench.screen.operator.Operator`), every side of every round, aggregates each
+as it finishes and judges between rounds whether more rounds can change its verdict
+(``core.rounds.stop_reason``). Its pytest face, ``screen.controller``, collects the operators,
+hands them over one at a time and reports what the engine wrote.
+
+How the sides run is chosen once, from ``--zl-screen-mode`` (``core.screen_modes.screen_mode``
+reads the mode; :func:`round_runner` picks the runner, the one branch on it):
+
+* **side workers** (lockstep, sequential, one-process): the operators of a batch are measured
+  together, round-major, by long-lived side workers (``screen.sides``), the first operator of
+  the batch running the whole batch (:meth:`ScreenEngine.run_batch`); an operator that refused
+  the requested ``--dtypes`` goes to a batch of its own on its own dtypes, and one that fell out
+  of either is measured alone afterwards, one process per side, from the round it left;
+* **one process per side** (process): each operator's rounds in turn, one child run per side
+  (``screen.children``, :meth:`ScreenEngine.measure_alone`).
+
+An operator is marked complete as soon as its verdict cannot change (it stopped early, or ran
+its last round) or its retry alone ends, and a batch is measured to its end before the next one
+starts: a screen cut short loses at most the passes its batch was in (a resumed operator keeps
+the rounds it finished: :meth:`ScreenEngine.rounds_kept`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
+from ..core import records, screening
+from ..core.lockstep import first_of
+from ..core.rounds import IDENTICAL_IR, RoundView, batch_passes, stop_reason
+from ..core.shard import COST_FILE, cost_record
+from . import result_file
+from .batches import BATCH, own_batch
+from .children import Deterministic, DtypeFallback, same_failure
+from .cost import starting_pace
+from .operator import FROM_START, Operator, Since
+from .recording_home import clear_but_recording, command_key, rounds_done, still_recorded
+from .results import (
+    KeptResult,
+    add_note,
+    aggregate_op_dir,
+    is_done,
+    mark_done,
+    mark_skipped,
+    note_cut,
+    pass_ended,
+    pass_name,
+    pass_started,
+    read_op_dir,
+    write_op_result,
+)
+from .round_loop import run_rounds
+from .sides import SideWorkers
+
+if TYPE_CHECKING:
+    from .children import Children
+    from .settings import AbSettings
+
+#: how the engine reports progress: a line, and whether the terminal shows it too
+Progress = Callable[..., None]
+
+
+class ScreenEngine:
+    """Measures a screen's operators (see the module's docstring). ``children`` starts the
+    child runs and side workers; ``progress(text, terminal=True)`` writes a progress line;
+    ``workers``: how many xdist workers share the screen (1 without xdist); ``cwd``: where the
+    side workers start."""
+
+    def __init__(
+        self,
+        settings: AbSettings,
+        children: Children,
+        progress: Progress,
+        *,
+        workers: int = 1,
+        cwd: Path | None = None,
+    ) -> None:
+        self.settings = settings
+        self.children = children
+        self.progress = progress
+        self.workers = workers
+        self.cwd = cwd if cwd is not None else Path.cwd()
+        #: what --zl-screen-mode means (``core.screen_modes``), and the runner it picks
+        self.mode = settings.screen_mode
+        self.round_runner = round_runner(self)
+        #: the side workers' batches of this process (not in ``process`` mode), and those run
+        self.batches: dict[str, list[Operator]] = {}
+        self.batches_run: set[str] = set()
+        #: every operator's seconds of side-worker time, for the next screen's cards split
+        self.costs: dict[str, float] = {}
+        #: the side workers' passes and rounds so far (with the earlier sessions' of a resumed
+        #: root), for the estimate of what is left
+        self.pace = starting_pace(settings)
+        #: the operators this session's batches measured (complete, but not reused)
+        self.measured: set[str] = set()
+
+    # ---- one operator --------------------------------------------------------------------------
+
+    def run_op(self, item: Operator) -> screening.OpResult:
+        """Measure ``item`` (its whole batch first, when it is the first of its batch), then
+        aggregate it; its caliber problems go to ``item.caliber_lines``."""
+        s = self.settings
+        op_dir = s.root / item.op
+        if s.resume and is_done(op_dir) and item.op not in self.measured:
+            self.progress(f"{item.op}: complete, reused (--zl-resume)")
+            reused, item.caliber_lines = read_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+            if isinstance(reused, KeptResult):  # a damaged file: its ab.json is kept
+                self.progress(reused.line(op_dir).removeprefix("zlbench: "))
+            return reused  # type: ignore[return-value]  # shown as a result, never judged
+        self.round_runner.measure(item)
+        result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+        # its plot shows the judged result, known at the session's end: drawn there
+        write_op_result(op_dir, result)
+        item.caliber_lines = problems  # the controller prints them and sets the exit status
+        for problem in problems:
+            self.progress(problem, terminal=False)
+        mark_done(op_dir)
+        self.result_update()  # screen_result.json: this operator is complete (or failed)
+        return result
+
+    def result_update(self, planned: dict[str, str | None] | None = None) -> None:
+        """Write ``screen_result.json`` from the root's directories (``result_file.update``)."""
+        result_file.update(self.settings.root, planned)
+
+    def complete(self, op_dir: Path) -> None:
+        """An operator whose verdict can no longer change: its ``ab.json`` (the plot waits for
+        the session's end), then complete, so that a cut keeps it for --zl-resume and
+        ``screen_result.json`` reads it without aggregating it again."""
+        result, _ = aggregate_op_dir(op_dir, allow=self.settings.allow_caliber_mismatch)
+        write_op_result(op_dir, result)
+        mark_done(op_dir)
+        self.result_update()
+
+    # ---- one process per side ------------------------------------------------------------------
+
+    def measure_alone(self, item: Operator, op_dir: Path, since: Since = FROM_START) -> None:
+        """Measure ``item`` one process per side, from round ``since.start`` (0: from its
+        recording pass), again on the operator's own dtypes if it refuses the requested ones."""
+        try:
+            self._measure(item, op_dir, since)
+        except DtypeFallback as exc:
+            self.progress(
+                f"{item.op}: --dtypes {exc} not supported; measured again on its own dtypes"
+            )
+            self.children.start_on_own_dtypes(item.op, op_dir, str(exc))
+            note_cut(op_dir, item.cut, own_batch=item.batch is not None)  # its folder is new
+            self._measure(item, op_dir)
+
+    def _measure(self, item: Operator, op_dir: Path, since: Since = FROM_START) -> None:
+        try:
+            self._rounds_alone(item, op_dir, since)
+        except Deterministic as exc:  # its text: core.parsing.repeated_failure
+            self.progress(f"{item.op}: {exc}")
+            add_note(op_dir, str(exc))
+
+    def _rounds_alone(self, item: Operator, op_dir: Path, since: Since = FROM_START) -> None:
+        run_rounds(ProcessRounds(self, item, op_dir, since), self.settings.rounds, since.start)
+
+    # ---- side workers --------------------------------------------------------------------------
+
+    def place_of(self, name: str) -> tuple[int, int, float]:
+        """Where the batch ``name`` stands, for its progress lines: its place among the batches
+        in the order they run (from 1): the numbered ones by number (one may be left out:
+        ``batches.batches_of``), then those of one operator put last, in the order collected;
+        how many batches the screen has, and the operator passes of the batches still to run
+        after it, each operator expected to use the rounds the finished ones used
+        (``core.rounds.Pace``); those only without xdist, where this process runs them next
+        (under xdist any worker may take a batch)."""
+        names = list(self.batches)
+
+        def rank(batch: str) -> tuple[int, int]:
+            number = batch.removeprefix(BATCH)
+            return (0, int(number)) if number.isdigit() else (1, names.index(batch))
+
+        ordered = sorted(names, key=rank)
+        number, count = ordered.index(name) + 1, len(ordered)
+        if count <= 1 or self.workers > 1:
+            return number, count, 0
+        s = self.settings
+        later = [
+            item
+            for batch, items in self.batches.items()
+            if batch not in self.batches_run
+            for item in items
+            if not (s.resume and is_done(s.root / item.op))
+        ]
+        passes = batch_passes(len(later), self.pace.rounds_expected(s.rounds), s.records)
+        return number, count, passes
+
+    def _side_workers(
+        self,
+        items: list[Operator],
+        name: str,
+        place: tuple[str, float],
+        earlier: list[Operator],
+        own_dtypes: bool = False,
+    ) -> SideWorkers:
+        return SideWorkers(
+            items,
+            name,
+            settings=self.settings,
+            children=self.children,
+            pace=self.pace,
+            progress=self.progress,
+            cwd=self.cwd,
+            own_dtypes=own_dtypes,
+            place=place,
+            earlier=earlier,
+        )
+
+    def _refused_dtypes(self, workers: SideWorkers) -> list[Operator]:
+        """The operators that left ``workers``' batch because they refused the requested
+        ``--dtypes``, started over on their own dtypes (``Children.start_on_own_dtypes``), their
+        retry alone cancelled."""
+        refused = []
+        for item in workers.items:
+            fell = workers.alone.get(item.op)
+            dtypes = None if fell is None else self.children.refused_dtypes(item.op, fell[1])
+            if dtypes is None:
+                continue
+            del workers.alone[item.op]
+            item.kept = 0  # its directory starts over: so do its rounds
+            self.children.start_on_own_dtypes(item.op, self.settings.root / item.op, dtypes)
+            note_cut(self.settings.root / item.op, item.cut, own_batch=True)  # its folder is new
+            self.progress(f"{item.op}: --dtypes {dtypes} not supported; measured again on its "
+                          "own dtypes, in side workers of their own")  # fmt: skip
+            refused.append(item)
+        return refused
+
+    def run_batch(self, items: list[Operator]) -> None:
+        """Measure a batch of operators with side workers; the operators that refused the
+        requested ``--dtypes`` then in a batch of their own on their own dtypes; an operator
+        that fell out of either batch is measured alone afterwards, one process per side, from
+        the round it left."""
+        s = self.settings
+        name = items[0].batch or f"{BATCH}0"
+        todo: list[Operator] = []
+        known_own: list[Operator] = []  # resumed: refused the dtypes in an earlier session
+        # resumed: complete in an earlier session, where the batch's recording worker may have
+        # tuned a key for one of them that the operators left launch too (and so do not list)
+        done: list[Operator] = []
+        for item in items:
+            op_dir = s.root / item.op
+            if s.resume and is_done(op_dir):
+                done.append(item)
+                continue  # reused by run_op
+            if op_dir.exists():
+                refused = self.children.refused_before(op_dir)
+                item.kept = self.rounds_kept(item, op_dir, name, refused is not None)
+                clear_but_recording(op_dir, item.kept)
+                self.progress(f"{item.op}: incomplete" + _resumed_from(item.kept))
+                note_cut(op_dir, item.cut, own_batch=True)
+                if refused is not None:  # straight to its own dtypes, its recording kept
+                    self.children.keep_own_dtypes(item.op, op_dir, refused)
+                    self.progress(f"{item.op}: --dtypes {refused} not supported (an earlier "
+                                  "session found); measured on its own dtypes, in side "
+                                  "workers of their own")  # fmt: skip
+                    known_own.append(item)
+            op_dir.mkdir(parents=True, exist_ok=True)
+            todo.append(item)
+            self.measured.add(item.op)
+        if not todo:
+            return
+        histories: dict[str, list[RoundView]] = {item.op: [] for item in todo}
+
+        def after_round(item: Operator, k: int) -> str | None:
+            reason = self.stop_after(item, s.root / item.op, k, histories[item.op])
+            # its verdict settled, or that was its last round: nothing can change it any more
+            if reason is not None or k == s.rounds:
+                self.complete(s.root / item.op)
+                self.pace.finished(k)
+            return reason
+
+        for item in [item for item in todo if item.kept]:
+            # what the rounds before the last kept one settled is in that one's verdict
+            histories[item.op] = [RoundView(k, "", failed=True) for k in range(1, item.kept)]
+            if after_round(item, item.kept) is not None or item.kept >= s.rounds:
+                todo.remove(item)  # complete: cut after its last round, before it was marked
+                done.append(item)
+                known_own = [i for i in known_own if i is not item]
+        if not todo:
+            return
+        number, count, passes_after = self.place_of(name)
+        place = (f"batch {number} of {count}, " if count > 1 else "", passes_after)
+        main = [item for item in todo if item not in known_own]
+        batches = []
+        own = list(known_own)
+        if main:
+            self.progress(
+                (f"{name} ({number} of {count}): " if count > 1 else "")
+                + f"{len(main)} operator{'s' if len(main) > 1 else ''}, {s.mode} side workers, "
+                f"at most {s.rounds} round{'s' if s.rounds > 1 else ''}"
+            )
+            workers = self._side_workers(main, name, place, done)
+            batches.append((workers, workers.run(after_round)))
+            moved = self._refused_dtypes(workers)
+            for item in moved:
+                histories[item.op] = []
+            own += moved
+        if own:
+            mine = self._side_workers(own, own_batch(name), place, done, own_dtypes=True)
+            batches.append((mine, mine.run(after_round)))
+        alone = {op: (fell, replay) for w, replay in batches for op, fell in w.alone.items()}
+        for item in todo:
+            if item.op not in alone:
+                continue
+            (start, why), replay = alone[item.op]
+            label = "the recording pass" if start == 0 else f"round {start}"
+            add_note(
+                s.root / item.op,
+                f"{label} failed in a side worker ({why}); measured again alone, one process "
+                "per side",
+            )
+            history = tuple(histories[item.op][: max(0, start - 1)])
+            since = Since(start, replay if start > 0 else None, history, worker_failed=start > 0)
+            self.measure_alone(item, s.root / item.op, since)
+            pass_ended(s.root / item.op)
+            self.complete(s.root / item.op)  # before the next retry or batch starts
+        for item in todo:
+            self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)
+            alone_s = self.children.seconds.get(item.op, 0.0)
+            self.write_cost(s.root / item.op, self.costs[item.op] + alone_s)
+
+    def write_cost(self, op_dir: Path, seconds: float) -> None:
+        """The operator's cost record (``core.shard.cost_record``), which ``--zl-shard-from``
+        balances a later screen's parts by."""
+        records.write_json(op_dir / COST_FILE, cost_record(op_dir.name, seconds))
+
+    def rounds_kept(self, item: Operator, op_dir: Path, batch: str, own: bool) -> int:
+        """Resumed: the rounds ``item`` finished in an earlier session with the options its
+        workers get now (``recording_home.rounds_done``; ``own``: on its own dtypes), which its
+        batch goes on from; none where the batch records it again (they replayed the recording
+        it had): the batch ``batch`` (its own-dtypes batch when ``own``) lists the recordings
+        it keeps."""
+        s = self.settings
+        if not s.resume:  # an xdist worker that replaces one that died: its batch records again
+            return 0
+        finished = rounds_done(op_dir, self.children.worker_options(None, own))
+        if finished and s.records:
+            key = command_key(self.children.worker_cmd(item.nodeids, None, own))
+            workdir = s.root / WORKERS_DIR / (own_batch(batch) if own else batch)
+            if not still_recorded(workdir, {item.op: key}, s.root):
+                return 0
+        return finished
+
+    # ---- the judging between rounds ----------------------------------------------------------
+
+    def stop_after(
+        self,
+        item: Operator,
+        op_dir: Path,
+        k: int,
+        history: list[RoundView],
+        failed_before: bool = False,
+    ) -> str | None:
+        """After round ``k``: why ``item`` needs no more rounds (``core.rounds.stop_reason``:
+        identical IR at every stage, nothing else), recorded in its directory and the progress log;
+        ``None`` when it does. ``failed_before``: a side worker failed round ``k``, which was
+        measured again alone."""
+        s = self.settings
+        result, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+        failed = failed_before or k in result.failed_rounds
+        # identical IR settles nothing when some stage could not be compared (TTGIR-only)
+        history.append(RoundView(k, result.verdict, failed, ir_complete=result.ir_complete))
+        reason = stop_reason(
+            history, s.rounds, switched=bool(s.switches), allow_no_ir_diff=s.allow_no_ir_diff
+        )
+        if reason is None:
+            return None
+        if reason == IDENTICAL_IR:
+            # Only IR identical at every stage says the switch did nothing to this operator (a
+            # switch may act in LLVM IR, PTX or the assembler only). NO_TRITON says nothing
+            # about the switch (it may act on aten or a vendor library), so every round is
+            # measured.
+            mark_skipped(
+                op_dir,
+                f"{screening.SKIP_NOTE}: {reason}; rounds {k + 1}..{s.rounds} skipped "
+                "(--zl-allow-no-ir-diff measures them)\n",
+            )
+            self.progress(f"{item.op}: {screening.SKIP_NOTE}, rounds {k + 1}..{s.rounds} skipped")
+        else:
+            mark_skipped(op_dir, f"stopped after {k} of {s.rounds} rounds: {reason}\n")
+            self.progress(f"{item.op}: stopped after {k} of {s.rounds} rounds: {reason}")
+        return reason
+
+
+class ProcessRounds:
+    """The passes of one operator measured one child process per side (``Children``): its
+    recording pass, then each round's two sides in the round's order, a round lost when a side
+    fails (its other side is not run); measured no more once two rounds in a row failed the
+    same way or its verdict is settled (``ScreenEngine.stop_after``)."""
+
+    def __init__(self, engine: ScreenEngine, item: Operator, op_dir: Path, since: Since) -> None:
+        self.engine = engine
+        self.item = item
+        self.op_dir = op_dir
+        self.since = since
+        self.replay = since.replay
+        self.history = list(since.history)
+        self.previous: str | None = None  # the cause the last failed round failed with
+        self.stopped = False
+
+    def _side(self, run_dir: Path, side: str, rnd: int, replay: Path | None) -> str | None:
+        # left for a resumed screen, should this pass be cut (removed by the caller)
+        pass_started(self.op_dir, pass_name(rnd))
+        item = self.item
+        return self.engine.children.run_side(item.op, item.nodeids, run_dir, side, rnd, replay)
+
+    def record(self) -> bool:
+        s, item = self.engine.settings, self.item
+        self.replay = s.replay_from
+        if self.replay is not None:
+            self.engine.progress(f"{item.op}: every side replays {self.replay} (no recording pass)")
+        elif s.records:
+            rec_dir = self.op_dir / RECORD_DIR
+            if self._side(rec_dir, RECORD_SIDE, 0, None) is not None:
+                # each side would tune its own configs: the delta would mix tuning and switch
+                self.engine.progress(f"{item.op}: recording pass failed; no side measured")
+                return False
+            self.replay = rec_dir
+        return True
+
+    def todo(self, rnd: int) -> list[Operator]:
+        return [] if self.stopped else [self.item]
+
+    def round(self, rnd: int, todo: list[Operator]) -> None:
+        item, engine = self.item, self.engine
+        failure = None
+        for side in (first_of(rnd), first_of(rnd + 1)):
+            cause = self._side(round_dir(self.op_dir, rnd, side), side, rnd, self.replay)
+            if cause is not None:
+                failure = cause  # the round is lost: its other side is not run
+                break
+        if failure is not None:
+            self.history.append(RoundView(rnd, "", failed=True))
+            if self.previous is not None and same_failure(failure, self.previous):
+                engine.progress(
+                    f"{item.op}: round {rnd} failed as round {rnd - 1} did; not retried again"
+                )
+                self.stopped = True
+            self.previous = failure
+            return
+        # a round a side worker failed counts as failed, though measured again here
+        failed = self.since.worker_failed and rnd == self.since.start
+        if rnd < engine.settings.rounds:
+            reason = engine.stop_after(item, self.op_dir, rnd, self.history, failed)
+            self.stopped = reason is not None
+
+
+class ProcessRunner:
+    """``--zl-screen-mode=process``: each operator's rounds in turn, one child run per side
+    (``ScreenEngine.measure_alone``)."""
+
+    #: its operators are not put in batches (each xdist worker takes any operator)
+    batched = False
+
+    def __init__(self, engine: ScreenEngine) -> None:
+        self.engine = engine
+
+    def measure(self, item: Operator) -> None:
+        engine = self.engine
+        op_dir = engine.settings.root / item.op
+        if op_dir.exists():  # an operator an interrupted screen left unfinished
+            engine.progress(f"{item.op}: incomplete, measured again (--zl-resume)")
+            shutil.rmtree(op_dir)
+        op_dir.mkdir(parents=True)
+        note_cut(op_dir, item.cut)
+        engine.result_update()  # screen_result.json: this operator is running
+        engine.measure_alone(item, op_dir)
+        pass_ended(op_dir)
+        engine.write_cost(op_dir, engine.children.seconds.get(item.op, 0.0))
+
+
+class BatchRunner:
+    """The side-worker modes (lockstep, sequential, one-process): the first operator of a batch
+    to run measures the whole batch (``ScreenEngine.run_batch``, ``screen.sides``)."""
+
+    #: its operators are put in batches, each sent whole to one xdist worker
+    batched = True
+
+    def __init__(self, engine: ScreenEngine) -> None:
+        self.engine = engine
+
+    def measure(self, item: Operator) -> None:
+        engine = self.engine
+        batch = item.batch
+        if batch is None:  # not put in a batch (collect puts every measured operator in one)
+            ProcessRunner(engine).measure(item)
+        elif batch not in engine.batches_run:
+            engine.batches_run.add(batch)
+            engine.run_batch(engine.batches[batch])
+
+
+#: what measures one operator (its whole batch, with side workers)
+RoundRunner = ProcessRunner | BatchRunner
+
+
+def round_runner(engine: ScreenEngine) -> RoundRunner:
+    """The runner of the engine's screen mode: the one place the engine branches on it."""
+    if engine.mode.side_workers:
+        return BatchRunner(engine)
+    return ProcessRunner(engine)
+
+
+def _resumed_from(kept: int) -> str:
+    if not kept:
+        return ", measured again (--zl-resume)"
+    which = "round 1" if kept == 1 else f"rounds 1-{kept}"
+    return f"; {which} kept, measured from round {kept + 1} (--zl-resume)"
