@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from .screen_modes import AUTO, SCREEN_MODES, screen_mode
 
@@ -38,6 +39,19 @@ def parse_timer(value: str) -> str:
     if text not in TIMER_CHOICES:
         raise ValueError(f"--zl-timer: {value!r} is not one of {', '.join(TIMER_CHOICES)}")
     return text
+
+
+def parse_path(value: object, option: str) -> Path:
+    """A path option's value that can be resolved: a loop of symbolic links on its way is
+    refused in one line (``Path.resolve`` raises ``RuntimeError`` or ``OSError`` on one)."""
+    path = Path(str(value))
+    try:
+        path.resolve()
+    except (RuntimeError, OSError):
+        raise ValueError(
+            f"{option} {value}: a loop of symbolic links (it cannot be resolved); give another path"
+        ) from None
+    return path
 
 
 def parse_positive_int(value: str | int, option: str) -> int:

@@ -31,6 +31,7 @@ from ..contract import (
 )
 from ..core import records
 from ..core.records import COMPLETE_FILE, is_complete
+from ..core.rundir import load_side
 
 #: in the recording worker's home: the operators it recorded, one per line
 RECORDED_FILE = "recorded.txt"
@@ -52,6 +53,7 @@ def rounds_done(op_dir: Path, options: Sequence[str]) -> int:
                 return done
             try:
                 argv = records.read_identity(run).info.get("argv")
+                load_side(run, allow_empty=True)  # a torn rows file: measured again from here
             except records.RecordError:
                 return done
             if not isinstance(argv, list):
