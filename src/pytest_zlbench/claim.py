@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -92,6 +93,11 @@ class Claim:
                 raise pytest.UsageError(f"{self.option} {path}: {problem}")
             if not rundir.entries(path) and rundir.marked_kind(path) != self.kind:
                 records.write_atomic(path / rundir.KIND_FILE, rundir.kind_marker(self.kind, _now()))
+        except OSError as exc:  # a full disk, a read-only file system: one line
+            self.release(rollback=True)
+            raise pytest.UsageError(
+                f"{self.option} {path}: not writable ({exc.strerror or exc})"
+            ) from None
         except BaseException:
             self.release(rollback=True)
             raise
@@ -114,7 +120,7 @@ class Claim:
         lock = self.path / rundir.LOCK_FILE
         while True:
             try:
-                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
             except OSError as exc:
                 raise pytest.UsageError(
                     f"{self.option} {self.path}: not writable ({exc.strerror or exc})"
@@ -226,6 +232,29 @@ class Claim:
                 )
 
 
+def held_elsewhere(path: Path) -> bool:
+    """Whether a session of another process holds ``path`` now (its ``.zl_lock``): a root
+    whose result document still reads ``running`` while none does was ended by a signal that
+    let it write nothing (SIGKILL: the OOM killer, a cluster's hard limit)."""
+    try:
+        fd = os.open(path / rundir.LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False  # no lock file: every session removes it as it ends
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:  # held: by this process (a command that holds the root), or another
+        try:
+            pid = json.loads(_read_fd(fd)).get("pid")
+        except (ValueError, AttributeError):
+            pid = None
+        return bool(pid != os.getpid())
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 def _read_fd(fd: int) -> str:
     try:
         return os.pread(fd, 4096, 0).decode("utf-8", errors="replace")
@@ -262,12 +291,44 @@ def claiming(
     from .preflight import check
 
     check(config)  # nothing touches the disk before the options are validated
+    if kind == SCREEN:
+        problem = backend_missing(config)
+        if problem is not None:
+            raise pytest.UsageError(problem)
     claim = Claim(config, kind, path.resolve(), option, resume_option)
     with _taken(claim, resume):
         yield claim
     config.add_cleanup(claim.release)
     if not config.pluginmanager.is_registered(claim):
         config.pluginmanager.register(claim, PLUGIN_NAME)
+
+
+def backend_missing(config: pytest.Config) -> str | None:
+    """Why a screen's backend cannot be driven on this machine, found before its root, a
+    worker or a recording exists: the module that makes its device appear in torch
+    (``torch_musa``, ``torch_npu``) is not installed. Only a backend the session has resolved
+    already is checked (a screen's settings resolve it); importing nothing, this costs no
+    start-up."""
+    import importlib.util
+
+    from ._common import device_settings_key
+
+    settings = config.stash.get(device_settings_key, None)
+    backend = settings.backend if settings is not None else None
+    name = backend.import_module if backend is not None else ""
+    if not name:
+        return None
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:
+        return None
+    return (
+        f"--zl-backend {backend.name if backend else ''}: {name} cannot be imported on this "
+        "machine (not installed): its device cannot be driven here; run on a machine with it, "
+        "or give this machine's backend"
+    )
 
 
 @contextmanager

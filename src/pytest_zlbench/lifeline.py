@@ -86,11 +86,41 @@ def _watch(pid: int) -> None:
 
 def attach(config: Any, set_env: Callable[[Any, str, str], None]) -> None:
     """At a session's earliest hook: hold the PID a parent session exported, then export this
-    process's own for the processes it starts (``set_env`` restores the variable at the end)."""
+    process's own for the processes it starts (``set_env`` restores the variable at the end).
+    A session no other started ends on SIGTERM and SIGHUP as on Ctrl-C (:func:`interrupt_on`)."""
     inherited = os.environ.get(ENV, "")
     if inherited.isdigit() and int(inherited) not in (os.getpid(), 0, 1):
         hold(int(inherited))
+    elif not inherited.isdigit():
+        interrupt_on(config)
     set_env(config, ENV, str(os.getpid()))
+
+
+#: the signals that end a session as Ctrl-C does: a cluster's time limit (SIGTERM, before its
+#: SIGKILL), a closed terminal or ssh session (SIGHUP)
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
+
+
+def interrupt_on(config: Any) -> None:
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` in the main thread, as SIGINT does: the
+    session kills its children, marks what it had not finished ``cut``, says how to continue
+    and exits with status 2. A handler the user's code set is left alone; the earlier ones are
+    restored at the session's end."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in ENDING_SIGNALS:
+        try:
+            before = signal.getsignal(signum)
+            if before not in (signal.SIG_DFL, None):
+                continue
+            signal.signal(signum, _interrupt)
+        except (ValueError, OSError):  # not the main thread of the main interpreter
+            continue
+        config.add_cleanup(lambda s=signum, b=before: signal.signal(s, b))
 
 
 def preexec(parent: int | None = None) -> Callable[[], None]:

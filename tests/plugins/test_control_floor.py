@@ -243,7 +243,9 @@ def test_a_screen_takes_its_floor_from_an_a_a_control_screen(
     bad.stderr.fnmatch_lines([f"ERROR: --zl-floor-from {zl_pytester.path}: not an A/B screen*"])
     assert not root.exists()
 
-    control = screen(zl_pytester, f"--zl-out={aa}")  # no switch: an A/A control
+    # no switch: an A/A control, screened as the A/B screen that it judges (auto would screen
+    # it in one process, the A/B screen in two: OMP_NUM_THREADS is read at import)
+    control = screen(zl_pytester, f"--zl-out={aa}", "--zl-screen-mode=lockstep")
     assert control.ret == 0, control.outlines
     result = screen(zl_pytester, "--zl-ab=OMP_NUM_THREADS=1", f"--zl-out={root}",
                     f"--zl-floor-from={aa}")  # fmt: skip

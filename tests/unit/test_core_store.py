@@ -131,6 +131,42 @@ def test_a_store_in_a_read_only_folder_is_named_before_anything_is_saved(tmp_pat
         Store(tmp_path / "ro" / "store").check_writable()
 
 
+def test_a_folder_that_is_neither_empty_nor_a_store_is_refused(tmp_path: Path) -> None:
+    """``zl_store = /etc`` wrote ``/etc/index.json``, ``/etc/.lock`` and ``/etc/<key>/``."""
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "passwd").write_text("root:x:0:0\n")
+    store = Store(etc)
+    with pytest.raises(StoreError) as info:
+        store.check_writable()
+    assert str(info.value) == (
+        f"{etc}: not empty and not a zlbench store (1 entries: passwd); give a new or empty folder"
+    )
+    with pytest.raises(StoreError):
+        store.save(tmp_path, entry("base"), ["rows.jsonl"])
+    assert sorted(p.name for p in etc.iterdir()) == ["passwd"]  # nothing written
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run_identity.json").write_text("{}")
+    with pytest.raises(StoreError, match=r"holds a recorded run, not a zlbench store"):
+        Store(run).check_writable()
+
+
+def test_an_empty_folder_becomes_a_store_and_a_store_stays_one(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    store = Store(empty)
+    store.check_writable()
+    src = source(tmp_path)
+    store.save(src, entry("base"), ["rows.jsonl"])
+    assert json.loads((empty / ".zl_kind").read_text())["kind"] == "store"
+    store.check_writable()
+    store.save(src, entry("next"), ["rows.jsonl"])
+    # a store written before the marker existed is known by its index
+    (empty / ".zl_kind").unlink()
+    Store(empty).check_writable()
+
+
 def test_a_store_the_first_save_creates_keeps_itself_out_of_git(tmp_path: Path) -> None:
     """Inside a checkout the store is not left untracked: it ignores every file it holds."""
     store = Store(tmp_path / "checkout" / ".zlbench")

@@ -439,3 +439,20 @@ def test_rounds_are_kept_only_by_a_resumed_screen_and_not_past_a_move_to_own_dty
     workers = SimpleNamespace(items=[item], alone={"fft": (3, "refused")})
     assert ScreenEngine._refused_dtypes(ctl, workers) == [item]  # type: ignore[arg-type]
     assert item.kept == 0
+
+
+def test_a_recordings_key_holds_on_a_fresh_machine() -> None:
+    """Neither the interpreter nor the folder of the suite is part of it; the tests and the
+    options are."""
+    from pytest_zlbench.screen.recording_home import command_key
+
+    def cmd(python: str, suite: str, *options: str) -> list[str]:
+        tests = [f"{suite}/test_abs.py::test_abs", f"{suite}/sub/test_abs2.py::test_abs_[a::b]"]
+        return [python, "-m", "pytest", *tests, *options]
+
+    here = command_key(cmd("/venv/bin/python", "/home/me/FlagGems/benchmark", "-q"))
+    assert command_key(cmd("/other/python3", "/work/checkout/benchmark", "-q")) == here
+    assert command_key(cmd("/venv/bin/python", "/home/me/FlagGems/benchmark", "-x")) != here
+    moved = cmd("/venv/bin/python", "/home/me/FlagGems/benchmark", "-q")
+    moved[3] = "/home/me/FlagGems/benchmark/test_mul.py::test_abs"
+    assert command_key(moved) != here

@@ -175,6 +175,19 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _path(flag: str) -> Callable[[Any], str]:
+    """A path option's parser: a loop of symbolic links on its way is refused in one line
+    (``parsing.parse_path``), not a traceback where the path is resolved."""
+
+    def parse(value: Any) -> str:
+        from .parsing import parse_path
+
+        parse_path(value, flag)
+        return str(value)
+
+    return parse
+
+
 def _texts(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
@@ -289,6 +302,7 @@ OPTIONS: tuple[Option, ...] = (
         "--zl-shard-from",
         "ab",
         "Balance --zl-shard by the operators' recorded costs in an earlier screen root",
+        parse=_path("--zl-shard-from"),
         child=DROP,
         metavar="ROOT",
         acts_in=frozenset({SCREEN}),
@@ -306,15 +320,18 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--zl-screen-mode",
         "ab",
-        "How the sides run: lockstep (default: one worker process per side over all operators "
-        "per round, timing in alternating turns), sequential (the same workers, one side after "
-        "the other), one-process (one worker per round measuring both sides, each side's kernels "
-        "compiled apart, for switches read when kernels compile or run), process (one process "
-        "per side per operator and round)",
+        "How the sides run: auto (default: one-process for a switch read when kernels compile, "
+        "that is a variable of the installed Triton's cache-invalidating set, a FlagTree switch "
+        "or one listed in ops/compile_switches.yaml, and for an A/A control; lockstep "
+        "otherwise; the screen's header says which and why), lockstep (one worker process per "
+        "side over all operators per round, timing in alternating turns), sequential (the same "
+        "workers, one side after the other), one-process (one worker per round measuring both "
+        "sides, each side's kernels compiled apart, for switches read when kernels compile or "
+        "run), process (one process per side per operator and round)",
         child=DROP,
-        metavar="lockstep|sequential|one-process|process",
+        metavar="auto|lockstep|sequential|one-process|process",
         parse=_screen_mode,
-        default="lockstep",
+        default="auto",
         acts_in=frozenset({SCREEN}),
         purpose="it chooses how an A/B screen runs its sides (--zl-ab or --zl-rounds)",
     ),
@@ -397,6 +414,7 @@ OPTIONS: tuple[Option, ...] = (
         "Judge the screen's shapes (or those of the A/B root --zl-compare re-aggregates) "
         "against the noise floor of this A/A control screen's root, of the same caliber, "
         "instead of the screen's own",
+        parse=_path("--zl-floor-from"),
         child=DROP,
         metavar="AA_ROOT",
         acts_in=frozenset({SCREEN, COMPARE}),
@@ -446,7 +464,7 @@ OPTIONS: tuple[Option, ...] = (
         "empty folder: one that holds results is refused, never overwritten",
         child=DROP,
         metavar="DIR",
-        parse=_text,
+        parse=_path("--zl-out"),
         acts_in=frozenset({RECORD, SCREEN, COMPARE, CHILD}),
         purpose="it names a run directory",
     ),
@@ -455,6 +473,7 @@ OPTIONS: tuple[Option, ...] = (
         "identity",
         "Pin autotune configs from an earlier run directory (its flaggems_cache) instead of "
         "recording",
+        parse=_path("--zl-replay-from"),
         child=DROP,
         metavar="DIR",
         acts_in=frozenset({RECORD, SCREEN, CHILD}),
@@ -472,6 +491,7 @@ OPTIONS: tuple[Option, ...] = (
         "identity",
         "The baseline store (default: .zlbench in the rootdir); a store the first --zl-save "
         "creates holds a .gitignore of '*', which keeps it out of version control",
+        parse=_path("--zl-store"),
         child=DROP,
         metavar="DIR",
     ),
@@ -636,9 +656,10 @@ class Settings:
 
 
 def _side_workers(mode: str) -> bool:
-    from .screen_modes import screen_mode
+    from .screen_modes import AUTO, screen_mode
 
-    return screen_mode(mode.strip().lower()).side_workers
+    text = mode.strip().lower()
+    return text == AUTO or screen_mode(text).side_workers
 
 
 def session_mode(given: Iterable[str], child: bool) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from .screen_modes import SCREEN_MODES, screen_mode
+from .screen_modes import AUTO, SCREEN_MODES, screen_mode
 
 TIMER_CHOICES: tuple[str, ...] = ("auto", "graph", "kernel", "direct")
 _DEVICE_TOKEN = re.compile(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
@@ -38,6 +39,19 @@ def parse_timer(value: str) -> str:
     if text not in TIMER_CHOICES:
         raise ValueError(f"--zl-timer: {value!r} is not one of {', '.join(TIMER_CHOICES)}")
     return text
+
+
+def parse_path(value: object, option: str) -> Path:
+    """A path option's value that can be resolved: a loop of symbolic links on its way is
+    refused in one line (``Path.resolve`` raises ``RuntimeError`` or ``OSError`` on one)."""
+    path = Path(str(value))
+    try:
+        path.resolve()
+    except (RuntimeError, OSError):
+        raise ValueError(
+            f"{option} {value}: a loop of symbolic links (it cannot be resolved); give another path"
+        ) from None
+    return path
 
 
 def parse_positive_int(value: str | int, option: str) -> int:
@@ -128,13 +142,15 @@ def parse_bool(value: str | bool) -> bool:
 
 
 def parse_screen_mode(value: object) -> str:
-    """``--zl-screen-mode``: one of ``core.screen_modes.SCREEN_MODES``."""
+    """``--zl-screen-mode``: ``auto`` or one of ``core.screen_modes.SCREEN_MODES``."""
     text = str(value).strip().lower()
+    if text == AUTO:
+        return text
     try:
         return screen_mode(text).mode
     except ValueError:
         raise ValueError(
-            f"--zl-screen-mode: expected one of {', '.join(SCREEN_MODES)}, not {value!r}"
+            f"--zl-screen-mode: expected one of {', '.join((AUTO, *SCREEN_MODES))}, not {value!r}"
         ) from None
 
 

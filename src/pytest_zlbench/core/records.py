@@ -336,13 +336,28 @@ class RunIdentity:
 # Files
 
 
+def umask() -> int:
+    """The process's file mode creation mask, read without changing it (``/proc``), or, where
+    that is not readable, by setting it and back."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` so that readers see either the old file or the whole new one."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o666 & ~umask())  # as open() would create it (mkstemp makes it 0600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

@@ -126,18 +126,22 @@ BOOKKEEPING = frozenset({KIND_FILE, LOCK_FILE})
 RUN = "run"
 SCREEN = "screen"
 COMPARE = "compare"
+#: the baseline store (``core.store``): its marker, or its ``index.json``, says so
+STORE = "store"
 #: a directory whose files belong to more than one kind (an older version mixed them)
 MIXED = "mixed"
 KIND_NAMES = {
     RUN: "a recorded run",
     SCREEN: "an A/B screen root",
     COMPARE: "a comparison of two runs",
+    STORE: "a baseline store (--zl-store)",
     MIXED: "files of more than one kind (a recorded run and an A/B screen root)",
 }
 #: the files that say a directory without a marker is of a kind
 _RUN_FILES = (records.IDENTITY_FILE, records.ROWS_FILE, records.COMPLETE_FILE)
 _SCREEN_FILES = ("screen.json", "screen.tsv", "progress.log")
 _COMPARE_FILES = ("compare.json",)
+_STORE_FILES = ("index.json",)
 
 
 def entries(path: Path) -> list[str]:
@@ -152,13 +156,14 @@ def marked_kind(path: Path) -> str | None:
     """The kind written in ``path``'s marker, or None (no marker, or one that is unreadable)."""
     data = records.read_json_object(path / KIND_FILE)
     kind = data.get("kind") if data is not None else None
-    return kind if kind in (RUN, SCREEN, COMPARE) else None
+    return kind if kind in (RUN, SCREEN, COMPARE, STORE) else None
 
 
 def inferred_kind(path: Path) -> str | None:
     """The kind a directory without a marker holds, from its files: ``run_identity.json``,
     ``rows.jsonl``, ``.complete`` or partial rows say a run; ``screen.json``, ``screen.tsv``,
-    ``progress.log`` or ``<op>/r<k>_A`` say a screen root; ``compare.json`` a comparison.
+    ``progress.log`` or ``<op>/r<k>_A`` say a screen root; ``compare.json`` a comparison;
+    ``index.json`` a baseline store.
     :data:`MIXED` when they say more than one; None when they say nothing."""
     found = set()
     if any((path / name).exists() for name in _RUN_FILES) or records.partial_files(path):
@@ -167,6 +172,8 @@ def inferred_kind(path: Path) -> str | None:
         found.add(SCREEN)
     if any((path / name).exists() for name in _COMPARE_FILES):
         found.add(COMPARE)
+    if any((path / name).exists() for name in _STORE_FILES):
+        found.add(STORE)
     if len(found) > 1:
         return MIXED
     return found.pop() if found else None

@@ -14,6 +14,9 @@ SEQUENTIAL = "sequential"
 ONE_PROCESS = "one-process"
 PROCESS = "process"
 SCREEN_MODES = (LOCKSTEP, SEQUENTIAL, ONE_PROCESS, PROCESS)
+#: the default: the screen picks one of them by its switch (``core.modes.choose_mode``), a side
+#: workers' mode always
+AUTO = "auto"
 
 
 @dataclass(frozen=True)

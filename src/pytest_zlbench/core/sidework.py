@@ -27,7 +27,10 @@ import json
 import select
 import socket
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from .records import write_atomic
 
 FD_ENV = "ZLBENCH_WORKER_FD"
 
@@ -82,3 +85,20 @@ class Channel:
 
     def close(self) -> None:
         self.sock.close()
+
+
+#: where a child's command line (``python -m pytest TESTS... OPTIONS``) lists its tests
+TESTS_AT = 3
+
+
+def tests_in_file(cmd: list[str], path: Path) -> list[str]:
+    """``cmd`` with its tests (the node ids after ``python -m pytest``, before the first
+    option) moved into ``path``, one a line, and named ``@path``, which pytest reads as the
+    arguments it holds: no command line grows with a batch (``execve`` refuses ones of about
+    2 MB: ``Argument list too long``)."""
+    end = next((i for i in range(TESTS_AT, len(cmd)) if cmd[i].startswith("-")), len(cmd))
+    tests = cmd[TESTS_AT:end]
+    if not tests:
+        return cmd
+    write_atomic(path, "".join(f"{nodeid}\n" for nodeid in tests))
+    return [*cmd[:TESTS_AT], f"@{path}", *cmd[end:]]

@@ -26,9 +26,11 @@ import re
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import rundir
 from .records import CALIBER_FIELDS, write_atomic, write_json
 
 #: the store's folder under the rootdir when ``--zl-store`` is not given
@@ -175,7 +177,9 @@ class Store:
 
     def check_writable(self) -> None:
         """Refuse a store that :meth:`save` could not write, before anything is measured: the
-        nearest folder of its path that exists must be a writable directory."""
+        nearest folder of its path that exists must be a writable directory, and the store's
+        folder, where it exists, empty or a store (:meth:`check_kind`)."""
+        self.check_kind()
         existing = next(p for p in (self.root, *self.root.parents) if os.path.lexists(p))
         if not existing.exists():
             problem = "a link to nothing"
@@ -187,12 +191,38 @@ class Store:
             return
         raise StoreError(f"{self.root}: cannot be created or written ({existing}: {problem})")
 
+    def check_kind(self) -> None:
+        """Refuse a folder that is neither empty nor a store (its marker, or its index, says
+        so): a store never writes its index, lock and folders among other files."""
+        names = [n for n in rundir.entries(self.root) if n not in (LOCK_FILE, GITIGNORE_FILE)]
+        if not names or not self.root.is_dir():
+            return
+        kind = rundir.kind_of(self.root)
+        if kind == rundir.STORE:
+            return
+        if kind is None:
+            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            raise StoreError(
+                f"{self.root}: not empty and not a zlbench store ({len(names)} entries: "
+                f"{shown}); give a new or empty folder"
+            )
+        raise StoreError(
+            f"{self.root}: holds {rundir.KIND_NAMES[kind]}, not a zlbench store; give a new "
+            "or empty folder"
+        )
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        self.check_kind()
         try:
             if not self.root.exists():
                 self.root.mkdir(parents=True)
                 write_atomic(self.root / GITIGNORE_FILE, GITIGNORE)
+            if rundir.marked_kind(self.root) != rundir.STORE:
+                created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                write_atomic(
+                    self.root / rundir.KIND_FILE, rundir.kind_marker(rundir.STORE, created)
+                )
             handle = open(self.root / LOCK_FILE, "a")  # noqa: SIM115 (held across the yield)
         except OSError as exc:
             raise StoreError(f"{self.root}: not writable ({exc.strerror or exc})") from None

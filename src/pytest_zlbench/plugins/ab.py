@@ -1,8 +1,10 @@
 """zlbench.ab: ``--zl-ab``, ``--zl-rounds``, ``--zl-compare``: the A/B screen.
 
-Each operator becomes one pytest item. By default (``--zl-screen-mode=lockstep``) the first item
-of a batch runs the whole batch round-major through long-lived side workers, one process per side
-per round, timing in lockstep; ``process`` runs each side of each round as a child pytest process.
+Each operator becomes one pytest item. In lockstep (``--zl-screen-mode=lockstep``, or ``auto``,
+the default, for a switch read at import) the first item of a batch runs the whole batch
+round-major through long-lived side workers, one process per side per round, timing in turns;
+``one-process`` (``auto``'s choice for a switch read when kernels compile) one worker per round
+measures both sides; ``process`` runs each side of each round as a child pytest process.
 Either way each side of each round has its own run directory ``<root>/<op>/r<k>_<A|B>/``, after a
 recording pass that pins autotune configs which every measured side replays. Under xdist the
 operator items spread over workers, each pinned to a card; children inherit the pinning. The

@@ -29,6 +29,7 @@ from ..contract import (
 )
 from ..core import records
 from ..core.parsing import repeated_failure
+from ..core.sidework import tests_in_file
 from .options import dtypes_args, passthrough_args, reset_inis
 from .results import add_note, mark_failed
 from .settings import AbSettings
@@ -167,7 +168,7 @@ class Children:
             shutil.rmtree(run_dir)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         out_path = output_file(run_dir)
-        cmd = self.cmd(op, nodeids, run_dir, replay)
+        cmd = tests_in_file(self.cmd(op, nodeids, run_dir, replay), out_path.with_suffix(".tests"))
         label = "record" if side == RECORD_SIDE else f"r{rnd} {side}"
         t0 = time.monotonic()
         cause = None

@@ -26,8 +26,8 @@ from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind, n
 from . import result_file
 from .liveness import observe
 from .outputs import allow_unjudged, exit_status, fail_beyond, judging_of, publish
-from .result_file import cut_ops
-from .results import aggregate_op_dir, caliber_line, is_done, write_op_result
+from .result_file import cut_ops, left_out
+from .results import KeptResult, caliber_line, is_done, read_op_dir, write_op_result
 from .settings import default_root
 
 
@@ -307,9 +307,14 @@ def reaggregate(
         )
     settings = _settings(root)
     results = []
+    kept: dict[str, KeptResult] = {}  # finished operators with a damaged file: never judged again
     problems: list[str] = []
     for op_dir in op_dirs:
-        aggregated, found = aggregate_op_dir(op_dir, allow=allow, require_done=True)
+        aggregated, found = read_op_dir(op_dir, allow=allow, require_done=True)
+        if isinstance(aggregated, KeptResult):
+            kept[op_dir.name] = aggregated
+            tw.line(aggregated.line(op_dir), yellow=True)
+            continue
         problems += found
         results.append((op_dir, aggregated))
     for problem in problems:
@@ -339,6 +344,9 @@ def reaggregate(
     entries = [
         {**r.to_json(), "status": result.CUT} if d.name in cut else r.to_json() for d, r in results
     ]
+    entries += [k.to_json() for k in kept.values()]
+    entries += left_out(root, {d.name for d in op_dirs})  # listed, but no round begun
+    entries.sort(key=lambda e: str(e["op"]))
     switch = (settings or {}).get("switch")
     observed = observe(root, switch if isinstance(switch, dict) else None)
     doc = result.document(
@@ -355,4 +363,5 @@ def reaggregate(
         unjudged_ok=unjudged_ok,
     )
     failed = any(r.rounds_failed for d, r in results if d.name not in cut)
+    failed = failed or any(k.rounds_failed for k in kept.values())
     return exit_status(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK), out)

@@ -24,7 +24,13 @@ from .batches import COST_KEY, workers
 from .children import Children
 from .collect import MARKS_KEY, op_items
 from .engine import ScreenEngine
-from .results import aggregate_op_dir, caliber_line, marks_of, read_screen, write_op_result
+from .results import (
+    KeptResult,
+    caliber_line,
+    marks_of,
+    read_op_dir,
+    write_op_result,
+)
 from .settings import AbSettings, default_root, load_settings, prepare_root
 
 
@@ -75,8 +81,11 @@ class AbController:
         where = f" {self.where}" if self.where else ""
         line = f"[zlbench{where} {elapsed:7.1f}s] {text}"
         root = self.settings.root
-        with open(root / PROGRESS_FILE, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        try:
+            with open(root / PROGRESS_FILE, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+        except OSError:
+            pass  # a full disk: the session's end names the result files it cannot write
         if not terminal:
             return
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
@@ -167,7 +176,12 @@ class AbController:
         root = self.settings.root
         ops = [op for op in self.lines if (root / op).is_dir()]
         allow = self.settings.allow_caliber_mismatch
-        results = [aggregate_op_dir(root / op, allow=allow)[0] for op in ops]
+        read = {op: read_op_dir(root / op, allow=allow)[0] for op in ops}
+        for op, kept in read.items():
+            if isinstance(kept, KeptResult):  # finished, a file damaged: never judged again
+                self.lines[op] = kept.to_line()
+        ops = [op for op in ops if not isinstance(read[op], KeptResult)]
+        results = [r for r in read.values() if not isinstance(r, KeptResult)]
         floor = self.control_floor()
         from .outputs import judging_of
 
@@ -211,10 +225,10 @@ class AbController:
                 "--zl-allow-caliber-mismatch measures them anyway",
                 red=True,
             )
-        if self.outputs is None or not path.is_file():
+        if self.outputs is None or not (path.is_file() or self.outputs.errors):
             terminalreporter.write_line("no operator was screened")
             return
-        back = read_screen(self.settings.root)
+        back = self.outputs.lines()
         for line in screening.render_screen(back):
             terminalreporter.write_line(line)
         switch = (
@@ -228,7 +242,10 @@ class AbController:
     @pytest.hookimpl
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         switch = " ".join(f"{k}={v}" for k, v in self.settings.env_b.items()) or "A/A control"
-        return [f"zlbench A/B: {switch}, rounds={self.settings.rounds}, root={self.settings.root}"]
+        return [
+            f"zlbench A/B: {switch}, rounds={self.settings.rounds}, root={self.settings.root}",
+            self.settings.mode_line(),
+        ]
 
 
 def start_controller(config: pytest.Config) -> None:

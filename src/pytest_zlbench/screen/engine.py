@@ -40,6 +40,7 @@ from .cost import starting_pace
 from .operator import FROM_START, Operator, Since
 from .recording_home import clear_but_recording, command_key, rounds_done, still_recorded
 from .results import (
+    KeptResult,
     add_note,
     aggregate_op_dir,
     is_done,
@@ -49,6 +50,7 @@ from .results import (
     pass_ended,
     pass_name,
     pass_started,
+    read_op_dir,
     write_op_result,
 )
 from .round_loop import run_rounds
@@ -105,8 +107,10 @@ class ScreenEngine:
         op_dir = s.root / item.op
         if s.resume and is_done(op_dir) and item.op not in self.measured:
             self.progress(f"{item.op}: complete, reused (--zl-resume)")
-            result, item.caliber_lines = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-            return result
+            reused, item.caliber_lines = read_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+            if isinstance(reused, KeptResult):  # a damaged file: its ab.json is kept
+                self.progress(reused.line(op_dir).removeprefix("zlbench: "))
+            return reused  # type: ignore[return-value]  # shown as a result, never judged
         self.round_runner.measure(item)
         result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
         # its plot shows the judged result, known at the session's end: drawn there

@@ -16,7 +16,9 @@ import pytest
 from ..contract import PROGRESS_FILE, ROUND_GLOB, SCREEN_FILE, SETTINGS_FILE
 from ..core import records
 from ..core.records import CALIBER_FIELDS
+from ..core.result import RESULT_FILE
 from ..core.rundir import GIVE_NEW, not_a_dir
+from . import result_file
 from .results import read_screen
 
 #: settings that may differ between parts: where each host kept its replay, and the shard
@@ -126,9 +128,16 @@ def merge(roots: Sequence[str | Path], out: str | Path, tw: Any) -> int:
         records.write_json(target / SETTINGS_FILE, settings)
     except OSError as exc:
         raise pytest.UsageError(f"zlbench merge: -o {target}: not writable ({exc})") from None
+    for part in parts:  # said, whatever the exit status
+        if (part.root / RESULT_FILE).is_file():
+            status = (result_file.read_result(part.root) or {}).get("status")
+            if status != "complete" or result_file.killed(part.root):
+                warnings.append(
+                    f"zlbench merge: {part.root}: incomplete (its screen reads {status}): the "
+                    "merged screen is incomplete; --zl-resume of that part finishes it"
+                )
     for text in warnings:
         tw.line(text, yellow=True)
-    from . import result_file
     from .outputs import publish
 
     planned: dict[str, str | None] = {line.op: None for p in parts for line in p.lines}

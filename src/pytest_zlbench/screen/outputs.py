@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from .. import _common
+from ..contract import SCREEN_FILE
 from ..core import screening
 from ..core.gate import Verdict, judge
 from ..core.gate import exit_status as gated
 from ..core.judge import Judging
-from ..core.result import RESULT_FILE
+from ..core.result import RESULT_FILE, lines_of
 from . import result_file
+from .result_file import REPORT_FILE
 from .results import draw_op_plots, read_screen
 
 
@@ -31,10 +33,27 @@ class Outputs:
     #: after a Ctrl-C (or a time limit's SIGINT) while the plots were drawn, the command that
     #: draws them (the results and the report stand, some plots are missing), else ``None``
     plots_interrupted: str | None = None
+    #: one ``ERROR:`` line per file that could not be written (a full disk, a read-only file
+    #: system): the session ends with status 1, its document reads ``incomplete`` or stays
+    #: ``running`` (read as ended by a signal), and ``--zl-resume`` or ``zlbench report``
+    #: writes it once there is room
+    errors: list[str] = field(default_factory=list)
+    #: the files among ``tsv`` and the document that were written
+    written: list[Path] = field(default_factory=list)
+
+    def lines(self) -> list[screening.ScreenLine]:
+        """The table: ``screen.tsv`` read back through the code that wrote it, or the document's
+        lines where it could not be written."""
+        if self.tsv in self.written:
+            try:
+                return read_screen(self.root)
+            except (OSError, ValueError):
+                pass
+        return lines_of(self.doc)
 
     def show(self, tw: Any) -> None:
         """The lines under the table: whether the switch was live, the gate's, what was not
-        drawn, and the files written."""
+        drawn, what could not be written, and the files written."""
         live = liveness_line(self.doc)
         if live:
             tw.line(f"zlbench: {live}", yellow=True)
@@ -44,10 +63,18 @@ class Outputs:
         if self.plots_interrupted:
             text = f"zlbench: plots not drawn (interrupted): {self.plots_interrupted} draws them"
             tw.line(text, yellow=True)
-        tw.line(f"zlbench: wrote {self.tsv}")
-        tw.line(f"zlbench: wrote {self.root / RESULT_FILE}")
+        for text in self.errors:
+            tw.line(text, red=True)
+        for path in (self.tsv, self.root / RESULT_FILE):
+            if path in self.written:
+                tw.line(f"zlbench: wrote {path}")
         for path in self.files:
             tw.line(f"zlbench: wrote {path}")
+
+
+def not_written(path: Path, exc: OSError) -> str:
+    """The one line of a file that could not be written."""
+    return f"ERROR: {path}: not written ({exc.strerror or exc})"
 
 
 def liveness_line(doc: Mapping[str, Any]) -> str | None:
@@ -97,18 +124,42 @@ def finish(
     stops the drawing only (the results are written by then): the report holds the plots
     drawn, and the outputs name the command that draws the rest (``zlbench report``, with the
     screen's ``floor_from``)."""
+    errors: list[str] = []
+    written: list[Path] = []
     if write_doc:
-        result_file.write_document(root, doc)
-    tsv = result_file.write_views(root, doc)
+        try:
+            result_file.write_document(root, doc)
+            written.append(root / RESULT_FILE)
+        except OSError as exc:
+            errors.append(not_written(root / RESULT_FILE, exc))
+    elif (root / RESULT_FILE).is_file():
+        written.append(root / RESULT_FILE)
+    tsv = root / SCREEN_FILE
+    try:
+        written.append(result_file.write_views(root, doc))
+    except OSError as exc:
+        errors.append(not_written(tsv, exc))
     interrupted = None
     try:
         draw_op_plots(replot)
     except KeyboardInterrupt:
         floor = f" --floor-from {floor_from}" if floor_from is not None else ""
         interrupted = f"zlbench report {root}{floor}"
-    files = result_file.write_report(root, doc, draw=interrupted is None)
+    except OSError as exc:  # each plot's failure is told by the plot; this is the rest
+        errors.append(f"ERROR: {exc.filename or root}: plots not drawn ({exc.strerror or exc})")
+    try:
+        files = result_file.write_report(root, doc, draw=interrupted is None)
+    except OSError as exc:
+        files = []
+        named = Path(str(exc.filename)) if exc.filename else None
+        if named is None or named.name.startswith("."):  # none, or an atomic write's own
+            named = root / REPORT_FILE
+        errors.append(not_written(named, exc))
     verdict = judge(doc, limit, option, unjudged_ok) if limit is not None else None
-    return Outputs(root, doc, tsv, verdict, files, plots_interrupted=interrupted)
+    return Outputs(
+        root, doc, tsv, verdict, files, plots_interrupted=interrupted, errors=errors,
+        written=written,
+    )  # fmt: skip
 
 
 def finish_screen(
@@ -122,10 +173,11 @@ def finish_screen(
     items failed): every operator's status, judged results, views, the plots of ``replot``,
     gate."""
     limit = fail_beyond(config)  # a bad value was refused before any test ran (preflight)
-    doc = result_file.update(root, final=True, cut=cut, failed=failed)
+    errors: list[str] = []
+    doc = result_file.update(root, final=True, cut=cut, failed=failed, errors=errors)
     floor = _common.raw(config, "zl_floor_from")
     floor_from = Path(str(floor)).resolve() if floor else None
-    return finish(
+    out = finish(
         root,
         doc,
         limit,
@@ -134,6 +186,10 @@ def finish_screen(
         floor_from=floor_from,
         unjudged_ok=allow_unjudged(config),
     )
+    out.errors[:0] = errors
+    if errors:
+        out.written = [p for p in out.written if p != root / RESULT_FILE]
+    return out
 
 
 def publish(
@@ -161,7 +217,7 @@ def publish(
     except OSError as exc:
         raise pytest.UsageError(f"{root}: not writable ({exc.strerror})") from None
     tw.sep("=", "zlbench screen")
-    for line in screening.render_screen(read_screen(root)):
+    for line in screening.render_screen(out.lines()):
         tw.line(line)
     out.show(tw)
     return out
@@ -173,4 +229,6 @@ def exit_status(current: int, outputs: Outputs | None) -> int:
     status = gated(current, outputs.gate if outputs is not None else None)
     if outputs is not None and outputs.plots_interrupted and status in (0, 1):
         return int(pytest.ExitCode.INTERRUPTED)
+    if outputs is not None and outputs.errors and status == 0:
+        return int(pytest.ExitCode.TESTS_FAILED)  # a file not written: not a success
     return status

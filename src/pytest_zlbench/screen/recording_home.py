@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ from ..contract import (
 )
 from ..core import records
 from ..core.records import COMPLETE_FILE, is_complete
+from ..core.rundir import load_side
 
 #: in the recording worker's home: the operators it recorded, one per line
 RECORDED_FILE = "recorded.txt"
@@ -51,6 +53,7 @@ def rounds_done(op_dir: Path, options: Sequence[str]) -> int:
                 return done
             try:
                 argv = records.read_identity(run).info.get("argv")
+                load_side(run, allow_empty=True)  # a torn rows file: measured again from here
             except records.RecordError:
                 return done
             if not isinstance(argv, list):
@@ -139,8 +142,24 @@ def still_recorded(workdir: Path, keys: Mapping[str, str], root: Path) -> dict[s
 
 
 def command_key(cmd: list[str]) -> str:
-    """The key of a recording worker's command for one operator (its tests and options)."""
-    return hashlib.sha256("\0".join(cmd).encode()).hexdigest()[:16]
+    """The key of a recording worker's command for one operator (its tests and options), where
+    neither the interpreter nor the folder that holds the suite plays a part: a root carried to
+    a fresh machine, its suite checked out at another path, keeps its recordings. The command's
+    first word (the interpreter) is left out, and its tests' absolute paths are taken relative
+    to the folder that holds them all."""
+    args = list(cmd[1:])
+    files = [f for f, _ in map(_split, args) if os.path.isabs(f)]
+    if files:
+        base = os.path.commonpath([os.path.dirname(f) for f in files])
+        args = [os.path.relpath(f, base) + rest if os.path.isabs(f) else f + rest
+                for f, rest in map(_split, args)]  # fmt: skip
+    return hashlib.sha256("\0".join(args).encode()).hexdigest()[:16]
+
+
+def _split(arg: str) -> tuple[str, str]:
+    """A test's node id as its file and the rest (``::name[params]``)."""
+    head, sep, rest = arg.partition("::")
+    return head, sep + rest
 
 
 def note_recorded(workdir: Path, root: Path, op: str, key: str) -> None:

@@ -47,15 +47,53 @@ def _is_op_dir(path: Path) -> bool:
     )
 
 
+def killed(root: Path, doc: Mapping[str, Any] | None = None) -> bool:
+    """Whether the session that wrote ``root``'s result document was ended by a signal that
+    let it write nothing more (SIGKILL): the document still reads ``running`` (a session's end
+    rewrites it) and no other process holds the root."""
+    from ..claim import held_elsewhere
+
+    doc = read_result(root) if doc is None else doc
+    return doc is not None and doc.get("status") == RUNNING and not held_elsewhere(root)
+
+
 def cut_ops(root: Path) -> set[str]:
     """The operators ``root``'s result file names ``cut``: a later re-aggregation of the root
-    (``zlbench report``, ``zlbench merge``) keeps them so while they are unfinished."""
+    (``zlbench report``, ``zlbench merge``) keeps them so while they are unfinished. Of a root
+    whose session was killed (:func:`killed`), every operator it did not finish."""
     doc = read_result(root) or {}
-    return {
+    named = {
         str(e["op"])
         for e in doc.get("operators", ())
         if isinstance(e, dict) and e.get("status") == CUT
     }
+    if killed(root, doc):
+        named |= {
+            p.name
+            for p in root.iterdir()
+            if not p.name.startswith(".") and _is_op_dir(p) and not is_done(p)
+        }
+    return named
+
+
+def left_out(root: Path, present: Collection[str]) -> list[dict[str, Any]]:
+    """The entries of the operators ``root``'s result file lists that are not in ``present``
+    (a re-aggregation reads the operators with rounds only): skipped ones as they are, the
+    others ``not started``, so that an unfinished screen never reads complete."""
+    doc = read_result(root) or {}
+    out = []
+    for entry in doc.get("operators", ()):
+        if not isinstance(entry, dict) or str(entry.get("op")) in present:
+            continue
+        op = str(entry["op"])
+        if entry.get("status") == SKIPPED:
+            out.append(result.pending(op, SKIPPED, (entry.get("notes") or [None])[0]))
+        elif (root / op).is_dir() and not is_done(root / op):  # cut before its round 1
+            cut = aggregate_op_dir(root / op, require_done=True)[0].to_json()
+            out.append({**cut, "status": CUT})
+        else:
+            out.append(result.pending(op, NOT_STARTED))
+    return out
 
 
 def _entry(
@@ -69,7 +107,9 @@ def _entry(
             return data
         return aggregate_op_dir(op_dir)[0].to_json()  # an ab.json of an earlier version
     if op_dir.is_dir():
-        if final:  # the session ended without finishing it: failed, or cut if interrupted
+        # the session ended without finishing it: cut (interrupted, or an earlier session's
+        # that this one did not collect), or failed (its item failed: a crashed xdist worker)
+        if final:
             entry = aggregate_op_dir(op_dir, require_done=True)[0].to_json()
             return {**entry, "status": CUT} if cut else entry
         return result.pending(op, RUNNING)
@@ -84,6 +124,7 @@ def update(
     final: bool = False,
     cut: bool = False,
     failed: Collection[str] = (),
+    errors: list[str] | None = None,
 ) -> dict[str, Any]:
     """Write ``screen_result.json`` of a screen root from what its directories hold; returns
     the document. ``planned``: operators collected (op -> the reason it is skipped, or
@@ -91,7 +132,8 @@ def update(
     removes the views an earlier session left (``screen.tsv``, the report and overview): they
     would contradict the document until this session writes its own at its end; ``final``:
     the session is ending, ``cut``: interrupted (``result.document``): its unfinished
-    operators read ``cut``, but those of ``failed`` (reported failed: a crashed xdist worker's)."""
+    operators read ``cut``, but those of ``failed`` (reported failed: a crashed xdist worker's).
+    ``errors``: where a document that cannot be written is told (else it raises)."""
     with _locked(root):
         if planned is not None:
             for name in VIEW_FILES:
@@ -109,8 +151,7 @@ def update(
             if not path.name.startswith(".") and _is_op_dir(path):
                 known.setdefault(path.name, result.pending(path.name, RUNNING))
         entries = [
-            _entry(root, op, prior, final, cut and op not in failed)
-            for op, prior in sorted(known.items())
+            _entry(root, op, prior, final, op not in failed) for op, prior in sorted(known.items())
         ]
         settings = records.read_json_object(root / SETTINGS_FILE)
         switch = (settings or {}).get("switch")
@@ -122,7 +163,12 @@ def update(
             cut=cut,
             observed=observe(root, switch if isinstance(switch, dict) else None) if final else None,
         )
-        records.write_json(root / RESULT_FILE, doc)
+        try:
+            records.write_json(root / RESULT_FILE, doc)
+        except OSError as exc:
+            if errors is None:
+                raise
+            errors.append(f"ERROR: {root / RESULT_FILE}: not written ({exc.strerror or exc})")
     return doc
 
 

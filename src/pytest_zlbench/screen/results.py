@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -264,17 +265,80 @@ def failure_of(run_dir: Path) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class KeptResult:
+    """A finished operator's result as its ``ab.json`` holds it, kept because a file of its
+    rounds can no longer be read (:func:`read_op_dir`): what a reader shows of an
+    :class:`~pytest_zlbench.core.opresult.OpResult`, never judged again."""
+
+    entry: Mapping[str, Any]
+    damage: str  # the file that could not be read, and why
+
+    @property
+    def op(self) -> str:
+        return str(self.entry.get("op", ""))
+
+    @property
+    def rounds_failed(self) -> int:
+        value = self.entry.get("rounds_failed")
+        return value if isinstance(value, int) else 0
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(str(n) for n in self.entry.get("notes") or ())
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.entry)
+
+    def to_line(self) -> screening.ScreenLine:
+        return screening.ScreenLine.from_entry(self.entry)
+
+    def line(self, op_dir: Path) -> str:
+        """The one line that tells the user (``zlbench: ...``)."""
+        return (
+            f"zlbench: {op_dir.name}: {self.damage}; the operator was finished: its result in "
+            f"{op_dir / AB_FILE} is kept (delete {op_dir / OP_DONE_FILE} and pass --zl-resume "
+            "to measure its damaged rounds again)"
+        )
+
+
+def read_op_dir(
+    op_dir: Path,
+    notes: Sequence[str] = (),
+    *,
+    allow: bool = False,
+    require_done: bool = False,
+) -> tuple[screening.OpResult | KeptResult, list[str]]:
+    """:func:`aggregate_op_dir`, but a finished operator (``op.complete``) a file of whose
+    rounds can no longer be read (torn, truncated, unreadable) keeps the result its ``ab.json``
+    holds (:class:`KeptResult`): finished means finished, a later read of damaged files never
+    makes it failed. Where its ``ab.json`` cannot be read either, the aggregate (its damaged
+    rounds failed)."""
+    damage: list[str] = []
+    result, problems = aggregate_op_dir(
+        op_dir, notes, allow=allow, require_done=require_done, damage=damage
+    )
+    if damage and is_done(op_dir):
+        data = records.read_json_object(op_dir / AB_FILE)
+        if data is not None and data.get("op") == op_dir.name and "status" in data:
+            data.pop("schema_version", None)
+            return KeptResult(data, damage[0]), []
+    return result, problems
+
+
 def aggregate_op_dir(
     op_dir: Path,
     notes: Sequence[str] = (),
     *,
     allow: bool = False,
     require_done: bool = False,
+    damage: list[str] | None = None,
 ) -> tuple[screening.OpResult, list[str]]:
     """Aggregate every round found under ``op_dir``; returns the result and one ``!!! [caliber]``
     line per caliber problem (and a ``[caliber] warning:`` line per caveat, such as a shared
     tuner cache). A round with a problem counts as failed unless ``allow``.
-    With ``require_done``, an operator the screen did not finish (no ``op.complete``) fails."""
+    With ``require_done``, an operator the screen did not finish (no ``op.complete``) fails.
+    ``damage`` gets one line per round whose files could not be read (:func:`read_op_dir`)."""
     rounds: list[screening.RoundInput] = []
     problems: list[str] = []
     extra = list(notes)
@@ -300,6 +364,8 @@ def aggregate_op_dir(
             sa = load_side(a_dir, allow_empty=True)
             sb = load_side(b_dir, allow_empty=True)
         except RecordError as exc:
+            if damage is not None:
+                damage.append(str(exc))
             rounds.append(screening.RoundInput(round=k, order=order, failed=str(exc)))
             continue
         found = caliber_check(sa.identity, sb.identity, a_dir.name, b_dir.name)

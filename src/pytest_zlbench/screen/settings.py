@@ -14,9 +14,10 @@ import pytest
 from .. import _common
 from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, RECORD_SIDE, SETTINGS_FILE
 from ..core import records
+from ..core.modes import AUTO
 from ..core.options import BATCH_SIZE
 from ..core.parsing import Switch, switches_env
-from ..core.screen_modes import ScreenMode, screen_mode
+from ..core.screen_modes import SCREEN_MODES, ScreenMode, screen_mode
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,21 @@ class AbSettings:
     #: --zl-shared-inputs: the two sides of a lockstep round time each call on inputs in one
     #: block of memory both map (``adapters.shared_inputs``)
     shared_inputs: bool = False
+    #: why ``mode`` was chosen (``--zl-screen-mode=auto``, ``core.modes``); ``None``: named
+    mode_reason: str | None = None
+
+    def mode_record(self) -> dict[str, Any]:
+        """``screen.json``'s ``screen_mode``: the mode, who chose it and why (not compared by
+        ``--zl-resume``: the mode itself is, in :meth:`describe`)."""
+        if self.mode_reason is None:
+            return {"mode": self.mode, "chosen_by": "--zl-screen-mode", "reason": None}
+        return {"mode": self.mode, "chosen_by": "auto", "reason": self.mode_reason}
+
+    def mode_line(self) -> str:
+        """The screen's first line about its mode."""
+        if self.mode_reason is None:
+            return f"zlbench screen mode: {self.mode} (--zl-screen-mode)"
+        return f"zlbench screen mode: {self.mode} (auto: {self.mode_reason})"
 
     @property
     def records(self) -> bool:
@@ -167,6 +183,19 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
     switches: tuple[Switch, ...] = given.value("zl_ab")
     mode_name: str = given.value("zl_screen_mode")
     shared_inputs: bool = given.value("zl_shared_inputs")
+    resume: bool = given.value("zl_resume")
+    from ..device.backend import backend_of
+
+    backend = backend_of(config)
+    try:
+        env_b = switches_env(switches, backend.flagtree_prefix)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    mode_reason = None
+    if mode_name == AUTO:  # the one place the mode is chosen (core.modes)
+        mode_name, mode_reason = auto_mode(env_b, backend.flagtree_prefix, shared_inputs)
+        if resume:
+            mode_name, mode_reason = kept_mode(root, mode_name, mode_reason)
     if shared_inputs:
         error = shared_inputs_error(
             mode_name, given.value("zl_timer"), given.value("zl_cold_cache")
@@ -177,13 +206,6 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
     from .shard import checked_shard
 
     shard = checked_shard(config)
-    from ..device.backend import backend_of
-
-    backend = backend_of(config)
-    try:
-        env_b = switches_env(switches, backend.flagtree_prefix)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
     return AbSettings(
         root=root.resolve(),
         switches=switches,
@@ -192,7 +214,7 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         allow_no_ir_diff=given.value("zl_allow_no_ir_diff"),
         timeout=given.value("zl_timeout"),
         record_timeout=given.value("zl_record_timeout"),
-        resume=given.value("zl_resume"),
+        resume=resume,
         backend=backend.name,
         flagtree_prefix=backend.flagtree_prefix,
         replay_from=replay_root(config),
@@ -201,6 +223,48 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         mode=mode_name,
         floor_from=floor_root(config, mode_name),
         batch_size=given.value("zl_batch_size"),
+        shared_inputs=shared_inputs,
+        mode_reason=mode_reason,
+    )
+
+
+def kept_mode(root: Path, mode: str, reason: str) -> tuple[str, str]:
+    """``--zl-resume`` with ``auto``: the mode the root was screened in (its ``screen.json``;
+    one written before ``auto`` says only whether it was one-process), where it differs from
+    ``mode``, the one ``auto`` chose now for the reason ``reason``: a screen goes on as it began."""
+    before = records.read_json_object(root / SETTINGS_FILE)
+    if before is None:
+        return mode, reason
+    record = before.get("screen_mode")
+    was = record.get("mode") if isinstance(record, dict) else None
+    if was not in SCREEN_MODES or was == AUTO:
+        was = "one-process" if before.get("mode") == "one-process" else None
+        if was is None and mode == "one-process":
+            was = "lockstep"  # the default of the versions before auto
+    if was is None or was == mode:
+        return mode, reason
+    return str(was), f"resumed: the mode {root} was screened in"
+
+
+def auto_mode(env_b: dict[str, str], flagtree_prefix: str, shared_inputs: bool) -> tuple[str, str]:
+    """``--zl-screen-mode=auto``'s mode and why (``core.modes.choose_mode``), asking the
+    installed compiler which of the switch's variables it reads when kernels compile."""
+    from ..adapters.compile_env import cache_invalidating
+    from ..core.modes import choose_mode, compile_switches
+
+    try:
+        listed = compile_switches()
+    except ValueError as exc:
+        raise pytest.UsageError(f"--zl-screen-mode=auto: {exc}") from None
+    found, compiler = (
+        cache_invalidating(env_b) if env_b and not shared_inputs else (frozenset(), "Triton")
+    )
+    return choose_mode(
+        env_b,
+        flagtree_prefix=flagtree_prefix,
+        compiler_set=found,
+        compiler=compiler,
+        listed=listed,
         shared_inputs=shared_inputs,
     )
 
@@ -249,6 +313,8 @@ def prepare_root(root: Path, settings: AbSettings) -> None:
     if settings.resume:  # claim.claiming checked the directory's kind, lock and emptiness
         check_resume(root, settings)
     try:
-        records.write_json(root / SETTINGS_FILE, settings.describe())
+        records.write_json(
+            root / SETTINGS_FILE, {**settings.describe(), "screen_mode": settings.mode_record()}
+        )
     except OSError as exc:
         raise pytest.UsageError(f"--zl-out {root}: not writable ({exc.strerror})") from None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import lifeline
 from ..contract import FLAGGEMS_CACHE_DIR, TRITON_CACHE_DIR
-from ..core.sidework import FD_ENV, Channel, ChannelClosed
+from ..core.sidework import FD_ENV, Channel, ChannelClosed, tests_in_file
 from .children import kill_group, last_error, signal_name
 
 #: how long a stopped worker may take to end its session before its group is killed
@@ -98,6 +98,7 @@ def start_side(
     env["FLAGGEMS_CACHE_DIR"] = str(home / FLAGGEMS_CACHE_DIR)
     env.setdefault("TRITON_PRINT_AUTOTUNING", "1")
     out_path = home / f"r{rnd}.out"
+    cmd = tests_in_file(cmd, home / f"r{rnd}.tests")
     try:
         with open(out_path, "a", encoding="utf-8") as out:
             out.write("$ " + " ".join(cmd) + "\n")

@@ -11,7 +11,7 @@ each operator from the round after those it finished before: ``Operator.kept``).
 * **sequential**: the same workers, the sides of each operator one after the other (A then B in
   odd rounds, B then A in even ones), untimed against each other;
 * **one-process**: per round one worker that measures both sides (``screen.both_sides``), each
-  call A B B A in one process (B A A B in even rounds).
+  call A B B A (B A A B in even rounds); a side that ran the other's kernel: ``screen.apart``.
 
 Each worker writes the run directories a child writes (``<root>/<op>/r<k>_<A|B>/``,
 ``<root>/<op>/record/``), so ``screen.results`` aggregates them unchanged. Every side keeps its
@@ -25,9 +25,8 @@ cannot change its verdict (``core.rounds.stop_reason``).
 
 With ``--zl-shared-inputs`` (lockstep) the two workers of a round share one block of input
 memory (``adapters.shared_inputs``): the worker started first in the round allocates it and
-publishes it at ``pool-r<round>-g<generation>`` in the batch's directory, the other maps it.
-A worker replaced within a round takes the block with it, so both workers of the round are
-started afresh on a new generation.
+publishes it at ``pool-r<round>-g<generation>`` in the batch's directory, the other maps it. A
+worker replaced within a round takes the block with it: both start on a new generation.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from ..contract import BOTH_SIDES, RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_d
 from ..core.lockstep import Lockstep, first_of, order_for
 from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
+from .apart import side_against_itself
 from .children import kill_group
 from .messages import Running, read, send
 from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
@@ -347,7 +347,7 @@ class SideWorkers:
                 both = {BOTH_SIDES: run_dirs["A"]}
                 got = self.drive(item, rnd, (BOTH_SIDES,), both, after, nodeids, replay,
                                  run_dirs["B"])  # fmt: skip
-                results = dict.fromkeys(sides, got[BOTH_SIDES])
+                results = dict.fromkeys(sides, got[BOTH_SIDES] or side_against_itself(run_dirs))
             elif self.lockstep and rnd > 0:
                 results = self.drive(item, rnd, sides, run_dirs, after, nodeids, replay)
             else:

@@ -1,0 +1,132 @@
+"""What a CPU screen of many operators leaves on disk: files, megabytes, the report's size.
+
+    python benchmarks/screen_footprint.py [--ops 300] [--rounds 1] [--mode lockstep]
+                                          [--keep DIR] [--json OUT]
+
+A generated suite of ``--ops`` operators (one test each, one shape, a pure-Python callable on
+the cpu backend) is screened once; the script prints the screen's wall time, the files and
+megabytes under its root (all of them, and split into the operators' folders, the side
+workers' ``.workers/`` and the rest), the files per operator, the size of ``report.html`` and
+the largest resident set of the processes it waited for (the controller and its workers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CONFTEST = """
+import importlib
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _fast_cpu_timer(monkeypatch):
+    timers = importlib.import_module("pytest_zlbench.adapters.timers")
+    init = timers.CpuTimer.__init__
+
+    def fast(self, warmup_ms=1.0, rep_ms=2.0, min_samples=5, min_sample_ms=0.05, **kw):
+        init(self, warmup_ms=warmup_ms, rep_ms=rep_ms, min_samples=min_samples,
+             min_sample_ms=min_sample_ms, **kw)
+
+    monkeypatch.setattr(timers.CpuTimer, "__init__", fast)
+"""
+
+HEAD = """
+import pytest
+
+
+def busy(n):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+"""
+
+TEST = """
+
+@pytest.mark.zl_op("op{k:04d}")
+def test_op{k:04d}(zl_bench):
+    zl_bench(lambda: busy({n}), op="op{k:04d}", dtype="int", shape="[{n}]")
+"""
+
+
+def make_suite(folder: Path, ops: int) -> None:
+    (folder / "conftest.py").write_text(CONFTEST)
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    per_file = 50
+    for start in range(0, ops, per_file):
+        body = "".join(TEST.format(k=k, n=50 + k) for k in range(start, min(ops, start + per_file)))
+        (folder / f"test_ops{start // per_file:03d}.py").write_text(HEAD + body)
+
+
+def tally(paths: list[Path]) -> tuple[int, float]:
+    files = [p for p in paths if p.is_file() and not p.is_symlink()]
+    return len(files), sum(p.stat().st_size for p in files) / 1e6
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ops", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--mode", default="lockstep")
+    parser.add_argument("--keep", type=Path, default=None, help="screen into DIR, kept")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="zl_footprint_") as tmp:
+        folder = Path(tmp)
+        make_suite(folder, args.ops)
+        root = args.keep.resolve() if args.keep else folder / "screen"
+        cmd = [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--zl-backend=cpu",
+            "--zl-ab=OMP_NUM_THREADS=1", f"--zl-rounds={args.rounds}", f"--zl-out={root}",
+            f"--zl-screen-mode={args.mode}",
+        ]  # fmt: skip
+        t0 = time.monotonic()
+        done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        if done.returncode != 0:
+            print(done.stdout[-3000:], done.stderr[-3000:])
+            print(f"the screen failed (exit status {done.returncode})")
+            return 1
+        everything = list(root.rglob("*"))
+        op_dirs = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        in_ops = [p for d in op_dirs for p in d.rglob("*")]
+        workers = list((root / ".workers").rglob("*")) if (root / ".workers").is_dir() else []
+        files, mb = tally(everything)
+        op_files, op_mb = tally(in_ops)
+        worker_files, worker_mb = tally(workers)
+        report = root / "report.html"
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        out = {
+            "ops": args.ops,
+            "rounds": args.rounds,
+            "mode": args.mode,
+            "wall_s": round(wall, 1),
+            "files": files,
+            "mb": round(mb, 2),
+            "operator_files": op_files,
+            "operator_mb": round(op_mb, 2),
+            "files_per_operator": round(op_files / max(1, len(op_dirs)), 1),
+            "worker_files": worker_files,
+            "worker_mb": round(worker_mb, 2),
+            "other_files": files - op_files - worker_files,
+            "report_mb": round(report.stat().st_size / 1e6, 2) if report.is_file() else None,
+            "peak_rss_mb": round(peak_mb, 1),
+        }
+        for key, value in out.items():
+            print(f"{key:>20}: {value}")
+        if args.json is not None:
+            args.json.write_text(json.dumps(out, indent=2))
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

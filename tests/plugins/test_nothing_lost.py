@@ -1,0 +1,284 @@
+"""Nothing lost, nothing misreported: a finished operator survives a damaged file, a screen
+ended by any signal never reads complete, a full disk or a read-only file system gets one line.
+
+The screens run real child pytest processes on tiny suites (the helpers of ``test_ab.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import resource
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_ab import BASE, HELPERS, RELU, SUITE_CONFTEST, SWITCH, _gone, ab_json, progress, screen
+from test_reliability import GATED, interrupt_gated, start_gated
+
+from pytest_zlbench import cli
+
+#: side workers, the screen's default mode (``BASE`` pins one process per side)
+LOCKSTEP = "--zl-screen-mode=lockstep"
+
+
+@pytest.fixture
+def suite(zl_pytester: pytest.Pytester) -> pytest.Pytester:
+    zl_pytester.makeconftest(SUITE_CONFTEST)
+    return zl_pytester
+
+
+ABS = (
+    HELPERS
+    + """
+@pytest.mark.abs
+def test_abs(zl_bench):
+    zl_bench(lambda: busy(100), op="abs", dtype="int", shape="[100]")
+"""
+)
+
+
+def _tear(path: Path) -> None:
+    """Cut the last line of ``path`` in half, as a crash or a bad copy leaves it."""
+    text = path.read_text(encoding="utf-8").rstrip("\n")
+    last = text.splitlines()[-1]
+    path.write_text(text[: len(text) - max(1, len(last) // 2)], encoding="utf-8")
+
+
+def _statuses(root: Path) -> dict[str, str]:
+    doc = json.loads((root / "screen_result.json").read_text())
+    return {e["op"]: e["status"] for e in doc["operators"]}
+
+
+@pytest.mark.parametrize("damaged", ["r2_A/rows.jsonl", "r2_B/run_identity.json"])
+def test_a_damaged_file_of_a_finished_operator_never_makes_it_failed(
+    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str], damaged: str
+) -> None:
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    result, root = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP)
+    assert result.ret == 0, result.stdout.str()
+    before = ab_json(root, "abs")
+    assert before["status"] == "complete"
+    _tear(root / "abs" / damaged)
+    # zlbench report: the result is kept, and one line names the damaged file
+    assert cli.main(["report", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert ab_json(root, "abs") == before
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+    named = [line for line in out.splitlines() if damaged in line]
+    assert len(named) == 1, out
+    assert "kept" in named[0], out
+    # --zl-resume reuses it as it is
+    resumed, _ = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP, "--zl-resume", root=root.name)
+    assert resumed.ret == 0, resumed.stdout.str()
+    assert ab_json(root, "abs") == before
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+    # without its op.complete, resume measures again exactly from the damaged round, and says so
+    (root / "abs" / "op.complete").unlink()
+    resumed, _ = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP, "--zl-resume", root=root.name)
+    assert resumed.ret == 0, resumed.stdout.str()
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+    assert ab_json(root, "abs")["rounds"] == 2
+    assert any("round 1 kept, measured from round 2" in line for line in progress(root, "abs"))
+
+
+# --------------------------------------------------------------------------------------------
+# the status says what happened
+
+
+def _doc(root: Path) -> dict[str, object]:
+    doc = json.loads((root / "screen_result.json").read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_end_a_screen_as_ctrl_c_does(
+    suite: pytest.Pytester, signum: signal.Signals
+) -> None:
+    """A cluster's time limit ends a job with SIGTERM, a closed terminal with SIGHUP."""
+    suite.makepyfile(**GATED)
+    root = suite.path / "ended"
+    proc, child = start_gated(suite, root)
+    proc.send_signal(signum)
+    assert proc.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
+    assert _gone(child)
+    assert _statuses(root) == {"abs": "complete", "gate": "cut", "relu": "not started"}
+    assert _doc(root)["status"] == "incomplete"
+    assert (root / "screen.tsv").is_file()
+
+
+def test_a_screen_killed_by_sigkill_reads_incomplete_afterwards(
+    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The OOM killer's SIGKILL leaves no end marker: ``zlbench report`` and ``merge`` find it
+    from the document the session never ended (``running``) and the lock no process holds."""
+    suite.makepyfile(**GATED)
+    root = suite.path / "killed"
+    proc, child = start_gated(suite, root)
+    proc.kill()
+    proc.wait(timeout=120)
+    deadline = time.monotonic() + 120  # the child dies with its parent (a safety net)
+    while not _gone(child):
+        assert time.monotonic() < deadline, "the child outlived its killed controller"
+        time.sleep(0.05)
+    assert cli.main(["report", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert _statuses(root) == {"abs": "complete", "gate": "cut", "relu": "not started"}, out
+    assert _doc(root)["status"] == "incomplete"
+    merged = suite.path / "merged"
+    assert cli.main(["merge", str(root), "-o", str(merged)]) == 0
+    out = capsys.readouterr().out
+    assert _statuses(merged) == {"abs": "complete", "gate": "cut", "relu": "not started"}
+    assert _doc(merged)["status"] == "incomplete"
+    assert f"zlbench merge: {root}: incomplete" in out
+
+
+def test_a_resume_over_some_of_the_tests_leaves_the_rest_cut_and_the_screen_incomplete(
+    suite: pytest.Pytester,
+) -> None:
+    root = interrupt_gated(suite)
+    (suite.path / "gate.flag").unlink(missing_ok=True)
+    resumed = suite.runpytest_subprocess(
+        *BASE, SWITCH, f"--zl-out={root}", "--zl-resume", "test_abs.py", "test_relu.py"
+    )
+    assert _statuses(root) == {"abs": "complete", "gate": "cut", "relu": "complete"}
+    assert _doc(root)["status"] == "incomplete"
+    assert resumed.ret == 0, resumed.stdout.str()
+
+
+# --------------------------------------------------------------------------------------------
+# a full disk: one line
+
+
+def _limited(limit: int) -> Callable[[], None]:
+    """A ``preexec_fn``: no file of the process (and its children) grows past ``limit`` bytes,
+    a write beyond fails with EFBIG (``File too large``) as one on a full disk fails with
+    ENOSPC: the same ``OSError`` path, without a file system of its own."""
+
+    def limit_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return limit_files
+
+
+def _run_limited(
+    suite: pytest.Pytester, limit: int, *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=suite.path,
+        preexec_fn=_limited(limit),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_report_too_large_for_the_disk_is_one_error_line_after_the_table(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    root = suite.path / "screen"
+    # every file of the screen fits in 40 kB but its report
+    done = _run_limited(suite, 40_000, *BASE, SWITCH, f"--zl-out={root}")
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text, text
+    assert "INTERNALERROR" not in text, text
+    errors = [line for line in text.splitlines() if line.startswith("ERROR:")]
+    assert errors == [f"ERROR: {root / 'report.html'}: not written (File too large)"], text
+    assert "zlbench screen" in text
+    assert re.search(r"^abs +NO_TRITON", text, re.M), text  # the table is shown
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+
+
+def test_a_run_directory_that_cannot_be_written_at_its_claim_is_one_line(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_abs=ABS)
+    out = suite.path / "run"
+    done = _run_limited(suite, 16, "--zl-backend=cpu", "-p", "no:cacheprovider", f"--zl-out={out}")
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text, text
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, text
+    assert [ln for ln in text.splitlines() if ln.startswith("ERROR:")] == [
+        f"ERROR: --zl-out {out}: not writable (File too large)"
+    ], text
+
+
+# --------------------------------------------------------------------------------------------
+# no limit on the length of a batch's node ids
+
+#: 100 tests whose ids, 22,000 characters each, take 2.2 MB: past what execve takes
+LONG_IDS = (
+    HELPERS
+    + """
+@pytest.mark.zl_op("wide")
+@pytest.mark.parametrize("n", range(100), ids=lambda n: f"{n:03d}" + "x" * 21997)
+def test_wide(zl_bench, n):
+    zl_bench(lambda: busy(5), op="wide", dtype="int", shape=str(n))
+"""
+)
+
+
+@pytest.mark.parametrize("mode", ["lockstep", "process"])
+def test_a_batch_of_any_size_starts(suite: pytest.Pytester, mode: str) -> None:
+    # no pictures: a plot labelled with 22,000-character test names takes minutes to lay out
+    suite.makeconftest(SUITE_CONFTEST + "\nimport sys\n\nsys.modules['matplotlib'] = None\n")
+    suite.makepyfile(test_wide=LONG_IDS)
+    result, root = screen(suite, SWITCH, f"--zl-screen-mode={mode}")
+    text = result.stdout.str()
+    assert "Argument list too long" not in text, text
+    assert result.ret == 0, text
+    assert _statuses(root) == {"wide": "complete"}
+    assert ab_json(root, "wide")["rows"] == 100
+
+
+# --------------------------------------------------------------------------------------------
+# a loop of symbolic links
+
+
+@pytest.mark.parametrize("session", ["run", "screen"])
+def test_a_symlink_loop_as_the_output_is_one_line(suite: pytest.Pytester, session: str) -> None:
+    suite.makepyfile(test_abs=ABS)
+    (suite.path / "loop").symlink_to("loop")
+    args = [SWITCH] if session == "screen" else []
+    result = suite.runpytest_subprocess(*BASE[:3], *args, "--zl-out=loop")
+    text = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in text, text
+    assert "Traceback" not in text, text
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert [ln for ln in result.stderr.lines if ln.startswith("ERROR:")] == [
+        "ERROR: --zl-out loop: a loop of symbolic links (it cannot be resolved); give another path"
+    ], text
+
+
+# --------------------------------------------------------------------------------------------
+# a backend this machine cannot drive
+
+
+def test_a_screen_whose_backend_module_is_missing_is_refused_before_anything_exists(
+    suite: pytest.Pytester,
+) -> None:
+    """The mission's own line on the wrong machine: ``--zl-backend=musa`` without torch_musa
+    started a screen, failed its recording pass, measured it again and retried it (42 s)."""
+    suite.makepyfile(test_abs=ABS)
+    root = suite.path / "screen"
+    result = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--zl-backend=musa", SWITCH, f"--zl-out={root}"
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert "Traceback" not in text, text
+    assert [ln for ln in result.stderr.lines if ln.startswith("ERROR:")] == [
+        "ERROR: --zl-backend musa: torch_musa cannot be imported on this machine (not "
+        "installed): its device cannot be driven here; run on a machine with it, or give this "
+        "machine's backend"
+    ], text
+    assert not root.exists()
