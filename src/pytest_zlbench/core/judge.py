@@ -219,16 +219,34 @@ def control_root_floor(results: Sequence[OpResult], root: str) -> NoiseFloor:
     return replace(floor, source=CONTROL_ROOT, root=root)
 
 
+def operator_prior(result: OpResult) -> Prior | None:
+    """The prior an operator's own shapes give, where it has :data:`MIN_SHAPES` of two rounds
+    or more: an operator noisier than its size class is judged by its own noise."""
+    own = [own_variance(log_ratios(s.deltas)) for s in result.shapes if len(s.deltas) >= 2]
+    if len(own) < MIN_SHAPES:
+        return None
+    return fit_prior([v for v, _ in own], [d for _, d in own])
+
+
+def _wider(cls: Prior | None, own: Prior | None) -> Prior | None:
+    """The class's prior, or the operator's where that is the wider (with the class's bias)."""
+    if own is None or (cls is not None and cls.scale >= own.scale):
+        return cls
+    return Prior(own.scale, own.df, cls.bias if cls is not None else 0.0)
+
+
 def _tests(result: OpResult, floor: NoiseFloor) -> list[ShapeTest | None]:
-    """Each shape's test against ``floor`` (``None``: not judged: one round, or no floor)."""
+    """Each shape's test against ``floor`` (``None``: not judged: one round, or no floor), its
+    prior the wider of its size class's and its operator's own."""
     if not result.has_range or floor.source == NO_FLOOR:
         return [None] * len(result.shapes)
+    own = operator_prior(result)
     out: list[ShapeTest | None] = []
     for shape in result.shapes:
         if len(shape.deltas) < 2:
             out.append(None)
             continue
-        prior: Prior | None = floor.prior_for(shape.latency, shape.timer)
+        prior = _wider(floor.prior_for(shape.latency, shape.timer), own)
         out.append(paired_test(shape.deltas, shape.orders, prior))
     return out
 

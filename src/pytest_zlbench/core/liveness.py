@@ -124,7 +124,8 @@ def liveness(
         line = (
             f"nothing reached the compiler in {_plural(nothing, 'operator')}: no Triton kernel "
             "compiled on either side, so their numbers are the machine's, or the switch's effect "
-            f"outside Triton; whether {compiler} reads the switch was not tested"
+            "outside Triton; whether the compiler reads the switch was not tested"
+            + (f" ({compiler})" if observed.compiler else "")
         )
     names = sorted(switch)
     flagtree = [n for n in names if n.startswith(FLAGTREE_PREFIX)]

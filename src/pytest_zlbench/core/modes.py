@@ -62,7 +62,7 @@ def choose_mode(
             where = (
                 f"in neither {compiler}'s cache-invalidating set nor"
                 if compiler_set is not None
-                else f"not known to a {compiler} that can list its cache-invalidating set, nor"
+                else f"in no cache-invalidating set (none could be read: {compiler}) nor"
             )
             return LOCKSTEP, (
                 f"{var} is {where} ops/compile_switches.yaml: it may be read at import, so "

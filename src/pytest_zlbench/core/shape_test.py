@@ -144,18 +144,21 @@ def fit_prior(variances: Sequence[float], dfs: Sequence[int]) -> Prior | None:
     if pooled <= 0:
         return Prior(0.0, float(total_df))
     special, _ = _scipy()
-    positive = [v for v, _ in pairs if v > 0]
-    small = 1e-5 * sorted(positive)[len(positive) // 2]
-    e = [
-        math.log(max(v, small)) - float(special.digamma(d / 2)) + math.log(d / 2) for v, d in pairs
-    ]
+    # a shape whose rounds agree exactly (a quantised clock) says nothing of the spread of the
+    # others: its log-variance would drag the fit toward no shrinkage at all
+    pairs = [(v, d) for v, d in pairs if v > 0]
+    if len(pairs) < 2:
+        return Prior(math.sqrt(pooled), float(total_df))
+    e = [math.log(v) - float(special.digamma(d / 2)) + math.log(d / 2) for v, d in pairs]
     n = len(e)
     mean = math.fsum(e) / n
     excess = math.fsum((x - mean) ** 2 for x in e) / (n - 1)
     excess -= math.fsum(float(special.polygamma(1, d / 2)) for _, d in pairs) / n
     if excess <= 0:
         return Prior(math.sqrt(pooled), float(total_df))
-    d0 = min(2 * _trigamma_inverse(excess), float(total_df))
+    d0 = 2 * _trigamma_inverse(excess)
+    if d0 >= total_df:  # capped: the variances agree as well as their rounds can show
+        return Prior(math.sqrt(pooled), float(total_df))
     scale2 = math.exp(mean + float(special.digamma(d0 / 2)) - math.log(d0 / 2))
     return Prior(math.sqrt(scale2), d0)
 

@@ -25,7 +25,7 @@ from ..contract import (
     SUMMARY_FILE,
 )
 from ..core import records
-from ..core.gate import REGRESSION_EXIT
+from ..core.gate import NOT_JUDGED_EXIT, REGRESSION_EXIT
 from ..core.result import RESULT_FILE
 from ..core.store import Entry, StoreError, caliber_key
 from .stored import store_of, stored_path, stored_run
@@ -128,10 +128,11 @@ class Saver:
                 entry = run_entry(self.save, target)
                 stored = self.store.save(target, entry, RUN_FILES)
             else:
-                # a screen whose gate failed (6), or interrupted (2) while drawing its plots,
-                # is whole: its results were written before the gate and the plots; a usage
-                # error or an internal one (3-5) makes no baseline, whatever it wrote
-                if status not in (0, 1, pytest.ExitCode.INTERRUPTED, REGRESSION_EXIT):
+                # a screen whose gate failed (6) or could not judge (7), or interrupted (2)
+                # while drawing its plots, is whole: its results were written before the gate
+                # and the plots; a usage error or an internal one (3-5) makes no baseline
+                whole_statuses = (0, 1, pytest.ExitCode.INTERRUPTED, REGRESSION_EXIT)
+                if status not in (*whole_statuses, NOT_JUDGED_EXIT):
                     raise StoreError(
                         f"{target}: the screen ended in error (exit status {status}); not stored"
                     )
