@@ -422,6 +422,10 @@ def test_a_screen_split_in_two_and_merged_equals_the_unsplit_screen(
         assert (merged[op].verdict, merged[op].rows) == (line.verdict, line.rows), op
         assert (merged[op].kernels_a, merged[op].kernels_b) == (line.kernels_a, line.kernels_b)
     assert unsplit["gemm"].verdict == screening.IR_CHANGED
+    # one screen, one floor and one false discovery rate: each part had judged its own
+    doc = json.loads((path / "merged" / "screen_result.json").read_text())
+    floors = {json.dumps(e["floor"], sort_keys=True) for e in doc["operators"] if e.get("floor")}
+    assert len(floors) == 1
 
     # the merged root re-aggregates to the same screen, and its operators' cost records balance
     # later splits (the same assignment on every host that reads it)

@@ -150,7 +150,7 @@ def test_one_round_is_judged_on_its_median_only_in_a_comparison() -> None:
     assert gate.exit_status(0, screen) == gate.NOT_JUDGED_EXIT == 7
     allowed = gate.judge(result.document(result.SCREEN, entries), 5, allow_unjudged=True)
     assert gate.exit_status(0, allowed) == 0
-    assert "accepted by --allow-unjudged" in allowed.lines()[0]
+    assert "accepted by --zl-allow-unjudged" in allowed.lines()[0]
 
 
 @pytest.mark.parametrize("value", ["5", "5%", " 0.5 ", "0"])

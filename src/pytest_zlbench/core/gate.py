@@ -79,6 +79,11 @@ class Verdict:
         return not self.regressions and bool(self.not_judged) and not self.allow_unjudged
 
     @property
+    def allow_option(self) -> str:
+        """The option that lets the gate pass over what it could not judge, in its own words."""
+        return "--zl-allow-unjudged" if self.option.startswith("--zl-") else "--allow-unjudged"
+
+    @property
     def status(self) -> int | None:
         """The exit status the gate asks for (``None``: it passed)."""
         if self.failed:
@@ -98,12 +103,12 @@ class Verdict:
             out.append(
                 f"{head}NOT JUDGED: no shape slower beyond it among those judged, but "
                 f"{len(self.not_judged)} operator(s) were not judged (exit status "
-                f"{NOT_JUDGED_EXIT}; --allow-unjudged accepts this)"
+                f"{NOT_JUDGED_EXIT}; {self.allow_option} accepts this)"
             )
         elif self.not_judged:
             out.append(
                 f"{head}passed among the operators judged; {len(self.not_judged)} not judged, "
-                "accepted by --allow-unjudged"
+                f"accepted by {self.allow_option}"
             )
         else:
             out.append(f"{head}passed, no shape slower on side B beyond noise by more than that")

@@ -46,19 +46,21 @@ COLOURS: dict[str, tuple[str, str]] = {
 #: every column on the page: what it holds
 COLUMN_MEANINGS: dict[str, str] = {
     "op": "the operator (its tests' mark); links to its section",
-    "verdict": "what the IR fingerprints say: IR_CHANGED, IR_SAME, NO_TRITON (no Triton kernel "
-    "was compiled: nothing to fingerprint, the timings are still judged), NO_ROWS, or the "
-    "status of an operator without a verdict (failed, cut)",
+    "verdict": "what the IR fingerprints say: IR_CHANGED, NO_IR_DIFF (identical IR), "
+    "SPECIALISATION_ONLY, IR_UNKNOWN (not comparable), NO_TRITON (no Triton kernel was "
+    "compiled: nothing to fingerprint, the timings are still judged), NO_ROWS, or the status "
+    "of an operator without a verdict (failed, cut)",
     "rounds": "rounds whose deltas are in the numbers",
     "rows": "rows paired in every round (k/n: k of the n rows seen paired)",
     "low_pct": "the range's low end: the lowest per-shape median delta, %",
     "high_pct": "the range's high end: the highest per-shape median delta, %",
     "median_pct": "the median over shapes of each shape's median delta over rounds, %",
-    "beyond": "shapes whose delta is beyond noise (empty: not judged)",
+    "beyond": "shapes beyond noise (0: judged, none beyond; empty: not judged)",
     "slower": "of the shapes beyond noise, how many got slower (delta > 0)",
     "faster": "of the shapes beyond noise, how many got faster (delta < 0)",
-    "effect_pct": "the median delta over the shapes beyond noise, % (empty: none beyond noise)",
-    "noise_pct": "the median over shapes of the noise each shape was judged against, ± %",
+    "effect_pct": "the median estimate over the shapes beyond noise, % (empty: none beyond noise)",
+    "noise_pct": "the median over shapes of the half-width of each shape's 95 % confidence "
+    "interval, ± % (per shape: that half-width)",
     "status": "complete, failed, cut, running or not started",
     "stage": "the first IR stage that differs between the sides (empty without Triton IR)",
     "note": "a numbered footnote under the table: the range's label, the status, the notes",
@@ -158,8 +160,10 @@ def _columns() -> list[str]:
     out.append("</dl>")
     out.append(
         '<p class="muted">delta = B/A - 1 in percent (every *_pct column): positive means side '
-        "B is slower. A shape is beyond noise when its delta lies outside the noise it was "
-        "judged against (the noise floor line at the top says where that came from).</p>"
+        "B is slower. A shape is beyond noise when a paired t-test on its rounds, its variance "
+        "shrunk toward its size class's noise (the noise floor line at the top says where that "
+        "came from), is significant with the false discovery rate held across the screen, and "
+        "its estimate is at least the minimum effect.</p>"
     )
     return out
 

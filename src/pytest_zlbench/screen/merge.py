@@ -100,6 +100,30 @@ def check(parts: Sequence[Part]) -> list[str]:
     return warnings
 
 
+def rejudge(target: Path, parts: Sequence[Part]) -> None:
+    """Judge the finished operators of the merged screen again, together: each part judged its
+    own against its own floor and false discovery rate, and one screen has one of each (as
+    its first part was judged: ``--zl-fdr``, ``--zl-min-effect``). An operator whose rounds
+    cannot all be read keeps the result its part gave it."""
+    from ..core.judge import Judging
+    from ..core.screening import judge_screen
+    from .results import aggregate_op_dir, is_done, write_op_result
+
+    done = sorted(
+        d for d in target.iterdir() if d.is_dir() and is_done(d) and any(d.glob(ROUND_GLOB))
+    )
+    readable = []
+    for op_dir in done:
+        damage: list[str] = []
+        result, _ = aggregate_op_dir(op_dir, require_done=True, damage=damage)
+        if not damage:
+            readable.append((op_dir, result))
+    judging = Judging.of_document(result_file.read_result(parts[0].root))
+    judged = judge_screen([r for _, r in readable], judging=judging)
+    for (op_dir, _), result in zip(readable, judged, strict=True):
+        write_op_result(op_dir, result)
+
+
 def merge(roots: Sequence[str | Path], out: str | Path, tw: Any) -> int:
     """Join ``roots`` into ``out`` (a new or empty directory); shows the merged screen."""
     if not roots:
@@ -138,6 +162,10 @@ def merge(roots: Sequence[str | Path], out: str | Path, tw: Any) -> int:
                 )
     for text in warnings:
         tw.line(text, yellow=True)
+    try:
+        rejudge(target, parts)
+    except OSError as exc:
+        raise pytest.UsageError(f"zlbench merge: -o {target}: not writable ({exc})") from None
     from .outputs import publish
 
     planned: dict[str, str | None] = {line.op: None for p in parts for line in p.lines}

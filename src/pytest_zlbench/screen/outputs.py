@@ -59,7 +59,13 @@ class Outputs:
             tw.line(f"zlbench: {live}", yellow=True)
         if self.gate is not None:
             for text in self.gate.lines():
-                tw.line(text, red=self.gate.failed, green=not self.gate.failed)
+                gate = self.gate
+                tw.line(
+                    text,
+                    red=gate.failed,
+                    yellow=gate.unjudged,
+                    green=not gate.failed and not gate.unjudged,
+                )
         if self.plots_interrupted:
             text = f"zlbench: plots not drawn (interrupted): {self.plots_interrupted} draws them"
             tw.line(text, yellow=True)
