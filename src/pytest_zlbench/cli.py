@@ -165,18 +165,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
 
 
-def judging_args(args: argparse.Namespace) -> Any:
-    """``--fdr`` and ``--min-effect`` as a ``core.judge.Judging``; ``None`` when neither was
-    given (the root is judged again as its result file says it was)."""
-    from .core.judge import Judging
-
-    if args.fdr is None and args.min_effect is None:
-        return None
-    default = Judging()
-    return Judging(
-        default.fdr if args.fdr is None else args.fdr,
-        default.min_effect if args.min_effect is None else args.min_effect / 100,
-    )
+def judging_args(args: argparse.Namespace) -> dict[str, float]:
+    """``--fdr`` and ``--min-effect`` where given, by field (a relative minimum effect): what
+    is not given stays as the root was judged."""
+    given = {"fdr": args.fdr, "min_effect": args.min_effect}
+    return {
+        field: value / 100 if field == "min_effect" else value
+        for field, value in given.items()
+        if value is not None
+    }
 
 
 def show_stored_screen(args: argparse.Namespace, tw: Writer) -> int:

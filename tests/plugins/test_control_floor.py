@@ -89,6 +89,13 @@ def test_report_judges_a_screen_against_a_separate_control(
     ab = json.loads((root / "mm" / "ab.json").read_text())
     validator("#/$defs/operator").validate(ab)
     assert ab["floor"]["root"] == str(aa.resolve())
+    # judged again without --floor-from, it keeps that control and says so (it fell back to
+    # its own floor without a word)
+    rc, out, _ = zlbench(capsys, "report", root)
+    assert rc == 0
+    assert any("judged against the separate A/A control it was judged against" in t for t in out)
+    doc = json.loads((root / "screen_result.json").read_text())
+    assert doc["noise_floor"]["source"] == SEPARATE
 
 
 def test_plot_takes_the_same_floor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,11 +21,12 @@ from ..core.caliber import check as caliber_check
 from ..core.caliber import refusing, unreadable
 from ..core.gate import REGRESSION_EXIT
 from ..core.judge import Judging
+from ..core.noise import CONTROL_ROOT
 from ..core.records import RecordError
 from ..core.rundir import SCREEN, IdentityError, Side, load_side, marked_kind, not_a_dir
 from . import result_file
 from .liveness import observe
-from .outputs import allow_unjudged, exit_status, fail_beyond, judging_of, publish
+from .outputs import allow_unjudged, exit_status, fail_beyond, publish
 from .result_file import cut_ops, left_out
 from .results import KeptResult, caliber_line, is_done, read_op_dir, write_op_result
 from .settings import default_root
@@ -99,12 +100,40 @@ def run_compare(config: pytest.Config) -> int:
     )
 
 
-def judging_given(config: pytest.Config) -> Judging | None:
-    """The judging settings the session gave (``None``: it gave neither ``--zl-fdr`` nor
-    ``--zl-min-effect``, so a root is judged again as it was judged)."""
-    if _common.raw(config, "zl_fdr") is None and _common.raw(config, "zl_min_effect") is None:
+def judging_given(config: pytest.Config) -> dict[str, float]:
+    """The judging settings the session gave (``--zl-fdr``, ``--zl-min-effect``), by field:
+    those it did not give stay as the root being judged again was judged."""
+    given = {"fdr": "zl_fdr", "min_effect": "zl_min_effect"}
+    return {
+        field: _common.value(config, dest)
+        for field, dest in given.items()
+        if _common.raw(config, dest) is not None
+    }
+
+
+def kept_control(root: Path, tw: Any, words: Words) -> Path | None:
+    """The separate A/A control ``root`` was judged against before, where it still exists: a
+    root judged again without one named keeps it (said in one line), rather than falling back
+    to its own floor without a word."""
+    before = result_file.read_result(root) or {}
+    floor = before.get("noise_floor")
+    if not isinstance(floor, dict) or floor.get("source") != CONTROL_ROOT:
         return None
-    return judging_of(config)
+    control = floor.get("root")
+    if not isinstance(control, str):
+        return None
+    if not Path(control).is_dir():
+        tw.line(
+            f"zlbench: {root}: its separate A/A control {control} is gone: judged against its "
+            f"own floor ({words.floor_from} names another control)",
+            yellow=True,
+        )
+        return None
+    tw.line(
+        f"zlbench: {root}: judged against the separate A/A control it was judged against "
+        f"before, {control} ({words.floor_from} names another)"
+    )
+    return Path(control)
 
 
 def compare_paths(
@@ -116,7 +145,7 @@ def compare_paths(
     fail_beyond: float | None = None,
     words: Words = PYTEST_WORDS,
     floor_from: Path | None = None,
-    judging: Judging | None = None,
+    judging: Mapping[str, float] | None = None,
     unjudged_ok: bool = False,
 ) -> int:
     """The one implementation of ``--zl-compare`` and ``zlbench compare``/``zlbench report``:
@@ -291,11 +320,11 @@ def reaggregate(
     limit: float | None = None,
     words: Words = PYTEST_WORDS,
     floor_from: Path | None = None,
-    judging: Judging | None = None,
+    judging: Mapping[str, float] | None = None,
     unjudged_ok: bool = False,
 ) -> int:
-    """An A/B root aggregated and judged again, in place: with ``judging`` when given, else as
-    its result file says it was judged."""
+    """An A/B root aggregated and judged again, in place, as its result file says it was
+    judged, but for the settings ``judging`` gives (``fdr``, ``min_effect``)."""
     if not root.is_dir():
         raise pytest.UsageError(f"{words.root} {root}: {not_a_dir(root)}")
     op_dirs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob(ROUND_GLOB)))
@@ -322,15 +351,18 @@ def reaggregate(
     if refusing(problems, allow):
         return refuse(tw, words)
     floor = None  # the screen's own: its A/A control operators', else its NO_IR_DIFF ones'
+    if floor_from is None:
+        floor_from = kept_control(root, tw, words)
     if floor_from is not None:
         from .control_floor import check_caliber, control_floor
 
         floor = control_floor(floor_from, words.floor_from)
         for line in check_caliber(root, floor_from, allow, words.floor_from, words.allow):
             caliber_line(tw, line)
-    if judging is None:
-        judging = Judging.of_document(result_file.read_result(root))
-    judged = screening.judge_screen([r for _, r in results], floor, judging=judging)
+    recorded = Judging.of_document(result_file.read_result(root))
+    judged = screening.judge_screen(
+        [r for _, r in results], floor, judging=replace(recorded, **(judging or {}))
+    )
     results = [(op_dir, r) for (op_dir, _), r in zip(results, judged, strict=True)]
     try:
         for op_dir, res in results:

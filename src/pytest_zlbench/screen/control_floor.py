@@ -77,7 +77,7 @@ def check_mode(mine: bool, aa_root: Path, where: str) -> None:
         raise pytest.UsageError(
             f"{where} {aa_root}: an A/A control screened {name(theirs)} cannot judge a screen "
             f"{name(mine)}: one process has a noise floor of its own; give a control screened "
-            f"the same way (--zl-screen-mode={'one-process' if mine else 'lockstep'})"
+            f"the same way (screen mode {'one-process' if mine else 'lockstep'})"
         )
 
 
