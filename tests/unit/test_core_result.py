@@ -332,3 +332,14 @@ def test_failed_and_cut_operators_are_named_by_the_gate_and_never_read_passed() 
     assert "fft (failed)" in verdict.lines()[-1]
     assert gate.exit_status(0, verdict) == gate.NOT_JUDGED_EXIT
     assert gate.exit_status(1, verdict) == 1  # the failed operators' own status stands
+
+
+def test_an_operator_of_identical_ir_never_fails_the_gate() -> None:
+    """With --zl-allow-no-ir-diff an identical-IR operator runs every round and is tested; a
+    false call on it is not the switch's doing."""
+    shapes = {"[1]": (0.30, 0.31, 0.29), "[2]": (0.0, 0.001, -0.001)}
+    results = screening.judge_screen([screening.aggregate("mm", rounds_of("mm", shapes))])
+    entry = {**results[0].to_json(), "verdict": "NO_IR_DIFF", "ir_complete": True}
+    verdict = gate.judge(result.document(result.SCREEN, [entry]), 5.0)
+    assert not verdict.failed
+    assert verdict.not_judged == ()

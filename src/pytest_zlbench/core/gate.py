@@ -12,7 +12,8 @@ What counts, per operator of a result document (``core.result``):
 * a comparison of two runs (one round, so nothing can be beyond noise): the median delta over
   every paired shape is above PCT, as pytest-benchmark's ``--benchmark-compare-fail`` compares.
 * not judged: an operator that failed, was cut or not started, or was measured but not judged
-  (one round, no floor). Identical IR at every stage is judged (the switch did nothing to it).
+  (one round, no floor). Identical IR at every stage needs no judging: the switch did nothing to
+  it, so its shapes, judged or not, never fail the gate.
   A gate that could not judge some operator and found no regression does not pass: it exits
   with :data:`NOT_JUDGED_EXIT` unless ``--zl-allow-unjudged`` (``--allow-unjudged``) accepts it.
 
@@ -143,6 +144,8 @@ def judge(
         if status != "complete":
             skipped.append((op, str(status)))
             continue
+        if _identical(entry) and not compare:
+            continue  # identical IR at every stage: the switch did nothing to it
         if entry.get("judged") is not None:
             for shape in entry.get("shapes") or ():
                 estimate = shape.get("estimate_pct")

@@ -51,7 +51,7 @@ def stop_reason(
     the other operators' shapes, so no round short of ``rounds`` can show that more rounds
     would not change a decision; stopping on an interim look would inflate the false discovery
     rate (each look is another chance to cross the line by noise). An operator of identical IR
-    is not judged at all, so stopping it changes no error rate.
+    needs no judging (the gate never reads it), so stopping it changes no error rate.
 
     A failed round never settles anything; ``rounds`` reached needs no reason.
     """

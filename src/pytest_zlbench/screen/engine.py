@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
 from ..core import records, screening
 from ..core.lockstep import first_of
-from ..core.rounds import IDENTICAL_IR, RoundView, batch_passes, stop_reason
+from ..core.rounds import RoundView, batch_passes, stop_reason
 from ..core.shard import COST_FILE, cost_record
 from . import result_file
 from .batches import BATCH, own_batch
@@ -371,20 +371,16 @@ class ScreenEngine:
         )
         if reason is None:
             return None
-        if reason == IDENTICAL_IR:
-            # Only IR identical at every stage says the switch did nothing to this operator (a
-            # switch may act in LLVM IR, PTX or the assembler only). NO_TRITON says nothing
-            # about the switch (it may act on aten or a vendor library), so every round is
-            # measured.
-            mark_skipped(
-                op_dir,
-                f"{screening.SKIP_NOTE}: {reason}; rounds {k + 1}..{s.rounds} skipped "
-                "(--zl-allow-no-ir-diff measures them)\n",
-            )
-            self.progress(f"{item.op}: {screening.SKIP_NOTE}, rounds {k + 1}..{s.rounds} skipped")
-        else:
-            mark_skipped(op_dir, f"stopped after {k} of {s.rounds} rounds: {reason}\n")
-            self.progress(f"{item.op}: stopped after {k} of {s.rounds} rounds: {reason}")
+        # the only early stop (core.rounds): IR identical at every stage says the switch did
+        # nothing to this operator (a switch may act in LLVM IR, PTX or the assembler only).
+        # NO_TRITON says nothing about the switch (it may act on aten or a vendor library), so
+        # every round is measured.
+        mark_skipped(
+            op_dir,
+            f"{screening.SKIP_NOTE}: {reason}; rounds {k + 1}..{s.rounds} skipped "
+            "(--zl-allow-no-ir-diff measures them)\n",
+        )
+        self.progress(f"{item.op}: {screening.SKIP_NOTE}, rounds {k + 1}..{s.rounds} skipped")
         return reason
 
 
