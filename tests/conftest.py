@@ -27,6 +27,10 @@ def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     when this suite itself runs under ``-n`` (xdist exports these to its worker processes)."""
     for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(var, raising=False)
+    # nor sessions started by another zlbench session: an in-process run of an earlier test
+    # can leave its lifeline in this process's environment, and a screen that inherits it
+    # leaves SIGTERM and SIGHUP to its parent
+    monkeypatch.delenv("ZLBENCH_LIFELINE", raising=False)
 
 
 @pytest.fixture(autouse=True)

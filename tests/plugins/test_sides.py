@@ -424,7 +424,7 @@ def test_the_screen_mode_is_checked(suite: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: --zl-screen-mode: expected one of lockstep, sequential, one-process, "
+            "ERROR: --zl-screen-mode: expected one of auto, lockstep, sequential, one-process, "
             "process, not 'parallel'"
         ]
     )
@@ -1403,7 +1403,7 @@ _outputs.draw_op_plots = _interrupted
 SLOWER = """
 
 @pytest.mark.zl_op("slower")
-@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("n", range(8))  # enough shapes for a prior of their own at 2 rounds
 def test_slower(zl_bench, n):
     switched = os.environ.get("OMP_NUM_THREADS") == "1"
     body = "ttg.convert_layout\\n" if switched else "tt.dot\\n"

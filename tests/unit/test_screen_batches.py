@@ -375,6 +375,7 @@ def side_run(run_dir: Path, argv: list[str], complete: bool = True) -> None:
                 "shape_mode": "upstream", "tuner_cache": "isolated", "direct_repeat": "-",
                 "autotune_mode": "replay", "argv": ["/x/pytest/__main__.py", *argv]}  # fmt: skip
     (run_dir / "run_identity.json").write_text(json.dumps(identity))
+    (run_dir / "rows.jsonl").write_text("")  # every test skipped: a side that measured nothing
     if complete:
         (run_dir / ".complete").write_text("")
 
