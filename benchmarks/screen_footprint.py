@@ -21,34 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-CONFTEST = """
-import importlib
+from generated_suite import BUSY, FAST_TIMER_CONFTEST
 
-import pytest
+CONFTEST = FAST_TIMER_CONFTEST
 
-
-@pytest.fixture(autouse=True)
-def _fast_cpu_timer(monkeypatch):
-    timers = importlib.import_module("pytest_zlbench.adapters.timers")
-    init = timers.CpuTimer.__init__
-
-    def fast(self, warmup_ms=1.0, rep_ms=2.0, min_samples=5, min_sample_ms=0.05, **kw):
-        init(self, warmup_ms=warmup_ms, rep_ms=rep_ms, min_samples=min_samples,
-             min_sample_ms=min_sample_ms, **kw)
-
-    monkeypatch.setattr(timers.CpuTimer, "__init__", fast)
-"""
-
-HEAD = """
-import pytest
-
-
-def busy(n):
-    total = 0
-    for i in range(n):
-        total += i
-    return total
-"""
+HEAD = "\nimport pytest\n\n" + BUSY
 
 TEST = """
 
