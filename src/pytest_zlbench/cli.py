@@ -356,13 +356,19 @@ def _judging(p: Any) -> None:
     )
 
 
+def _argument(parse: Any, text: str) -> float:
+    """``parse(text, OPTION)`` for argparse: its one-line refusal without the option's name
+    (argparse names the argument itself: not twice)."""
+    try:
+        return float(parse(text, "OPTION"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("OPTION: ")) from None
+
+
 def fdr(text: str) -> float:
     from .core.parsing import parse_fdr
 
-    try:
-        return parse_fdr(text, "--fdr")
-    except ValueError as exc:  # argparse names the argument itself: not twice
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fdr: ")) from None
+    return _argument(parse_fdr, text)
 
 
 def _floor_from(p: Any) -> None:
@@ -397,10 +403,7 @@ def given(text: str) -> str:
 def percent(text: str) -> float:
     from .core.gate import parse_percent
 
-    try:
-        return parse_percent(text, "--fail-beyond")
-    except ValueError as exc:  # argparse names the argument itself: not twice
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-beyond: ")) from None
+    return _argument(parse_percent, text)
 
 
 def build_parser() -> Parser:
