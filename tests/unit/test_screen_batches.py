@@ -358,6 +358,7 @@ def test_a_batchs_worker_starts_count_in_the_pace_of_what_is_left(tmp_path: Path
         timed_s=10.0,
         workdir=tmp_path / "absent",
         costs={"abs": 30.0, "mul": 30.0},
+        sessions_before=[],
         pace=pace,
         progress=lines.append,
     )

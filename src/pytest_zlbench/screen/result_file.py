@@ -8,7 +8,7 @@ from __future__ import annotations
 import fcntl
 import sys
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -209,8 +209,15 @@ class ResultUpdates:
     held back written with the next one. A document that takes under ``quick_s`` to write is
     written at every update. The session's end writes the whole document (``update``)."""
 
-    def __init__(self, root: Path, spacing: float = 20.0, quick_s: float = 0.05) -> None:
+    def __init__(
+        self,
+        root: Path,
+        spacing: float = 20.0,
+        quick_s: float = 0.05,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.root = root
+        self.clock = clock
         self.spacing = spacing
         self.quick_s = quick_s
         self.pending: set[str] = set()
@@ -220,7 +227,7 @@ class ResultUpdates:
     def changed(self, op: str) -> None:
         """``op`` started or completed: written now, or with a later update."""
         self.pending.add(op)
-        now = time.monotonic()
+        now = self.clock()
         if self.last_s >= self.quick_s and now < self.next_at:
             return
         self.flush()
@@ -229,10 +236,10 @@ class ResultUpdates:
         """Write the updates held back, if any."""
         if not self.pending:
             return
-        start = time.monotonic()
+        start = self.clock()
         update_ops(self.root, sorted(self.pending))
         self.pending.clear()
-        end = time.monotonic()
+        end = self.clock()
         self.last_s = end - start
         self.next_at = end + self.spacing * self.last_s
 
