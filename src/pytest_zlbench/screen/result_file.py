@@ -213,7 +213,7 @@ class ResultUpdates:
         self,
         root: Path,
         spacing: float = 20.0,
-        quick_s: float = 0.05,
+        quick_s: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.root = root
