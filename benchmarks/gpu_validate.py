@@ -61,7 +61,7 @@ from types import ModuleType
 from typing import Any
 
 from pytest_zlbench.core.autotune import PINS_FILE, tuned_keys
-from pytest_zlbench.core.records import Row, iter_rows_jsonl, partial_files
+from pytest_zlbench.core.records import Row, iter_rows_jsonl, partial_files, read_json_object
 from pytest_zlbench.core.screen_tsv import ScreenLine
 from pytest_zlbench.core.shard import COST_FILE, cost_of
 from pytest_zlbench.screen.cost import batch_totals
@@ -248,7 +248,7 @@ def screen_mode(root: Path, result: dict[str, Any]) -> str:
     if found:
         return str(found[-1])
     for cost in sorted(root.glob(".workers/*/cost.json")):
-        mode = json.loads(cost.read_text()).get("mode")
+        mode = (read_json_object(cost) or {}).get("mode")
         if mode:
             return str(mode)
     return "process" if _SIDE_PROCESS.search(text) and not batch_totals(root) else "?"
