@@ -21,9 +21,9 @@ from pytest_zlbench.screen.cost import (
     batch_totals,
     earlier_sessions,
     history_pace,
-    operator_costs,
     starting_pace,
 )
+from pytest_zlbench.screen.shard import operator_costs
 
 
 def _cost(root: Path, batch: str, text: str) -> None:

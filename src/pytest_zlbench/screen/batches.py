@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from .. import _common
+from .shard import operator_costs
 
 #: the pytest cache key of the last screen root whose side workers measured operators: the
 #: xdist split of the next screen balances its batches by that root's operator cost records
-#: (``screen.cost.operator_costs``)
+#: (``screen.shard.operator_costs``)
 LAST_ROOT_KEY = "zlbench/last_screen_root"
 #: a batch's name is this and its number (``batch0``, ``batch1``, ...), or for one operator put
 #: last ``batch_<op>_last`` (``batches_of``); its own-dtypes batch adds ``_own``
@@ -70,8 +71,6 @@ def last_costs(config: pytest.Config) -> dict[str, float]:
     workers (:data:`LAST_ROOT_KEY`), from their cost records; none when there was none or it
     is gone. A record that cannot be read counts as none (the operator is expected to cost what
     its items say)."""
-    from .cost import operator_costs
-
     cache = getattr(config, "cache", None)
     last = cache.get(LAST_ROOT_KEY, None) if cache is not None else None
     if not isinstance(last, str) or not Path(last).is_dir():

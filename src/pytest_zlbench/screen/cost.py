@@ -1,9 +1,7 @@
-"""What a screen cost, in typed records: a batch of side workers',
-``<root>/.workers/<batch>/cost.json`` (its wall time, the seconds its workers spent inside
-timed turns, its operator passes, per session; ``docs/PERFORMANCE.md``), and an operator's,
-``<root>/<op>/cost.json`` (``core.shard.cost_record``: what ``--zl-shard-from`` and the xdist
-split of the next screen balance by); and the pace a resumed screen starts its estimate
-from."""
+"""What a batch of side workers cost, in a typed record: ``<root>/.workers/<batch>/cost.json``
+(its wall time, the seconds its workers spent inside timed turns, its operator passes, per
+session; ``docs/PERFORMANCE.md``); and the pace a resumed screen starts its estimate from. An
+operator's cost record is read by ``screen.shard.operator_costs``."""
 
 from __future__ import annotations
 
@@ -12,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..contract import AB_FILE, WORKERS_DIR
-from ..core import shard as core_shard
 from ..core.records import read_json_object, write_atomic
 from ..core.rounds import Pace
 from .results import is_done
@@ -102,21 +99,6 @@ def batch_totals(root: Path, damaged: list[str] | None = None) -> tuple[float, f
         wall += sum(s["wall_s"] for s in sessions)
         timed += sum(s["timed_s"] for s in sessions)
     return (wall, timed) if found else None
-
-
-def operator_costs(root: Path, damaged: list[str] | None = None) -> dict[str, float]:
-    """Each operator's seconds in ``root`` (an earlier screen, a merged one included), from
-    its cost record (``core.shard.cost_of``); a record that cannot be read or is not that
-    operator's is left out, its path added to ``damaged``."""
-    costs: dict[str, float] = {}
-    for path in sorted(root.glob(f"*/{core_shard.COST_FILE}")):
-        seconds = core_shard.cost_of(read_json_object(path), path.parent.name)
-        if seconds is None:
-            if damaged is not None:
-                damaged.append(str(path))
-            continue
-        costs[path.parent.name] = seconds
-    return costs
 
 
 def history_pace(root: Path) -> Pace:

@@ -11,6 +11,7 @@ from typing import TypeVar
 import pytest
 
 from .. import _common
+from ..core import records
 from ..core import shard as core_shard
 
 T = TypeVar("T")
@@ -22,9 +23,24 @@ def shard_of(config: pytest.Config) -> tuple[int, int] | None:
     return shard
 
 
+def operator_costs(root: Path, damaged: list[str] | None = None) -> dict[str, float]:
+    """Each operator's seconds in ``root`` (an earlier screen, a merged one included), from
+    its cost record (``core.shard.cost_of``); a record that cannot be read or is not that
+    operator's is left out, its path added to ``damaged``."""
+    costs: dict[str, float] = {}
+    for path in sorted(root.glob(f"*/{core_shard.COST_FILE}")):
+        seconds = core_shard.cost_of(records.read_json_object(path), path.parent.name)
+        if seconds is None:
+            if damaged is not None:
+                damaged.append(str(path))
+            continue
+        costs[path.parent.name] = seconds
+    return costs
+
+
 def costs_of(config: pytest.Config, damaged: list[str] | None = None) -> dict[str, float] | None:
     """The per-operator costs ``--zl-shard-from`` names (each operator's cost record,
-    ``core.shard.COST_FILE`` in its folder, ``screen.cost.operator_costs``); ``None`` without
+    ``core.shard.COST_FILE`` in its folder, :func:`operator_costs`); ``None`` without
     it. A record that cannot be read is left out (the operator counts at the others' median),
     its path added to ``damaged``; a root with none that can be read is refused."""
     value = _common.raw(config, "zl_shard_from")
@@ -33,8 +49,6 @@ def costs_of(config: pytest.Config, damaged: list[str] | None = None) -> dict[st
     root = Path(str(value))
     if not root.is_dir():
         raise pytest.UsageError(f"--zl-shard-from {root}: no such screen root")
-    from .cost import operator_costs
-
     costs = operator_costs(root, damaged)
     if not costs:
         raise pytest.UsageError(
