@@ -848,7 +848,14 @@ def test_tuning_leaves_a_database():
 def test_children_inherit_their_workers_card(suite: pytest.Pytester) -> None:
     """Under ``-n 2 --zl-devices=0,1`` each operator's item runs on one pinned worker, and
     every child of that operator (the recording pass and both sides) sees that worker's card
-    only. No GPU is needed to pin: the visibility variable is set before anything probes."""
+    only. No GPU is needed to pin: the visibility variable is set before anything probes
+    (the conftest stands in for a machine with cards: a screen on a backend whose device this
+    machine lacks is refused)."""
+    suite.makeconftest(
+        SUITE_CONFTEST
+        + "\nimport pytest_zlbench.adapters.torch_api as torch_api\n"
+        + "torch_api.device_problem = lambda backend: None\n"
+    )
     suite.makepyfile(
         test_ops="import pytest\n\n@pytest.mark.abs\ndef test_abs():\n    pass\n",
         test_relu="def test_relu():\n    pass\n",

@@ -6,6 +6,7 @@ The screens run real child pytest processes on tiny suites (the helpers of ``tes
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import resource
@@ -282,3 +283,30 @@ def test_a_screen_whose_backend_module_is_missing_is_refused_before_anything_exi
         "machine's backend"
     ], text
     assert not root.exists()
+
+
+@pytest.mark.parametrize("kind", ["screen", "recorded run"])
+def test_a_session_whose_backend_sees_no_device_is_refused_before_anything_exists(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """``--zl-backend=cuda`` where torch sees no card (a CPU build, every card hidden): the
+    screen started, and every child failed each test with the same line."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("needs torch")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no card, also where there are some
+    suite.makepyfile(test_abs=ABS)
+    root = suite.path / "out"
+    args = (SWITCH,) if kind == "screen" else ()
+    result = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--zl-backend=cuda", *args, f"--zl-out={root}"
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert "Traceback" not in text, text
+    errors = [ln for ln in result.stderr.lines if ln.startswith("ERROR:")]
+    assert len(errors) == 1, text
+    assert errors[0].startswith("ERROR: --zl-backend cuda: torch "), errors
+    assert "sees no cuda device (torch.cuda.is_available() is False" in errors[0], errors
+    assert "its device cannot be driven here" in errors[0], errors
+    assert not root.exists()
+    assert not (suite.path / "runs").exists()  # nor a default root
