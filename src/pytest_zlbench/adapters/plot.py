@@ -23,6 +23,7 @@ from typing import Any
 
 from ..contract import AB_FILE
 from ..core import records, screening
+from ..core.report import most_telling
 
 PLOT_FILE = "delta.svg"
 OVERVIEW_FILE = "overview.svg"
@@ -111,7 +112,7 @@ _SHAPE_KEYS = (
 )
 _STAMP = "zlbench-plot "  # then the digest of what the plot shows, in the SVG's description
 #: raised whenever write() draws differently, so that every plot is drawn again
-_PLOT_FORMAT = 2
+_PLOT_FORMAT = 3
 
 
 def _plotted(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -189,6 +190,12 @@ def _legend_below(fig: Any, ax: Any) -> None:
         fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=2, frameon=False)
 
 
+#: the most shapes an operator's plot draws: its height stays bounded (5,000 shapes drew an
+#: SVG 122,558 pt tall, and most of a large screen's end was spent drawing); ``ab.json`` and
+#: the report's shape table hold every shape
+PLOT_SHAPES_MOST = 60
+
+
 def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     """Write ``path`` (an SVG) for one operator's result, unless the plot there already shows
     what this result's plot would (``True`` either way: a screen's end judges every operator
@@ -208,6 +215,8 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     except ImportError:
         path.unlink(missing_ok=True)
         return False
+    total = len(shapes)
+    shapes = most_telling(shapes, PLOT_SHAPES_MOST)
     labels = [shape_label(s) for s in shapes]
     lines = sum(label.count("\n") + 1 for label in labels)
     rounds = max(len(s["rounds"]) for s in shapes)
@@ -247,6 +256,11 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     title = f"{entry['op']}: {kind}, range {(label + ' ') if label else ''}{span}"
     if entry.get("judged") is not None:
         title += f"; {entry.get('beyond')} of {entry.get('judged')} shapes beyond noise"
+    if total > len(shapes):
+        title += (
+            f"; {len(shapes)} of {total} shapes shown (those beyond noise, then the largest "
+            "medians): every shape is in ab.json"
+        )
     ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
     _legend_below(fig, ax)
     ax.grid(axis="x", linewidth=0.3)
