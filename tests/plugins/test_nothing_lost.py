@@ -310,3 +310,29 @@ def test_a_session_whose_backend_sees_no_device_is_refused_before_anything_exist
     assert "its device cannot be driven here" in errors[0], errors
     assert not root.exists()
     assert not (suite.path / "runs").exists()  # nor a default root
+
+
+def test_zlbench_plot_keeps_a_damaged_finished_operator_as_its_result_holds_it(
+    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``zlbench plot`` aggregated every operator again from its rounds: a finished operator
+    with a torn rows file was drawn from what was left (or lost its plot), unlike ab.json and
+    the report."""
+    pytest.importorskip("matplotlib")
+    from pytest_zlbench.adapters import plot
+
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    result, root = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP)
+    assert result.ret == 0, result.stdout.str()
+    before = ab_json(root, "abs")
+    svg = root / "abs" / plot.PLOT_FILE
+    assert plot.shows(svg, before)
+    _tear(root / "abs" / "r2_A" / "rows.jsonl")
+    svg.unlink()  # drawn again: from the result ab.json holds, not from what is left
+    assert cli.main(["plot", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert plot.shows(svg, before), out
+    assert ab_json(root, "abs") == before
+    named = [line for line in out.splitlines() if "r2_A/rows.jsonl" in line]
+    assert len(named) == 1, out
+    assert "kept" in named[0], out

@@ -62,7 +62,8 @@ def available() -> bool:
     return unavailable() is None
 
 
-def _entry(result: screening.OpResult | Mapping[str, Any]) -> Mapping[str, Any]:
+def entry_of(result: screening.OpResult | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A result's JSON form (what ``ab.json`` holds), which every picture reads."""
     return result.to_json() if isinstance(result, screening.OpResult) else result
 
 
@@ -137,7 +138,7 @@ def _stamp(data: Mapping[str, Any]) -> str:
 
 def shows(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     """Whether the plot at ``path`` shows ``result`` (what :func:`write` would draw of it)."""
-    return _shows(path, _stamp(_plotted(_entry(result))))
+    return _shows(path, _stamp(_plotted(entry_of(result))))
 
 
 def holds(op_dir: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
@@ -145,7 +146,7 @@ def holds(op_dir: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     reads it, draws what this process would)."""
     try:
         entry = json.loads((op_dir / AB_FILE).read_text(encoding="utf-8"))
-        return _stamp(_plotted(entry)) == _stamp(_plotted(_entry(result)))
+        return _stamp(_plotted(entry)) == _stamp(_plotted(entry_of(result)))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
@@ -202,7 +203,7 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     again, and most plots stay as they were); ``False`` when matplotlib is missing or the
     result has no range (NO_ROWS, a failed round): then a plot left by an earlier aggregation
     is removed, so that no plot contradicts ``screen.tsv``."""
-    entry = _plotted(_entry(result))
+    entry = _plotted(entry_of(result))
     shapes: Sequence[Mapping[str, Any]] = entry["shapes"]
     if entry.get("low_pct") is None or not shapes:
         path.unlink(missing_ok=True)
