@@ -336,3 +336,60 @@ def test_zlbench_plot_keeps_a_damaged_finished_operator_as_its_result_holds_it(
     named = [line for line in out.splitlines() if "r2_A/rows.jsonl" in line]
     assert len(named) == 1, out
     assert "kept" in named[0], out
+
+
+FULL_DISK_CONFTEST = """
+import errno
+import os
+from pathlib import Path
+
+from pytest_zlbench.core import records
+
+_write = records.write_atomic
+FLAG = Path(__file__).with_name("disk_full")
+
+
+def _full(path, *args, **kwargs):
+    # side B's rows of abs cannot be written while the flag file exists (a full disk)
+    if (
+        FLAG.exists() and Path(path).name == "rows.jsonl"
+        and os.environ.get("ZLBENCH_SIDE") == "B" and Path(path).parent.parent.name == "abs"
+    ):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return _write(path, *args, **kwargs)
+
+
+records.write_atomic = _full
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not built yet: a side that cannot write its rows fails its operator (retried, "
+    "then failed) instead of one ERROR line and the status incomplete",
+)
+def test_a_full_disk_mid_round_is_one_error_line_and_a_resume_completes(
+    suite: pytest.Pytester,
+) -> None:
+    """ENOSPC writing a side's rows: its side worker died, the operator was measured again
+    alone, retried as deterministic and read failed, the cause inside its note."""
+    mode = LOCKSTEP
+    suite.makeconftest(SUITE_CONFTEST + FULL_DISK_CONFTEST)
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    (suite.path / "disk_full").write_text("")
+    result, root = screen(suite, SWITCH, mode)
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    assert "Traceback" not in text, text
+    assert _statuses(root) == {"abs": "incomplete", "relu": "complete"}, text
+    notes = " ".join(ab_json(root, "abs").get("notes") or ())
+    assert "Traceback" not in notes, notes
+    assert 'File "' not in notes, notes
+    errors = [ln for ln in result.outlines if ln.startswith("ERROR:") and "rows.jsonl" in ln]
+    assert len(errors) == 1, text
+    assert "No space left on device" in errors[0], errors
+    # once there is room, a resume measures it
+    (suite.path / "disk_full").unlink()
+    resumed, _ = screen(suite, SWITCH, mode, "--zl-resume")
+    assert resumed.ret == 0, resumed.stdout.str()
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
