@@ -393,3 +393,28 @@ def test_a_full_disk_mid_round_is_one_error_line_and_a_resume_completes(
     resumed, _ = screen(suite, SWITCH, mode, "--zl-resume")
     assert resumed.ret == 0, resumed.stdout.str()
     assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+
+
+START_UP_FAILURE = """
+import os
+
+if os.environ.get("ZLBENCH_SIDE") == "B":
+    import torch_musa_on_this_machine  # noqa: F401  (side B cannot start: a missing module)
+"""
+
+
+def test_a_side_that_fails_before_any_test_runs_is_not_retried(suite: pytest.Pytester) -> None:
+    """A start-up failure (a conftest that cannot be imported: pytest's usage error, exit
+    status 4, before any test ran) was retried once and then called deterministic."""
+    suite.makeconftest(SUITE_CONFTEST + START_UP_FAILURE)
+    suite.makepyfile(test_abs=ABS)
+    result, root = screen(suite, SWITCH)  # one process per side
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    assert not any("retrying" in line for line in progress(root)), progress(root)
+    assert [line for line in progress(root) if line.startswith("abs r1 B:")] != []
+    assert len([line for line in progress(root) if line.startswith("abs r1 B:")]) == 1
+    notes = " ".join(ab_json(root, "abs").get("notes") or ())
+    assert "before any test ran" in notes, notes
+    assert "torch_musa_on_this_machine" in notes, notes
+    assert _statuses(root) == {"abs": "failed"}
