@@ -144,8 +144,8 @@ def test_the_end_of_a_large_screen_draws_the_plots_its_report_shows_whole(
         for op in ops
     ]  # fmt: skip
     plots = [(tmp_path / op, object()) for op in ops]
-    drawn = {d.name for d, _ in plots_to_draw({"operators": entries}, plots)}  # type: ignore[arg-type]
+    drawn = {d.name for d, _ in plots_to_draw({"operators": entries}, plots)}
     assert len(drawn) == report.DETAILED
     assert moved <= drawn
     few = plots[:5]
-    assert plots_to_draw({"operators": entries[:5]}, few) == few  # type: ignore[arg-type]
+    assert plots_to_draw({"operators": entries[:5]}, few) == few
