@@ -333,6 +333,11 @@ def backend_missing(config: pytest.Config) -> str | None:
                 "installed): its device cannot be driven here; run on a machine with it, or "
                 "give this machine's backend"
             )
+    from . import _common
+    from ._common import device_settings_key
+
+    if device_settings_key not in config.stash and _common.raw(config, "zl_devices") is not None:
+        return None  # the cards are not pinned yet: a probe now would fix what the runtime sees
     from .adapters.torch_api import device_problem
 
     problem = device_problem(backend)
