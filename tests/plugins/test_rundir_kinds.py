@@ -59,6 +59,7 @@ def test_every_directory_records_its_kind_when_it_is_created(suite: pytest.Pytes
     assert rundir.marked_kind(suite.path / "root") == rundir.SCREEN
     assert rundir.marked_kind(suite.path / "root" / "bench" / "r1_A") == rundir.RUN
     compared = suite.runpytest_subprocess(
+        *NO_HYPOTHESIS,
         "--zl-compare",
         str(suite.path / "root" / "bench" / "r1_A"),
         "--zl-compare",
@@ -88,6 +89,7 @@ def test_a_plain_run_refuses_a_screen_root_and_a_screen_refuses_a_run(
     screen_resume = screen(suite, "run", "--zl-resume")
     assert_usage_error(screen_resume, "holds a recorded run, not an A/B screen root")
     compare_in_run = suite.runpytest_subprocess(
+        *NO_HYPOTHESIS,
         "--zl-compare", str(root / "bench" / "r1_A"), "--zl-compare", str(root / "bench" / "r1_B"),
         f"--zl-out={run}",
     )  # fmt: skip
