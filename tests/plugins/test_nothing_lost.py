@@ -22,6 +22,7 @@ from test_ab import BASE, HELPERS, RELU, SUITE_CONFTEST, SWITCH, _gone, ab_json,
 from test_reliability import GATED, interrupt_gated, start_gated
 
 from pytest_zlbench import cli
+from zl_testing import NO_HYPOTHESIS
 
 #: side workers, the screen's default mode (``BASE`` pins one process per side)
 LOCKSTEP = "--zl-screen-mode=lockstep"
@@ -272,7 +273,7 @@ def test_a_screen_whose_backend_module_is_missing_is_refused_before_anything_exi
     suite.makepyfile(test_abs=ABS)
     root = suite.path / "screen"
     result = suite.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--zl-backend=musa", SWITCH, f"--zl-out={root}"
+        "-p", "no:cacheprovider", *NO_HYPOTHESIS, "--zl-backend=musa", SWITCH, f"--zl-out={root}"
     )
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR, text

@@ -419,7 +419,7 @@ def test_each_xdist_worker_runs_its_own_batch(suite: pytest.Pytester) -> None:
 def test_the_screen_mode_is_checked(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_ops=TESTS)
     result = suite.runpytest_subprocess(
-        "--zl-backend=cpu", SWITCH, "--zl-screen-mode=parallel", "--zl-out=x"
+        "--zl-backend=cpu", *NO_HYPOTHESIS, SWITCH, "--zl-screen-mode=parallel", "--zl-out=x"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
@@ -1009,7 +1009,7 @@ def test_shared_inputs_are_refused_where_they_would_do_nothing(
 ) -> None:
     suite.makepyfile(test_ops=TESTS)
     result = suite.runpytest_subprocess(
-        "--zl-backend=cpu", SWITCH, option, "--zl-shared-inputs", "--zl-out=x"
+        "--zl-backend=cpu", *NO_HYPOTHESIS, SWITCH, option, "--zl-shared-inputs", "--zl-out=x"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --zl-shared-inputs: {error}"])
