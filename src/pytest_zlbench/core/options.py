@@ -480,6 +480,19 @@ OPTIONS: tuple[Option, ...] = (
         purpose="it pins the autotune configs of a recorded run or a screen; add --zl-out=DIR",
     ),
     Option(
+        "--zl-recordings",
+        "identity",
+        "The store of kept recordings: each operator's recording pass is kept there and replayed "
+        "by every later screen of the same caliber (versions, card, dtypes, shapes, ...); "
+        "'off' keeps and replays none (default: pytest-zlbench/recordings under "
+        "$XDG_CACHE_HOME, else ~/.cache)",
+        parse=_path("--zl-recordings"),
+        child=DROP,
+        metavar="DIR|off",
+        acts_in=frozenset({SCREEN}),
+        purpose="it names where an A/B screen (--zl-ab) keeps its recordings",
+    ),
+    Option(
         "--zl-save",
         "identity",
         "Store the completed run or screen under NAME in the baseline store",

@@ -37,6 +37,7 @@ from . import result_file
 from .batches import BATCH, own_batch
 from .children import Deterministic, DtypeFallback, same_failure
 from .cost import starting_pace
+from .kept import KeptRecordings
 from .operator import FROM_START, Operator, Since
 from .recording_home import clear_but_recording, command_key, rounds_done, still_recorded
 from .results import (
@@ -97,6 +98,11 @@ class ScreenEngine:
         self.pace = starting_pace(settings)
         #: the operators this session's batches measured (complete, but not reused)
         self.measured: set[str] = set()
+        #: the store of kept recordings the batches replay and keep theirs in (``screen.kept``)
+        self.kept = (
+            KeptRecordings(settings, children) if settings.recordings and settings.records
+            else None
+        )  # fmt: skip
 
     # ---- one operator --------------------------------------------------------------------------
 
@@ -210,6 +216,7 @@ class ScreenEngine:
             own_dtypes=own_dtypes,
             place=place,
             earlier=earlier,
+            kept=self.kept,
         )
 
     def _refused_dtypes(self, workers: SideWorkers) -> list[Operator]:

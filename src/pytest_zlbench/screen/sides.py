@@ -45,6 +45,7 @@ from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
 from .apart import side_against_itself
 from .children import kill_group
+from .kept import Keeper, KeptRecordings, replay_kept
 from .messages import Running, read, send
 from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
 from .results import mark_failed, pass_ended, pass_name, pass_started
@@ -52,6 +53,7 @@ from .round_loop import run_rounds
 from .side_process import SideProcess, WorkerDied, start_side
 
 if TYPE_CHECKING:
+    from ..core.kept_recordings import KeptRecording
     from ..core.rounds import Pace
     from .children import Children
     from .operator import Operator
@@ -77,7 +79,11 @@ class SideWorkers:
         own_dtypes: bool = False,
         place: tuple[str, float] = ("", 0),
         earlier: Sequence[Operator] = (),
+        kept: KeptRecordings | None = None,
     ) -> None:
+        #: the store of kept recordings (``screen.kept``; ``None``: off)
+        self.kept = kept
+        self.keeper: Keeper | None = None
         #: the batch's operators refused the requested --dtypes: its workers are not given them
         self.own_dtypes = own_dtypes
         #: "batch k of n, " and the operator passes of the later batches (``screen.batches``)
@@ -412,11 +418,13 @@ class SideWorkers:
 
     def record(self) -> bool:
         """The batch's recording pass (its operators whose recordings a resumed screen kept
-        aside), one worker over the batch; or the note that every side replays a recording."""
+        aside, or that replay a kept recording of their caliber: ``screen.kept``), one worker
+        over the batch; or the note that every side replays a recording."""
         s = self.settings
         reused = self._clear_workdir()
         if s.records:
-            todo = [item for item in self.items if item.op not in reused]
+            chains = self._kept_chains(reused)
+            todo = [item for item in self.items if item.op not in reused | set(chains)]
             if reused:
                 self.progress(
                     f"{self.name}: the recordings of {len(reused)} operator"
@@ -427,10 +435,13 @@ class SideWorkers:
                 if stale.exists():
                     shutil.rmtree(stale)
             if todo:
+                self.keeper = self._keeper(reused)
                 self.run_pass(0, todo, (RECORD_SIDE,), None, self._recorded)
             self.stop_all()
             self.replay = self.workdir / RECORD_SIDE
-            merge_pins(self.replay, [s.root / op for op in self.recorded])
+            kept_pins = replay_kept(self.replay, chains) if chains else []
+            recorded = [s.root / op for op in self.recorded if op not in chains]
+            merge_pins(self.replay, recorded, kept_pins)
         elif self.replay is not None:
             self.progress(f"every side replays {self.replay} (no recording pass)")
         return True
@@ -460,6 +471,47 @@ class SideWorkers:
 
     def _recorded(self, item: Operator, rnd: int) -> None:
         note_recorded(self.workdir, self.settings.root, item.op, self._key(item))
+        if self.keeper is not None:
+            problem = self.keeper.keep(item, self.costs.get(item.op))
+            if problem is not None:
+                self.progress(problem)
+
+    def _kept_chains(self, reused: set[str]) -> dict[str, list[KeptRecording]]:
+        """The operators of the batch (but ``reused``) that replay a kept recording of their
+        caliber, each with the entries it was recorded after; a line says how many, and one
+        per operator whose kept recording is of another caliber says what differs."""
+        if self.kept is None:
+            return {}
+        chains: dict[str, list[KeptRecording]] = {}
+        for item in self.items:
+            if item.op in reused:
+                continue
+            found = self.kept.lookup(item, self.own_dtypes)
+            if isinstance(found, list):
+                chains[item.op] = found
+            elif found is not None:
+                self.progress(f"{item.op}: recorded afresh: its kept recording is of another "
+                              f"caliber ({found})")  # fmt: skip
+        todo = len(self.items) - len(reused)
+        self.progress(
+            f"{self.name}: {len(chains)} of {todo} operator{'s' if todo != 1 else ''} replay "
+            f"a kept recording ({self.kept.store.root})"
+            + (f"; {todo - len(chains)} recorded" if todo > len(chains) else "")
+        )
+        return chains
+
+    def _keeper(self, reused: set[str]) -> Keeper | None:
+        """What keeps each operator's recording as its pass ends: after the recordings its
+        worker's databases hold already (a resumed batch's, when every one of them is kept)."""
+        if self.kept is None:
+            return None
+        before: list[tuple[str, str]] | None = []
+        for item in self.items:
+            if item.op in reused and before is not None:
+                found = self.kept.lookup(item, self.own_dtypes)
+                before = [*before, (found[-1].op, found[-1].key)] if isinstance(found, list) \
+                    else None  # fmt: skip
+        return Keeper(self.kept, self.workdir / RECORD_SIDE, self.own_dtypes, before)
 
     def _write_cost(self) -> None:
         """``cost.json`` of the batch and a progress line (``screen.cost``)."""
