@@ -78,10 +78,8 @@ def options_caliber(options: Sequence[str], cwd: Path) -> tuple[list[str], str |
                 value = args[i]
             shapes = _digest(cwd / value)
             out.append(f"{name}=(shapes)")  # its content is the caliber's ``shapes``
-        elif arg == "-o" and i + 1 < len(args) and args[i + 1] == "zl_replay_from=":
-            i += 1
-        elif arg in SELECTING:  # which tests run: the caliber's tests say it
-            i += 1
+        elif arg in SELECTING or (arg == "-o" and args[i + 1 : i + 2] == ["zl_replay_from="]):
+            i += 1  # which tests run (the caliber's tests say it), or the recording replayed
         elif arg[:2] in SELECTING:
             pass
         elif not arg.startswith("--zl-replay-from="):
