@@ -50,6 +50,9 @@ CALIBER_FILE = "caliber.json"
 TUNER_DIR = "tuner"
 #: the version of an entry's layout, part of every key
 LAYOUT = 1
+#: the seconds one operator's recording pass is guessed to take where neither a kept
+#: recording of it (of any caliber) nor a recording pass of this screen says more
+RECORDING_GUESS_S = 60.0
 #: the fields of a caliber, in the order :func:`difference` names them
 FIELDS = ("versions", "card", "backend", "tests", "options", "shapes", "environment", "operator")
 
@@ -165,6 +168,22 @@ class RecordingStore:
         if not kept:
             return None
         return difference(max(kept, key=lambda pair: pair[0])[1], caliber)
+
+    def last_seconds(self, op: str) -> float | None:
+        """What the most recently kept recording of ``op`` took (of any caliber: another
+        version of the same operator on the same suite is the best guess there is)."""
+        folder = self.root / op
+        if not folder.is_dir():
+            return None
+        found = []
+        for path in folder.iterdir():
+            record = (
+                read_json_object(path / CALIBER_FILE) if not path.name.startswith(".") else None
+            )
+            seconds = record.get("record_s") if record is not None else None
+            if isinstance(seconds, int | float):
+                found.append(((path / CALIBER_FILE).stat().st_mtime, float(seconds)))
+        return max(found)[1] if found else None
 
     def keep(
         self,
@@ -313,3 +332,83 @@ def merge_tables(dest: Path, source: Path) -> int:
         con.close()
     os.chmod(dest, 0o666 & ~umask())
     return merged
+
+
+def recording_left(kept: Sequence[float | None], made: Sequence[float]) -> tuple[float, str]:
+    """The seconds of recording left for operators whose recordings are ``kept`` costs of
+    earlier screens (``None``: unknown), and how they were reckoned: an unknown one at the
+    mean of the recording passes ``made`` so far, else at :data:`RECORDING_GUESS_S`."""
+    if not kept:
+        return 0.0, ""
+    known = [s for s in kept if s is not None]
+    unknown = len(kept) - len(known)
+    each = sum(made) / len(made) if made else RECORDING_GUESS_S
+    parts = []
+    if known:
+        parts.append(f"{len(known)} by earlier screens' recordings")
+    if unknown:
+        how = "this screen's recordings so far" if made else "a guess"
+        parts.append(f"{unknown} at {each:.0f}s each ({how})")
+    return sum(known) + unknown * each, ", ".join(parts)
+
+
+#: in an operator's ``record/`` run directory: where its recording pass's time went
+RECORDING_COST_FILE = "recording_cost.json"
+
+
+@dataclass(frozen=True)
+class RecordingCost:
+    """Where one operator's recording pass spent its time: compiling kernels (or loading them
+    from Triton's disk cache), timing candidate configs (what that compiled excluded), and
+    the rest (the tests' own calls, a tuner's timing outside Triton's ``Autotuner._bench``,
+    its database writes); ``None`` where Triton was not loaded."""
+
+    op: str
+    pass_s: float
+    compile_s: float | None
+    compiles: int | None
+    timing_s: float | None
+    candidates: int | None
+
+    @property
+    def other_s(self) -> float | None:
+        if self.compile_s is None or self.timing_s is None:
+            return None
+        return max(0.0, self.pass_s - self.compile_s - self.timing_s)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "pass_s": round(self.pass_s, 3),
+            "compile_s": None if self.compile_s is None else round(self.compile_s, 3),
+            "compiles": self.compiles,
+            "timing_s": None if self.timing_s is None else round(self.timing_s, 3),
+            "candidates": self.candidates,
+            "other_s": None if self.other_s is None else round(self.other_s, 3),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> RecordingCost | None:
+        """The record, or ``None`` when ``data`` is not one."""
+        if not isinstance(data, dict) or not isinstance(data.get("op"), str):
+            return None
+        number = (int, float)
+
+        def opt(name: str, kind: Any) -> Any:
+            value = data.get(name)
+            return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+        pass_s = opt("pass_s", number)
+        if pass_s is None:
+            return None
+        return cls(data["op"], float(pass_s), opt("compile_s", number), opt("compiles", int),
+                   opt("timing_s", number), opt("candidates", int))  # fmt: skip
+
+    def line(self) -> str:
+        """A few words for the progress line of its recording pass."""
+        if self.compile_s is None or self.timing_s is None:
+            return "Triton not loaded"
+        return (
+            f"compiling {self.compile_s:.1f}s ({self.compiles} kernels), timing "
+            f"{self.timing_s:.1f}s ({self.candidates} candidates), other {self.other_s:.1f}s"
+        )

@@ -194,8 +194,26 @@ class ScreenEngine:
             for item in items
             if not (s.resume and is_done(s.root / item.op))
         ]
-        passes = batch_passes(len(later), self.pace.rounds_expected(s.rounds), s.records)
+        # their recording passes are reckoned apart (``later_records``)
+        passes = batch_passes(len(later), self.pace.rounds_expected(s.rounds), False)
         return number, count, passes
+
+    def later_records(self, name: str) -> int:
+        """How many operators of the batches after ``name`` (as :meth:`place_of` counts them)
+        will be recorded: none of those that replay a kept recording."""
+        s = self.settings
+        if not s.records or self.workers > 1:
+            return 0
+        later = [
+            item
+            for batch, items in self.batches.items()
+            if batch not in self.batches_run and batch != name
+            for item in items
+            if not (s.resume and is_done(s.root / item.op))
+        ]
+        if self.kept is None:
+            return len(later)
+        return sum(not isinstance(self.kept.lookup(item, False), list) for item in later)
 
     def _side_workers(
         self,
@@ -217,6 +235,7 @@ class ScreenEngine:
             place=place,
             earlier=earlier,
             kept=self.kept,
+            later_records=self.later_records(name) if place[1] else 0,
         )
 
     def _refused_dtypes(self, workers: SideWorkers) -> list[Operator]:

@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 from ..contract import FLAGGEMS_CACHE_DIR, PINS_FILE, RECORD_DIR, RECORD_SIDE, TUNER_DB_DIR
 from ..core import records
 from ..core.kept_recordings import (
+    RECORDING_COST_FILE,
     KeptRecording,
+    RecordingCost,
     RecordingStore,
     Tables,
     caliber_key,
@@ -192,7 +194,9 @@ class Keeper:
                     dest = Path(tmp) / name
                     if rows_added(self.tables.get(name, {}), tables, dest):
                         added[name] = dest
-                pins = self.kept.settings.root / item.op / RECORD_DIR / PINS_FILE
+                record = self.kept.settings.root / item.op / RECORD_DIR
+                pins = record / PINS_FILE
+                cost = recording_cost(record)
                 entry = self.kept.store.keep(
                     item.op,
                     self.kept.caliber(item, self.own_dtypes),
@@ -200,6 +204,7 @@ class Keeper:
                     pins=pins if pins.is_file() else None,
                     seconds=seconds,
                     after=self.after,
+                    extra={"cost": cost.to_json()} if cost is not None else None,
                 )
         except Exception as exc:  # a full or read-only store never stops a screen
             self.after = None  # what later operators were recorded after is not kept
@@ -233,3 +238,9 @@ def replay_kept(replay: Path, chains: Mapping[str, Sequence[KeptRecording]]) -> 
     }
     records.write_json(replay / KEPT_FILE, listed)
     return pins
+
+
+def recording_cost(record: Path) -> RecordingCost | None:
+    """Where an operator's recording pass spent its time (its ``record/`` run directory's
+    ``recording_cost.json``, written by its recording worker), or ``None``."""
+    return RecordingCost.from_json(records.read_json_object(record / RECORDING_COST_FILE))

@@ -40,12 +40,13 @@ from typing import TYPE_CHECKING
 
 from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV
 from ..contract import BOTH_SIDES, RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
+from ..core.kept_recordings import recording_left
 from ..core.lockstep import Lockstep, first_of, order_for
 from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
 from .apart import side_against_itself
 from .children import kill_group
-from .kept import Keeper, KeptRecordings, replay_kept
+from .kept import Keeper, KeptRecordings, recording_cost, replay_kept
 from .messages import Running, read, send
 from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
 from .results import mark_failed, pass_ended, pass_name, pass_started
@@ -74,16 +75,23 @@ class SideWorkers:
         settings: AbSettings,
         children: Children,
         pace: Pace,
-        progress: Callable[[str], None],
+        progress: Callable[..., None],
         cwd: Path,
         own_dtypes: bool = False,
         place: tuple[str, float] = ("", 0),
         earlier: Sequence[Operator] = (),
         kept: KeptRecordings | None = None,
+        later_records: int = 0,
     ) -> None:
         #: the store of kept recordings (``screen.kept``; ``None``: off)
         self.kept = kept
         self.keeper: Keeper | None = None
+        #: the operators to record: what their kept recordings of earlier screens took
+        #: (``None``: unknown), for the estimate of what is left; those of later batches
+        self.to_record: dict[str, float | None] = {}
+        self.later_records = later_records
+        #: this batch's recording passes so far (seconds)
+        self.recorded_s: list[float] = []
         #: the batch's operators refused the requested --dtypes: its workers are not given them
         self.own_dtypes = own_dtypes
         #: "batch k of n, " and the operator passes of the later batches (``screen.batches``)
@@ -293,13 +301,25 @@ class SideWorkers:
     def _label(self, rnd: int) -> str:
         return "record" if rnd == 0 else f"r{rnd}"
 
-    def _eta(self, units_left: float) -> str:
-        """The batch's time so far, and what is left at the session's pace (every batch's)."""
+    def _eta(self, units_left: float, records_left: Sequence[str] = ()) -> str:
+        """The batch's time so far, and what is left: ``units_left`` passes of rounds at the
+        session's pace of rounds (every batch's), and the recording passes of
+        ``records_left`` and of the later batches' operators to record, each at what its
+        kept recording took or at the mean of the recording passes made so far
+        (``core.kept_recordings.recording_left``): a recording pass (tuning) takes many
+        times a round's."""
         elapsed = time.monotonic() - self.started
+        kept = [self.to_record.get(op) for op in records_left] + [None] * self.later_records
+        recording, _ = recording_left(kept, self.recorded_s)
         left = self.pace.seconds_left(units_left)
         if left is None:
-            return f"{elapsed:.0f}s elapsed"
-        return f"{elapsed:.0f}s elapsed, about {left:.0f}s left"
+            if not recording:
+                return f"{elapsed:.0f}s elapsed"
+            return (
+                f"{elapsed:.0f}s elapsed, about {recording:.0f}s of recording left, then "
+                f"{units_left:.0f} operator passes of rounds"
+            )
+        return f"{elapsed:.0f}s elapsed, about {left + recording:.0f}s left"
 
     def _units_left(self, rnd: int, position: int, todo: int) -> float:
         """Operator passes left after the ``position``-th of ``todo`` operators of pass ``rnd``,
@@ -365,7 +385,10 @@ class SideWorkers:
             pass_ended(op_dir)
             elapsed = time.monotonic() - t0
             self.units_done += 1
-            self.pace.add(elapsed)
+            if rnd == 0:  # its seconds stay out of the pace of rounds
+                self.recorded_s.append(elapsed)
+            else:
+                self.pace.add(elapsed)
             self.costs[item.op] = self.costs.get(item.op, 0.0) + elapsed
             if causes:
                 self._leave_batch(item, rnd, run_dirs, causes)
@@ -379,10 +402,16 @@ class SideWorkers:
             where = f"{self.place}operator {number} of {len(self.items)}, {pass_name(rnd)}" + (
                 f" of {self.settings.rounds}" if rnd else ""
             )
-            eta = self._eta(self._units_left(rnd, position, len(todo)))
+            units = self._units_left(rnd, position, len(todo))
+            if rnd == 0:  # the recording passes left are reckoned apart
+                units -= len(todo) - position - 1
+            eta = self._eta(units, [i.op for i in todo[position + 1 :]] if rnd == 0 else ())
             self.progress(
                 f"{item.op} {self._label(rnd)}: {state} ({elapsed:.1f}s) [{where}; {eta}]"
             )
+            cost = recording_cost(run_dirs[RECORD_SIDE]) if rnd == 0 and not causes else None
+            if cost is not None:
+                self.progress(f"{item.op} record: {cost.line()}", terminal=False)
             if causes:
                 text = "; ".join(f"{s}: {c}" for s, c in causes.items())
                 retry = self._retry_plan(item.op, text)
@@ -493,10 +522,20 @@ class SideWorkers:
                 self.progress(f"{item.op}: recorded afresh: its kept recording is of another "
                               f"caliber ({found})")  # fmt: skip
         todo = len(self.items) - len(reused)
+        self.to_record = {
+            item.op: self.kept.store.last_seconds(item.op)
+            for item in self.items
+            if item.op not in reused and item.op not in chains
+        }
+        seconds, how = recording_left(list(self.to_record.values()), [])
         self.progress(
             f"{self.name}: {len(chains)} of {todo} operator{'s' if todo != 1 else ''} replay "
             f"a kept recording ({self.kept.store.root})"
-            + (f"; {todo - len(chains)} recorded" if todo > len(chains) else "")
+            + (
+                f"; {len(self.to_record)} recorded first, about {seconds:.0f}s ({how})"
+                if self.to_record
+                else ""
+            )
         )
         return chains
 
