@@ -17,7 +17,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from test_sides import CONFTEST, TESTS, progress, run_dirs, screen
+from test_sides import CONFTEST, CUT, TESTS, progress, run_dirs, screen
 
 from pytest_zlbench.core.kept_recordings import CALIBER_FILE, default_store
 from pytest_zlbench.core.records import read_identity
@@ -184,3 +184,31 @@ def test_off_keeps_and_replays_nothing_and_a_file_is_refused(suite: pytest.Pytes
                            root="refused")  # fmt: skip
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--zl-recordings afile: not a folder*"])
+
+
+def test_a_resumed_screen_keeps_the_rounds_that_replayed_a_kept_recording(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A screen that replayed kept recordings (no recording pass of its own, so nothing in its
+    batch's folder lists them), cut in round 2, resumes from the rounds it finished: they
+    replayed the kept recording its batch replays again."""
+    suite.makepyfile(test_ops=TESTS + CUT)
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "probe"))
+    monkeypatch.setenv("CUT_ROUND", "0")  # never cut
+    args = ("--zl-rounds=3",)  # an A/A control: every round measured
+    first, _, pids = screen(suite, "lockstep", *args, root="first")
+    assert first.ret == 0, first.outlines + first.errlines
+    assert _recorded(pids)
+    (suite.path / "probe.cut").unlink()
+    monkeypatch.setenv("CUT_ROUND", "2")
+    killed, _, pids = screen(suite, "lockstep", *args, root="here")
+    assert killed.ret != 0
+    assert not _recorded(pids)
+    monkeypatch.setenv("CUT_ROUND", "0")
+    resumed, root, pids = screen(suite, "lockstep", *args, "--zl-resume", root="here")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    assert not _recorded(pids)
+    log = progress(root)
+    for op in ("abs", "gemm", "steady", "relu"):
+        assert f"{op}: incomplete; rounds 1-2 kept, measured from round 3 (--zl-resume)" in log
+    assert "cut: incomplete; round 1 kept, measured from round 2 (--zl-resume)" in log, log

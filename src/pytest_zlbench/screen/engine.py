@@ -369,9 +369,28 @@ class ScreenEngine:
         if finished and s.records:
             key = command_key(self.children.worker_cmd(item.nodeids, None, own))
             workdir = s.root / WORKERS_DIR / (own_batch(batch) if own else batch)
-            if not still_recorded(workdir, {item.op: key}, s.root):
+            if not still_recorded(workdir, {item.op: key}, s.root) and not self.replays_kept(
+                item, op_dir, own
+            ):
                 return 0
         return finished
+
+    def replays_kept(self, item: Operator, op_dir: Path, own: bool) -> bool:
+        """Whether ``item``'s first round replayed the kept recording its batch replays now
+        (``screen.kept``: the same key), so that its finished rounds can be kept."""
+        if self.kept is None:
+            return False
+        try:
+            info = records.read_identity(round_dir(op_dir, 1, "A")).info
+        except records.RecordError:
+            return False
+        replayed = info.get("replays_kept")
+        found = self.kept.lookup(item, own)
+        return (
+            isinstance(replayed, dict)
+            and isinstance(found, list)
+            and replayed.get("key") == found[-1].key
+        )
 
     # ---- the judging between rounds ----------------------------------------------------------
 

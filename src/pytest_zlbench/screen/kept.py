@@ -25,6 +25,7 @@ from ..contract import FLAGGEMS_CACHE_DIR, PINS_FILE, RECORD_DIR, RECORD_SIDE, T
 from ..core import records
 from ..core.kept_recordings import (
     RECORDING_COST_FILE,
+    TUNER_DIR,
     KeptRecording,
     RecordingCost,
     RecordingStore,
@@ -228,7 +229,7 @@ def replay_kept(replay: Path, chains: Mapping[str, Sequence[KeptRecording]]) -> 
             if entry.path in seen:
                 continue
             seen.add(entry.path)
-            for db in sorted((entry.path / "tuner").glob("*")):
+            for db in sorted((entry.path / TUNER_DIR).glob("*")):
                 merge_tables(tuner / db.name, db)
             if (entry.path / PINS_FILE).is_file():
                 pins.append(entry.path / PINS_FILE)
