@@ -127,6 +127,7 @@ class KeptRecordings:
         self.children = children
         assert settings.recordings is not None
         self.store = RecordingStore(settings.recordings)
+        self._options: dict[tuple[str, ...], tuple[list[str], str | None]] = {}
 
     @cached_property
     def base(self) -> dict[str, Any]:
@@ -147,8 +148,11 @@ class KeptRecordings:
         """The caliber of ``item``'s recording (its worker given its own dtypes or not)."""
         cmd = self.children.worker_cmd(item.nodeids, None, own_dtypes)
         tests = relative_args(cmd[: 3 + len(item.nodeids)])[2:]
-        cwd = Path(self.children.config.invocation_params.dir)
-        options, shapes = options_caliber(cmd[3 + len(item.nodeids) :], cwd)
+        given = tuple(cmd[3 + len(item.nodeids) :])
+        if given not in self._options:  # the same for most operators: the shape file read once
+            cwd = Path(self.children.config.invocation_params.dir)
+            self._options[given] = options_caliber(given, cwd)
+        options, shapes = self._options[given]
         return {**self.base, "operator": item.op, "tests": tests, "options": options,
                 "shapes": shapes}  # fmt: skip
 
