@@ -747,15 +747,16 @@ def idle_options(
     if "zl_inventory" in given and "zl_out" in given and mode == RECORD:
         out.append(("zl_out", "has no effect with --zl-inventory, which runs no test"))
     cpu = backend is not None and backend.strip().lower() == "cpu"
-    if mode == SCREEN and "zl_record_timeout" in given and ("zl_replay_from" in given or cpu):
-        why = "--zl-replay-from" if "zl_replay_from" in given else "the cpu backend"
-        out.append(
-            (
-                "zl_record_timeout",
-                f"has no effect with {why}: the screen runs no recording pass (its sides "
-                "replay a recording, or have no autotuning to record)",
+    for dest in ("zl_record_timeout", "zl_recordings"):
+        if mode == SCREEN and dest in given and ("zl_replay_from" in given or cpu):
+            why = "--zl-replay-from" if "zl_replay_from" in given else "the cpu backend"
+            out.append(
+                (
+                    dest,
+                    f"has no effect with {why}: the screen runs no recording pass (its sides "
+                    "replay a recording, or have no autotuning to record)",
+                )
             )
-        )
     direct = timer is not None and timer.strip().lower() == "direct"
     if mode in _MEASURING and (cpu or direct):
         why = "--zl-timer=direct" if direct else "the cpu backend's clock"
