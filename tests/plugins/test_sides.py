@@ -1177,8 +1177,9 @@ def test_a_recording_pass_longer_than_the_timeout_of_a_side_has_a_limit_of_its_o
     suite: pytest.Pytester, mode: str
 ) -> None:
     suite.makepyfile(test_ops=TESTS + SLOW_RECORDING)
-    # a side's limit covers its worker's start-up: 10 s leaves room on a loaded machine
-    args = (SWITCH, "-k", "tuned or relu", "--zl-timeout=10")
+    # a side's limit covers its worker's start-up: 10 s leaves room on a loaded machine; no
+    # kept recordings: the second screen records again
+    args = (SWITCH, "-k", "tuned or relu", "--zl-timeout=10", "--zl-recordings=off")
     result, root, _ = screen(suite, mode, *args, "--zl-record-timeout=60")
     assert result.ret == 0, result.outlines + result.errlines
     assert run_dirs(root)["tuned"] == ["r1_A", "r1_B", "record"]

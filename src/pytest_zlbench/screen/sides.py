@@ -410,7 +410,7 @@ class SideWorkers:
                 f"{item.op} {self._label(rnd)}: {state} ({elapsed:.1f}s) [{where}; {eta}]"
             )
             cost = recording_cost(run_dirs[RECORD_SIDE]) if rnd == 0 and not causes else None
-            if cost is not None:
+            if cost is not None and cost.compile_s is not None:  # Triton was loaded
                 self.progress(f"{item.op} record: {cost.line()}", terminal=False)
             if causes:
                 text = "; ".join(f"{s}: {c}" for s, c in causes.items())
