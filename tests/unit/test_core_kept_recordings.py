@@ -26,6 +26,7 @@ from pytest_zlbench.core.kept_recordings import (
 
 CALIBER: dict[str, Any] = {
     "versions": {"flag_gems": "5.3.4", "triton": "3.6.0", "torch": "2.13.0"},
+    "flag_gems_tree": "0123abc",
     "card": "NVIDIA H200",
     "backend": "cuda",
     "tests": ["test_mm.py::test_mm"],
@@ -53,6 +54,7 @@ def test_the_default_store_lies_under_xdg_cache_home_else_the_home_cache() -> No
         ("versions", {**CALIBER["versions"], "triton": "3.7.0"}),
         ("versions", {**CALIBER["versions"], "flag_gems": "git:abc"}),
         ("versions", {**CALIBER["versions"], "torch": "2.14.0"}),
+        ("flag_gems_tree", "0123abc+dirty:ffff"),
         ("card", "NVIDIA H100 80GB HBM3"),
         ("backend", "rocm"),
         ("options", ["--dtypes", "bfloat16", "--shape_file=(shapes)"]),

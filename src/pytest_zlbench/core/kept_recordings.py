@@ -54,7 +54,8 @@ LAYOUT = 1
 #: recording of it (of any caliber) nor a recording pass of this screen says more
 RECORDING_GUESS_S = 60.0
 #: the fields of a caliber, in the order :func:`difference` names them
-FIELDS = ("versions", "card", "backend", "tests", "options", "shapes", "environment", "operator")
+FIELDS = ("versions", "flag_gems_tree", "card", "backend", "tests", "options", "shapes",
+          "environment", "operator")  # fmt: skip
 
 
 def default_store(environ: Mapping[str, str]) -> Path:

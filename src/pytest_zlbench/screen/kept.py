@@ -119,6 +119,22 @@ def card_name(backend: Any, env: Mapping[str, str]) -> str:
     return str(describe(backend).get("name", "unknown"))
 
 
+def tree_state(module: str) -> str | None:
+    """The git commit of the work tree ``module`` is imported from (``None`` outside one), with
+    a hash of its uncommitted changes when it has any."""
+    from ..recording.identity import _git, _module_dir, git_state
+
+    folder = _module_dir(module)
+    state = git_state(folder, tracked="__init__.py") if folder is not None else None
+    if state is None:
+        return None
+    if not state["dirty"]:
+        return str(state["commit"])
+    diff = _git(folder, "diff", "HEAD") if folder is not None else None
+    digest = hashlib.sha256((diff or "unknown").encode()).hexdigest()[:12]
+    return f"{state['commit']}+dirty:{digest}"
+
+
 class KeptRecordings:
     """The store of kept recordings as a screen uses it (``settings.recordings``)."""
 
@@ -139,6 +155,8 @@ class KeptRecordings:
         env = self.children.env(RECORD_SIDE, 0)
         return {
             "versions": {dist: version_of(dist, module) for dist, module in VERSIONED_DISTS},
+            # a FlagGems checkout of the same version whose kernels were edited since
+            "flag_gems_tree": tree_state("flag_gems"),
             "card": card_name(backend_of(config), env),
             "backend": self.settings.backend,
             "environment": tuning_environment(env),
