@@ -169,10 +169,13 @@ def test_a_screen_of_another_caliber_records_afresh_and_says_why(
     monkeypatch.delenv("FAKE_TRITON")
     monkeypatch.delenv("TRITON_ZL_TEST_KNOB")
     (suite.path / "shapes.yaml").write_text("abs: [[1024]]\n")
-    same, root, pids = screen(suite, "lockstep", *args, root="same")
+    # (in two batches: the screen's first line counts them all, before each batch's own)
+    same, root, pids = screen(suite, "lockstep", *args, "--zl-batch-size=1", root="same")
     assert same.ret == 0, same.outlines + same.errlines
     assert not _recorded(pids)
-    assert any("batch0: 2 of 2 operators replay a kept recording" in ln for ln in progress(root))
+    log = progress(root)
+    assert log[0] == f"zlbench recordings: 2 of 2 operators replay a kept recording ({_store()})"
+    assert any("batch0: 1 of 1 operator replays a kept recording" in ln for ln in log), log
 
 
 def test_off_keeps_and_replays_nothing_and_a_file_is_refused(suite: pytest.Pytester) -> None:

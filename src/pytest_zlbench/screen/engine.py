@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
 from ..core import records, screening
+from ..core.kept_recordings import recording_left
 from ..core.lockstep import first_of
 from ..core.rounds import RoundView, batch_passes, stop_reason
 from ..core.shard import COST_FILE, cost_record
@@ -197,6 +198,29 @@ class ScreenEngine:
         # their recording passes are reckoned apart (``later_records``)
         passes = batch_passes(len(later), self.pace.rounds_expected(s.rounds), False)
         return number, count, passes
+
+    def announce_recordings(self) -> None:
+        """The screen's first line about kept recordings: how many of its operators (in side
+        workers) replay one, and what recording the others is expected to take
+        (``core.kept_recordings.recording_left``)."""
+        if self.kept is None:
+            return
+        s = self.settings
+        items = [
+            i for b in self.batches.values() for i in b if not (s.resume and is_done(s.root / i.op))
+        ]
+        found = {item.op: self.kept.lookup(item, False) for item in items}
+        kept = sum(isinstance(f, list) for f in found.values())
+        record = [
+            self.kept.store.last_seconds(op) for op, f in found.items() if not isinstance(f, list)
+        ]
+        seconds, how = recording_left(record, [])
+        self.progress(
+            f"zlbench recordings: {kept} of {len(items)} operators "
+            f"replay{'s' if kept == 1 else ''} a kept recording "
+            f"({self.kept.store.root})"
+            + (f"; {len(record)} to record, about {seconds:.0f}s ({how})" if record else "")
+        )
 
     def later_records(self, name: str) -> int:
         """How many operators of the batches after ``name`` (as :meth:`place_of` counts them)

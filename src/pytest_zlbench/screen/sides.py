@@ -529,7 +529,8 @@ class SideWorkers:
         }
         seconds, how = recording_left(list(self.to_record.values()), [])
         self.progress(
-            f"{self.name}: {len(chains)} of {todo} operator{'s' if todo != 1 else ''} replay "
+            f"{self.name}: {len(chains)} of {todo} operator{'s' if todo != 1 else ''} "
+            f"replay{'s' if len(chains) == 1 else ''} "
             f"a kept recording ({self.kept.store.root})"
             + (
                 f"; {len(self.to_record)} recorded first, about {seconds:.0f}s ({how})"
