@@ -175,16 +175,21 @@ class KeptRecordings:
                 "shapes": shapes}  # fmt: skip
 
     def lookup(self, item: Operator, own_dtypes: bool) -> list[KeptRecording] | str | None:
-        """The kept recording ``item`` replays (with those recorded before it), else why not
-        (its kept recording is of another caliber), else ``None`` (none kept)."""
+        """The kept recording ``item`` replays (with those recorded before it), else why it
+        replays none (its kept recording is of another caliber, ...), else ``None`` (none
+        kept)."""
         caliber = self.caliber(item, own_dtypes)
-        entry = self.store.find(item.op, caliber_key(caliber))
-        if entry is not None:
-            chain = self.store.closure(entry)
-            if chain is not None:
-                return chain
-            return "a recording it was made after is no longer kept"
-        return self.store.why_not(item.op, caliber)
+        try:
+            entry = self.store.find(item.op, caliber_key(caliber))
+            if entry is not None:
+                chain = self.store.closure(entry)
+                if chain is not None:
+                    return chain
+                return "a recording it was made after is no longer kept"
+            why = self.store.why_not(item.op, caliber)
+            return None if why is None else f"its kept recording is of another caliber ({why})"
+        except OSError as exc:  # an unreadable store: recorded as without one
+            return f"the store is unreadable ({type(exc).__name__}: {exc})"
 
 
 class Keeper:

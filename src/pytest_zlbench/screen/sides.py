@@ -519,8 +519,7 @@ class SideWorkers:
             if isinstance(found, list):
                 chains[item.op] = found
             elif found is not None:
-                self.progress(f"{item.op}: recorded afresh: its kept recording is of another "
-                              f"caliber ({found})")  # fmt: skip
+                self.progress(f"{item.op}: recorded afresh: {found}")
         todo = len(self.items) - len(reused)
         self.to_record = {
             item.op: self.kept.store.last_seconds(item.op)
