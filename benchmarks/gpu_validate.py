@@ -61,7 +61,7 @@ from types import ModuleType
 from typing import Any
 
 from pytest_zlbench.core.autotune import PINS_FILE, tuned_keys
-from pytest_zlbench.core.records import Row, iter_rows_jsonl, partial_files
+from pytest_zlbench.core.records import Row, iter_rows_jsonl, partial_files, read_json_object
 from pytest_zlbench.core.screen_tsv import ScreenLine
 from pytest_zlbench.core.shard import COST_FILE, cost_of
 from pytest_zlbench.screen.cost import batch_totals
@@ -197,17 +197,14 @@ def cmd_cheapest(root: str, count: str) -> None:
 
 
 def _batch_totals(root: Path) -> tuple[float, float] | None:
-    """The side workers' wall and timed seconds over every session of the screen: each batch
-    line of progress.log (a batch measured again on resume rewrites its cost.json), else the
-    cost.json files."""
-    log = root / "progress.log"
-    found = batch_totals(log.read_text() if log.is_file() else "")
-    if found:
-        return found
-    costs = [json.loads(c.read_text()) for c in sorted(root.glob(".workers/*/cost.json"))]
-    if not costs:
-        return None
-    return sum(c["wall_s"] for c in costs), sum(c["timed_s"] for c in costs)
+    """The side workers' wall and timed seconds over every session of the screen (each
+    batch's cost record, ``screen.cost.batch_totals``); a record that cannot be read is left
+    out, with a line that says so."""
+    damaged: list[str] = []
+    found = batch_totals(root, damaged)
+    for path in damaged:
+        print(f"{path}: unreadable batch cost record, left out of the side workers' totals")
+    return found
 
 
 #: a progress line's stamp: ``[zlbench 12.3s]``, ``[zlbench gw1 12.3s]`` under xdist
@@ -251,10 +248,10 @@ def screen_mode(root: Path, result: dict[str, Any]) -> str:
     if found:
         return str(found[-1])
     for cost in sorted(root.glob(".workers/*/cost.json")):
-        mode = json.loads(cost.read_text()).get("mode")
+        mode = (read_json_object(cost) or {}).get("mode")
         if mode:
             return str(mode)
-    return "process" if _SIDE_PROCESS.search(text) and not batch_totals(text) else "?"
+    return "process" if _SIDE_PROCESS.search(text) and not batch_totals(root) else "?"
 
 
 def _read_screen(root: Path) -> dict[str, Any]:

@@ -7,7 +7,9 @@ operator stops early) with ``--zl-rounds`` rounds in each screen mode. Since the
 nothing, everything measured is the harness. Reported per N and mode:
 
 * **wall** of the screen, and **per operator pass** (wall / (N x rounds)): what one operator
-  costs in one round beyond its work on the card;
+  costs in one round beyond its work on the card; **rounds per pass**: the same of the rounds
+  alone (from the session's start to the last operator's progress line: the session's start,
+  the side workers and the judging between rounds, without the session's end);
 * **peak memory** (the largest resident set, ``VmHWM``, polled from ``/proc`` every 0.2 s) of
   the controller and of the largest side worker;
 * **files** in the screen root and their **size**;
@@ -134,8 +136,9 @@ def tree(root: Path) -> tuple[int, int]:
     return files, size
 
 
-def end_seconds(root: Path) -> float | None:
-    """From the last operator's progress line to the line saying screen.tsv was written."""
+def phases(root: Path) -> tuple[float | None, float | None]:
+    """The seconds of the rounds (from the session's start to the last operator's progress
+    line) and of the end (from that line to the one saying screen.tsv was written)."""
     stamps = []
     for line in (root / "progress.log").read_text().splitlines():
         found = re.match(r"\[zlbench[^\]]*?\s([\d.]+)s\] (.*)", line)
@@ -144,8 +147,9 @@ def end_seconds(root: Path) -> float | None:
     wrote = [t for t, text in stamps if text.startswith("wrote ") and "screen.tsv" in text]
     ops = [t for t, text in stamps if re.match(r"op\d+ r\d+:", text)]
     if not wrote or not ops:
-        return None
-    return round(wrote[-1] - max(t for t in ops if t <= wrote[-1]), 1)
+        return None, None
+    last = max(t for t in ops if t <= wrote[-1])
+    return round(last, 1), round(wrote[-1] - last, 1)
 
 
 def screen(work: Path, n: int, mode: str, rounds: int) -> dict[str, object]:
@@ -165,6 +169,7 @@ def screen(work: Path, n: int, mode: str, rounds: int) -> dict[str, object]:
         tail = out.decode(errors="replace").splitlines()[-20:]
         raise SystemExit(f"screen of {n} operators in {mode} failed:\n" + "\n".join(tail))
     files, size = tree(root)
+    rounds_s, end_s = phases(root)
     t1 = time.monotonic()
     report = subprocess.run(
         [sys.executable, "-m", "pytest_zlbench.cli", "report", str(root)],
@@ -181,7 +186,9 @@ def screen(work: Path, n: int, mode: str, rounds: int) -> dict[str, object]:
         "worker_mib": round(sampler.worker_mib(), 1),
         "files": files,
         "root_mib": round(size / 2**20, 1),
-        "end_s": end_seconds(root),
+        "rounds_s": rounds_s,
+        "rounds_pass_s": None if rounds_s is None else round(rounds_s / (n * rounds), 3),
+        "end_s": end_s,
         "report_s": None if report_s is None else round(report_s, 1),
     }
 
@@ -218,8 +225,8 @@ def main() -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    cols = ["ops", "mode", "wall_s", "per_op_pass_s", "controller_mib", "worker_mib", "files",
-            "root_mib", "end_s", "report_s"]  # fmt: skip
+    cols = ["ops", "mode", "wall_s", "per_op_pass_s", "rounds_pass_s", "controller_mib",
+            "worker_mib", "files", "root_mib", "end_s", "report_s"]  # fmt: skip
     print("| " + " | ".join(cols) + " |")
     print("|" + " --- |" * len(cols))
     for row in rows:
@@ -232,7 +239,7 @@ def main() -> int:
                 key: round(
                     num(large, key) / num(small, key) * num(small, "ops") / num(large, "ops"), 2
                 )
-                for key in ("wall_s", "files", "root_mib", "end_s", "report_s")
+                for key in ("wall_s", "rounds_s", "files", "root_mib", "end_s", "report_s")
                 if small.get(key) and large.get(key)
             }
             print(f"growth per operator {small['ops']} -> {large['ops']} ({mode}): {per}")

@@ -292,6 +292,31 @@ def test_an_unfinished_operator_of_a_root_has_failed(zl_pytester: pytest.Pyteste
     assert "the screen did not finish this operator (no op.complete)" in line.note
 
 
+def test_a_root_is_reaggregated_reading_its_result_file_for_cut_operators_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which unfinished operators were cut is read from the result file once, not once per
+    operator: ``zlbench report`` of a large root grew with the square of its operators."""
+    import io
+
+    from _pytest._io import TerminalWriter
+
+    from pytest_zlbench.screen import compare as compare_module
+    from pytest_zlbench.screen.result_file import cut_ops
+
+    reads: list[Path] = []
+
+    def counted(root: Path) -> set[str]:
+        reads.append(root)
+        return cut_ops(root)
+
+    monkeypatch.setattr(compare_module, "cut_ops", counted)
+    root = ab_root(tmp_path / "root", ("abs", "neg", "exp", "log"), done=False)
+    status = compare_module.reaggregate(root, False, TerminalWriter(io.StringIO()))
+    assert status == pytest.ExitCode.TESTS_FAILED  # none finished
+    assert len(reads) == 1
+
+
 def test_a_screen_interrupted_in_its_last_round_names_that_round(
     zl_pytester: pytest.Pytester,
 ) -> None:

@@ -20,6 +20,7 @@ from pytest_zlbench.core.noise import (
     NO_FLOOR,
     OWN_ROUNDS,
     SIZE_CLASSES,
+    NoiseFloor,
     size_class,
     timer_group,
 )
@@ -548,3 +549,15 @@ def test_rows_read_without_a_graph_get_floors_apart_from_the_direct_timer_s() ->
     assert direct_floor is not None
     assert direct_floor.timer == "direct"
     assert {c["timer"] for c in floor.to_json()["classes"]} == {None, "direct", EAGER_KERNEL}
+
+
+def test_a_floors_text_counts_its_operators_where_many() -> None:
+    """Every operator's entry repeats its floor's text: naming a thousand operators there made
+    a 1,000-operator screen's files grow with the square of its operators. ``ops`` names all."""
+    many = NoiseFloor("A/A control", tuple(f"op{i:04d}" for i in range(1000)))
+    text = many.describe()
+    assert text.startswith("A/A control (1000 operators: op0000, op0001, ")
+    assert "op0999" not in text
+    assert len(text) < 400
+    assert many.to_json()["ops"][-1] == "op0999"
+    assert NoiseFloor("A/A control", ("abs", "mul")).describe().startswith("A/A control (abs, mul)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_zlbench.screen.cost import batch_cost
+from pytest_zlbench.screen.cost import batch_cost, earlier_sessions
 from zl_testing import load_benchmark
 
 gpu_validate = load_benchmark("gpu_validate")
@@ -28,22 +28,34 @@ def summary(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
 def test_a_resumed_screens_side_workers_count_every_sessions_batches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A batch measured again on resume rewrites its cost.json: the totals come from every
-    session's batch lines in progress.log (the H200 scale screen read 987 s where its three
-    calls' batches took 1,435 s)."""
+    """A batch measured again on resume keeps the sessions before in its cost record: the
+    totals count every session's (the H200 scale screen read 987 s where its three calls'
+    batches took 1,435 s), read from the records, not from progress.log."""
     screen_result(tmp_path, "incomplete")
-    absent = tmp_path / "absent"
-    (tmp_path / "progress.log").write_text(
-        f"[zlbench   336.6s] {batch_cost('batch0', 'one-process', 25, 50, 335, 55, absent)}\n"
-        f"[zlbench   515.8s] {batch_cost('batch1', 'one-process', 25, 25, 137, 12, absent)}\n"
-        "[zlbench     0.7s] concat: complete, reused (--zl-resume)\n"
-        f"[zlbench gw1 156.7s] {batch_cost('batch1', 'one-process', 25, 27, 156, 64, absent)}\n"
-    )
-    workers = tmp_path / ".workers" / "batch1"
-    workers.mkdir(parents=True)
-    (workers / "cost.json").write_text(json.dumps({"wall_s": 156.0, "timed_s": 64.0}))
+    for name in ("batch0", "batch1"):
+        (tmp_path / ".workers" / name).mkdir(parents=True)
+    batch0, batch1 = (tmp_path / ".workers" / name for name in ("batch0", "batch1"))
+    batch_cost("batch0", "one-process", 25, 50, 335, 55, batch0)
+    batch_cost("batch1", "one-process", 25, 25, 137, 12, batch1)
+    batch_cost("batch1", "one-process", 25, 27, 156, 64, batch1, earlier_sessions(batch1))
+    (tmp_path / "progress.log").write_text("[zlbench 0.7s] concat: complete, reused\n")
     gpu_validate.cmd_screen(str(tmp_path))
     assert "side workers: 628s wall, 131s inside timed turns (21%)" in capsys.readouterr().out
+
+
+def test_a_damaged_batch_cost_record_is_named_and_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    screen_result(tmp_path, "incomplete")
+    for name in ("batch0", "batch1"):
+        (tmp_path / ".workers" / name).mkdir(parents=True)
+    batch_cost("batch0", "lockstep", 25, 50, 100, 10, tmp_path / ".workers" / "batch0")
+    (tmp_path / ".workers" / "batch1" / "cost.json").write_text("{torn")
+    gpu_validate.cmd_screen(str(tmp_path))
+    out = capsys.readouterr().out
+    assert "side workers: 100s wall, 10s inside timed turns (10%)" in out
+    assert "batch1/cost.json: unreadable batch cost record, left out" in out
+    assert "Traceback" not in out
 
 
 def test_an_operator_the_screen_did_not_finish_reads_failed_as_in_its_table(
@@ -184,6 +196,8 @@ def test_the_table_gives_one_row_per_screen_with_its_mode_cost_and_precision(
         "[zlbench    20.0s] mul r1: A ok, B ok (6.0s) [operator 2 of 3, round 1 of 3]\n"
         f"[zlbench    30.0s] {batch_cost('batch0', 'lockstep', 2, 5, 30, 6, tmp_path / 'x')}\n"
     )
+    (tmp_path / ".workers" / "batch0").mkdir(parents=True)  # its record: the side workers' share
+    batch_cost("batch0", "lockstep", 2, 5, 30, 6, tmp_path / ".workers" / "batch0")
     for op, seconds in (("abs", 4.0), ("mul", 6.0)):
         (tmp_path / op).mkdir()
         cost(tmp_path, op, seconds)

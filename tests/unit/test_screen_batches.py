@@ -188,9 +188,10 @@ def test_an_operator_is_complete_and_counted_in_the_pace_when_its_verdict_is_fin
     monkeypatch.setattr(FakeWorkers, "stopped", set())
     monkeypatch.setattr(
         ScreenEngine,
-        "stop_after",
+        "judge_round",
         lambda self, item, op_dir, k, history, failed_before=False: (
-            "stop" if k >= stops_at.get(item.op, 9) else None
+            "stop" if k >= stops_at.get(item.op, 9) else None,
+            (op_dir, []),
         ),
     )
     monkeypatch.setattr(engine, "aggregate_op_dir", lambda op_dir, allow=False: (op_dir, []))
@@ -198,7 +199,7 @@ def test_an_operator_is_complete_and_counted_in_the_pace_when_its_verdict_is_fin
     monkeypatch.setattr(
         engine, "write_op_result", lambda op_dir, result: written.append(op_dir.name)
     )
-    monkeypatch.setattr(ScreenEngine, "result_update", lambda self, planned=None: None)
+    monkeypatch.setattr(ScreenEngine, "result_update", lambda self, planned=None, op=None: None)
     monkeypatch.setattr(ScreenEngine, "measure_alone", lambda self, item, op_dir, since: None)
     ops = ["abs", "gemm", "dies"]
     ctl = screen(tmp_path, {"batch0": ops}, ("batch0",), rounds=3)
@@ -357,6 +358,7 @@ def test_a_batchs_worker_starts_count_in_the_pace_of_what_is_left(tmp_path: Path
         timed_s=10.0,
         workdir=tmp_path / "absent",
         costs={"abs": 30.0, "mul": 30.0},
+        sessions_before=[],
         pace=pace,
         progress=lines.append,
     )

@@ -1,5 +1,7 @@
-"""A resumed screen's estimate of what is left starts from the sessions before it
-(``screen.cost.history_pace``)."""
+"""A screen's cost records (``screen.cost``): a resumed screen's estimate of what is left starts
+from the sessions before it (``history_pace``); the side workers' totals over every session
+(``batch_totals``) and the operators' costs (``operator_costs``) are read from the typed
+records, a damaged one left out and named."""
 
 from __future__ import annotations
 
@@ -11,7 +13,17 @@ from typing import Any, cast
 import pytest
 
 from pytest_zlbench.contract import AB_FILE, OP_DONE_FILE, WORKERS_DIR
-from pytest_zlbench.screen.cost import COST_FILE, history_pace, starting_pace
+from pytest_zlbench.core.shard import COST_FILE as OP_COST_FILE
+from pytest_zlbench.core.shard import cost_record
+from pytest_zlbench.screen.cost import (
+    COST_FILE,
+    batch_cost,
+    batch_totals,
+    earlier_sessions,
+    history_pace,
+    starting_pace,
+)
+from pytest_zlbench.screen.shard import operator_costs
 
 
 def _cost(root: Path, batch: str, text: str) -> None:
@@ -62,3 +74,46 @@ def test_only_a_resumed_session_starts_from_the_pace_before_it(tmp_path: Path) -
     fresh = cast(Any, SimpleNamespace(root=tmp_path, resume=False))
     assert (starting_pace(resumed).passes, starting_pace(resumed).seconds) == (2, 20.0)
     assert starting_pace(fresh).passes == 0
+
+
+def test_the_side_workers_totals_sum_every_session_of_each_batch_record(tmp_path: Path) -> None:
+    """A batch measured again on resume keeps the sessions before in its record: the totals
+    count them, read from the typed records, not from progress text."""
+    folder = tmp_path / WORKERS_DIR / "batch0"
+    folder.mkdir(parents=True)
+    batch_cost("batch0", "lockstep", 2, 4, 100.0, 10.0, folder)
+    earlier = earlier_sessions(folder)  # read before a resumed session clears the folder
+    assert earlier == [{"operator_passes": 4.0, "wall_s": 100.0, "timed_s": 10.0}]
+    line = batch_cost("batch0", "lockstep", 2, 2, 50.0, 5.0, folder, earlier)
+    assert line.startswith("batch batch0: 2 operator passes in 50s")
+    record = json.loads((folder / COST_FILE).read_text())
+    assert (record["operator_passes"], record["wall_s"]) == (2, 50.0)  # this session's, the pace
+    assert len(record["sessions"]) == 2
+    _cost(tmp_path, "batch1", json.dumps({"operator_passes": 1, "wall_s": 7.0, "timed_s": 1.0}))
+    (tmp_path / "progress.log").write_text("batch batch9: 9 operator passes in 999s, 99s of it\n")
+    assert batch_totals(tmp_path) == (157.0, 16.0)  # an older record: its one session
+
+
+def test_a_damaged_batch_record_is_left_out_of_the_totals_and_named(tmp_path: Path) -> None:
+    _cost(tmp_path, "batch0", json.dumps({"operator_passes": 1, "wall_s": 7.0, "timed_s": 1.0}))
+    _cost(tmp_path, "batch1", "{not json")
+    _cost(tmp_path, "batch2", json.dumps({"operator_passes": 1, "wall_s": "fast"}))
+    damaged: list[str] = []
+    assert batch_totals(tmp_path, damaged) == (7.0, 1.0)
+    assert [Path(p).parent.name for p in damaged] == ["batch1", "batch2"]
+    assert batch_totals(tmp_path / "none") is None
+
+
+def test_operator_costs_are_read_from_their_records_and_a_damaged_one_is_named(
+    tmp_path: Path,
+) -> None:
+    for op, seconds in (("abs", 2.0), ("mm", 13.0)):
+        (tmp_path / op).mkdir()
+        (tmp_path / op / OP_COST_FILE).write_text(json.dumps(cost_record(op, seconds)))
+    (tmp_path / "relu").mkdir()
+    (tmp_path / "relu" / OP_COST_FILE).write_text("{not json")
+    (tmp_path / "exp").mkdir()  # another operator's record copied in
+    (tmp_path / "exp" / OP_COST_FILE).write_text(json.dumps(cost_record("log", 1.0)))
+    damaged: list[str] = []
+    assert operator_costs(tmp_path, damaged) == {"abs": 2.0, "mm": 13.0}
+    assert sorted(Path(p).parent.name for p in damaged) == ["exp", "relu"]

@@ -156,6 +156,10 @@ class ClassFloor:
         }
 
 
+#: the most operators a floor's text names (:meth:`NoiseFloor.named_ops`)
+NAMED_OPS = 6
+
+
 @dataclass(frozen=True)
 class NoiseFloor:
     """The floor a screen's shapes are judged against, and where it came from."""
@@ -203,9 +207,17 @@ class NoiseFloor:
             return NO_FLOOR_TEXT
         classes = ", ".join(c.text() for c in self.classes)
         source = f"{self.source} {self.root}" if self.root else self.source
-        ops = f" ({', '.join(self.ops)})" if self.source != OWN_ROUNDS else ""
+        ops = f" ({self.named_ops()})" if self.source != OWN_ROUNDS else ""
         caveat = f"; {OWN_ROUNDS_CAVEAT}" if self.source == OWN_ROUNDS else ""
         return f"{source}{ops}: {classes}; {self.rule()}{caveat}"
+
+    def named_ops(self) -> str:
+        """The floor's operators for its text: named where few, else counted (``ops`` names
+        them all; a text repeated in every operator's entry that named a thousand would make
+        a screen's files grow with the square of its operators)."""
+        if len(self.ops) <= NAMED_OPS:
+            return ", ".join(self.ops)
+        return f"{len(self.ops)} operators: {', '.join(self.ops[:NAMED_OPS])}, ..."
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -7,14 +7,17 @@ their names, and what of an aggregated operator feeds the rule that stops its ro
 from __future__ import annotations
 
 from collections.abc import Collection
+from pathlib import Path
 
 import pytest
 
 from .. import _common
+from .shard import operator_costs
 
-#: the pytest cache key of each operator's side-worker seconds in the last screen (the cards
-#: split of the next one balances batches by them)
-COST_KEY = "zlbench/screen_costs"
+#: the pytest cache key of the last screen root whose side workers measured operators: the
+#: xdist split of the next screen balances its batches by that root's operator cost records
+#: (``screen.shard.operator_costs``)
+LAST_ROOT_KEY = "zlbench/last_screen_root"
 #: a batch's name is this and its number (``batch0``, ``batch1``, ...), or for one operator put
 #: last ``batch_<op>_last`` (``batches_of``); its own-dtypes batch adds ``_own``
 BATCH = "batch"
@@ -52,17 +55,27 @@ def batches_of(
     count = workers(config)
     split = [list(range(len(ops)))]
     if count > 1:
-        cache = getattr(config, "cache", None)
-        recorded = [cache.get(f"{COST_KEY}/{op}", None) if cache else None for op in ops]
+        recorded = last_costs(config)
         costs = expected_costs(
-            [len(groups[op]) for op in ops],
-            [float(r) if isinstance(r, int | float) and r > 0 else None for r in recorded],
+            [len(groups[op]) for op in ops], [recorded.get(op) or None for op in ops]
         )
         split = split_batches(costs, count)
     listed = [[ops[i] for i in batch] for batch in cut_batches(split, size)]
     numbered, alone = put_last(listed, last)
     out = {op: f"{BATCH}{j}" for j, batch in numbered.items() for op in batch}
     return out | {op: f"{BATCH}_{op}_last" for op in alone}
+
+
+def last_costs(config: pytest.Config) -> dict[str, float]:
+    """The operators' seconds in the last screen root this project screened with side
+    workers (:data:`LAST_ROOT_KEY`), from their cost records; none when there was none or it
+    is gone. A record that cannot be read counts as none (the operator is expected to cost what
+    its items say)."""
+    cache = getattr(config, "cache", None)
+    last = cache.get(LAST_ROOT_KEY, None) if cache is not None else None
+    if not isinstance(last, str) or not Path(last).is_dir():
+        return {}
+    return operator_costs(Path(last))
 
 
 def own_batch(name: str) -> str:

@@ -84,7 +84,10 @@ def op_items(engine: ScreenEngine, session: pytest.Session, items: list[pytest.I
                 f"{item.nodeid}: operator id {op!r} cannot name a directory of the screen"
             )
         groups.setdefault(op, []).append(item)
-    groups = apply_shard(config, groups)  # --zl-shard=K/N: this part's operators
+    notes: list[str] = []
+    groups = apply_shard(config, groups, notes)  # --zl-shard=K/N: this part's operators
+    for note in notes:
+        engine.progress(note)
     reasons: dict[str, str | None] = {}
     for op in groups:
         try:

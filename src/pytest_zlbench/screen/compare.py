@@ -372,7 +372,8 @@ def reaggregate(
             f"{words.root} {root}: not writable ({exc.strerror or exc})"
         ) from None
     # unfinished when their session was interrupted: still cut, and no failure of their own
-    cut = {d.name for d, _ in results if d.name in cut_ops(root) and not is_done(d)}
+    named_cut = cut_ops(root)  # read once: the result file grows with the screen
+    cut = {d.name for d, _ in results if d.name in named_cut and not is_done(d)}
     entries = [
         {**r.to_json(), "status": result.CUT} if d.name in cut else r.to_json() for d, r in results
     ]

@@ -20,7 +20,7 @@ from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
 from ..core.result import RESULT_FILE
-from .batches import COST_KEY, workers
+from .batches import LAST_ROOT_KEY, workers
 from .children import Children
 from .collect import MARKS_KEY, op_items
 from .engine import ScreenEngine
@@ -147,9 +147,8 @@ class AbController:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         cache = getattr(self.config, "cache", None)
-        if cache is not None and self.engine.costs:
-            for op, seconds in self.engine.costs.items():
-                cache.set(f"{COST_KEY}/{op}", round(seconds, 3))
+        if cache is not None and self.engine.costs:  # its operators' cost records balance
+            cache.set(LAST_ROOT_KEY, str(self.settings.root))  # the next screen's xdist split
         if _common.is_worker(self.config):
             return
         if self.refused():

@@ -1,11 +1,11 @@
-"""What a batch of side workers cost: ``<root>/.workers/<batch>/cost.json`` (its wall time, the
-seconds its workers spent inside timed turns, its operator passes; ``docs/PERFORMANCE.md``,
-"Screen cost with side workers"); and the pace a resumed screen starts its estimate from."""
+"""What a batch of side workers cost, in a typed record: ``<root>/.workers/<batch>/cost.json``
+(its wall time, the seconds its workers spent inside timed turns, its operator passes, per
+session; ``docs/PERFORMANCE.md``); and the pace a resumed screen starts its estimate from. An
+operator's cost record is read by ``screen.shard.operator_costs``."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,18 +21,57 @@ if TYPE_CHECKING:
 COST_FILE = "cost.json"
 
 
+#: the version of a batch's cost record
+BATCH_COST_SCHEMA = 1
+#: what one session of a batch cost, in its record's ``sessions``
+_SESSION_KEYS = ("operator_passes", "wall_s", "timed_s")
+
+
+def earlier_sessions(folder: Path) -> list[dict[str, float]]:
+    """The sessions before this one that measured the batch whose workers' folder is
+    ``folder``, from its cost record (read before a resumed session clears the folder); none
+    from a missing or damaged record."""
+    return _sessions(read_json_object(folder / COST_FILE))
+
+
+def _sessions(record: dict[str, object] | None) -> list[dict[str, float]]:
+    if record is None:
+        return []
+    listed = record.get("sessions")
+    if not isinstance(listed, list):  # a record of before ``sessions``: its one session
+        listed = [record]
+    out = []
+    for entry in listed:
+        if not isinstance(entry, dict):
+            continue
+        values = [entry.get(key) for key in _SESSION_KEYS]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in values):
+            out.append(dict(zip(_SESSION_KEYS, map(float, values), strict=True)))  # type: ignore[arg-type]
+    return out
+
+
 def batch_cost(
-    name: str, mode: str, operators: int, passes: int, wall: float, timed: float, folder: Path
+    name: str,
+    mode: str,
+    operators: int,
+    passes: int,
+    wall: float,
+    timed: float,
+    folder: Path,
+    earlier: list[dict[str, float]] | None = None,
 ) -> str:
     """Write the batch's ``cost.json`` into ``folder`` (when it exists) and return the line
-    that says it."""
+    that says it. The record holds this session's figures and, in ``sessions``, those of
+    every session that measured the batch (``earlier``, then this one): what
+    :func:`batch_totals` sums."""
+    this = {"operator_passes": passes, "wall_s": round(wall, 3), "timed_s": round(timed, 3)}
     record = {
+        "schema": BATCH_COST_SCHEMA,
         "batch": name,
         "mode": mode,
         "operators": operators,
-        "operator_passes": passes,
-        "wall_s": round(wall, 3),
-        "timed_s": round(timed, 3),
+        **this,
+        "sessions": [*(earlier or []), this],
     }
     if folder.is_dir():
         write_atomic(folder / COST_FILE, json.dumps(record, indent=1) + "\n")
@@ -43,18 +82,23 @@ def batch_cost(
     )
 
 
-#: the progress line of :func:`batch_cost`: its wall and timed seconds
-_BATCH_LINE = re.compile(r"\bbatch \S+: \d+ operator passes in ([\d.]+)s, ([\d.]+)s of it inside")
-
-
-def batch_totals(progress: str) -> tuple[float, float] | None:
-    """The side workers' wall and timed seconds over every session of a screen, from the
-    batch lines of its ``progress.log`` text (a batch measured again on resume rewrites its
-    ``cost.json``, not those lines); ``None`` without any."""
-    found = _BATCH_LINE.findall(progress)
-    if not found:
-        return None
-    return sum(float(w) for w, _ in found), sum(float(t) for _, t in found)
+def batch_totals(root: Path, damaged: list[str] | None = None) -> tuple[float, float] | None:
+    """The side workers' wall and timed seconds over every session of a screen: the
+    ``sessions`` of every batch's cost record; ``None`` without any. A record that cannot be
+    read is left out, its path added to ``damaged``."""
+    wall = timed = 0.0
+    found = False
+    for path in sorted(root.glob(f"{WORKERS_DIR}/*/{COST_FILE}")):
+        record = read_json_object(path)
+        sessions = _sessions(record)
+        if record is None or not sessions:
+            if damaged is not None:
+                damaged.append(str(path))
+            continue
+        found = True
+        wall += sum(s["wall_s"] for s in sessions)
+        timed += sum(s["timed_s"] for s in sessions)
+    return (wall, timed) if found else None
 
 
 def history_pace(root: Path) -> Pace:

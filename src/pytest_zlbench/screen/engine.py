@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 
 #: how the engine reports progress: a line, and whether the terminal shows it too
 Progress = Callable[..., None]
+#: an operator's directory aggregated: its result and its caliber problems
+Aggregated = tuple[screening.OpResult, list[str]]
 
 
 class ScreenEngine:
@@ -104,6 +106,10 @@ class ScreenEngine:
             KeptRecordings(settings, children) if settings.recordings and settings.records
             else None
         )  # fmt: skip
+        #: each operator :meth:`complete` marked, aggregated, until :meth:`run_op` returns it
+        self.completed: dict[str, Aggregated] = {}
+        #: ``screen_result.json`` as operators start and complete
+        self.updates = result_file.ResultUpdates(settings.root)
 
     # ---- one operator --------------------------------------------------------------------------
 
@@ -119,28 +125,43 @@ class ScreenEngine:
                 self.progress(reused.line(op_dir).removeprefix("zlbench: "))
             return reused  # type: ignore[return-value]  # shown as a result, never judged
         self.round_runner.measure(item)
-        result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
-        # its plot shows the judged result, known at the session's end: drawn there
-        write_op_result(op_dir, result)
+        completed = self.completed.pop(item.op, None)
+        if completed is not None:  # its ab.json written and marked complete: nothing since
+            result, problems = completed
+        else:
+            result, problems = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+            # its plot shows the judged result, known at the session's end: drawn there
+            write_op_result(op_dir, result)
+            mark_done(op_dir)
+            self.result_update(op=item.op)  # screen_result.json: complete (or failed)
         item.caliber_lines = problems  # the controller prints them and sets the exit status
         for problem in problems:
             self.progress(problem, terminal=False)
-        mark_done(op_dir)
-        self.result_update()  # screen_result.json: this operator is complete (or failed)
         return result
 
-    def result_update(self, planned: dict[str, str | None] | None = None) -> None:
-        """Write ``screen_result.json`` from the root's directories (``result_file.update``)."""
-        result_file.update(self.settings.root, planned)
+    def result_update(
+        self, planned: dict[str, str | None] | None = None, op: str | None = None
+    ) -> None:
+        """Write ``screen_result.json``: from the root's directories with ``planned`` (the
+        operators collected: ``result_file.update``), else the entry of ``op``, which started
+        or completed (``result_file.ResultUpdates``: no other operator's directory read)."""
+        if planned is not None or op is None:
+            self.updates.flush()
+            result_file.update(self.settings.root, planned)
+        else:
+            self.updates.changed(op)
 
-    def complete(self, op_dir: Path) -> None:
+    def complete(self, op_dir: Path, aggregated: Aggregated | None = None) -> None:
         """An operator whose verdict can no longer change: its ``ab.json`` (the plot waits for
         the session's end), then complete, so that a cut keeps it for --zl-resume and
-        ``screen_result.json`` reads it without aggregating it again."""
-        result, _ = aggregate_op_dir(op_dir, allow=self.settings.allow_caliber_mismatch)
-        write_op_result(op_dir, result)
+        ``screen_result.json`` reads it without aggregating it again. ``aggregated``: its
+        directory aggregated after its last pass (by :meth:`stop_after`), else it is here."""
+        if aggregated is None:
+            aggregated = aggregate_op_dir(op_dir, allow=self.settings.allow_caliber_mismatch)
+        write_op_result(op_dir, aggregated[0])
         mark_done(op_dir)
-        self.result_update()
+        self.completed[op_dir.name] = aggregated  # what run_op returns, read no more
+        self.result_update(op=op_dir.name)
 
     # ---- one process per side ------------------------------------------------------------------
 
@@ -318,10 +339,11 @@ class ScreenEngine:
         histories: dict[str, list[RoundView]] = {item.op: [] for item in todo}
 
         def after_round(item: Operator, k: int) -> str | None:
-            reason = self.stop_after(item, s.root / item.op, k, histories[item.op])
+            reason, aggregated = self.judge_round(item, s.root / item.op, k, histories[item.op])
             # its verdict settled, or that was its last round: nothing can change it any more
             if reason is not None or k == s.rounds:
-                self.complete(s.root / item.op)
+                # stopped early, its directory has the note since: aggregated again
+                self.complete(s.root / item.op, aggregated if reason is None else None)
                 self.pace.finished(k)
             return reason
 
@@ -430,8 +452,21 @@ class ScreenEngine:
         identical IR at every stage, nothing else), recorded in its directory and the progress log;
         ``None`` when it does. ``failed_before``: a side worker failed round ``k``, which was
         measured again alone."""
+        return self.judge_round(item, op_dir, k, history, failed_before)[0]
+
+    def judge_round(
+        self,
+        item: Operator,
+        op_dir: Path,
+        k: int,
+        history: list[RoundView],
+        failed_before: bool = False,
+    ) -> tuple[str | None, Aggregated]:
+        """:meth:`stop_after`, with the aggregation of ``op_dir`` it judged (which holds the
+        skip note only when it read not ``None``)."""
         s = self.settings
-        result, _ = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+        aggregated = aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch)
+        result = aggregated[0]
         failed = failed_before or k in result.failed_rounds
         # identical IR settles nothing when some stage could not be compared (TTGIR-only)
         history.append(RoundView(k, result.verdict, failed, ir_complete=result.ir_complete))
@@ -439,7 +474,7 @@ class ScreenEngine:
             history, s.rounds, switched=bool(s.switches), allow_no_ir_diff=s.allow_no_ir_diff
         )
         if reason is None:
-            return None
+            return None, aggregated
         # the only early stop (core.rounds): IR identical at every stage says the switch did
         # nothing to this operator (a switch may act in LLVM IR, PTX or the assembler only).
         # NO_TRITON says nothing about the switch (it may act on aten or a vendor library), so
@@ -450,7 +485,7 @@ class ScreenEngine:
             "(--zl-allow-no-ir-diff measures them)\n",
         )
         self.progress(f"{item.op}: {screening.SKIP_NOTE}, rounds {k + 1}..{s.rounds} skipped")
-        return reason
+        return reason, aggregated
 
 
 class ProcessRounds:
@@ -534,7 +569,7 @@ class ProcessRunner:
             shutil.rmtree(op_dir)
         op_dir.mkdir(parents=True)
         note_cut(op_dir, item.cut)
-        engine.result_update()  # screen_result.json: this operator is running
+        engine.result_update(op=item.op)  # screen_result.json: this operator is running
         engine.measure_alone(item, op_dir)
         pass_ended(op_dir)
         engine.write_cost(op_dir, engine.children.seconds.get(item.op, 0.0))

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import fcntl
 import sys
-from collections.abc import Collection, Iterator, Mapping
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,77 @@ def update(
                 raise
             errors.append(f"ERROR: {root / RESULT_FILE}: not written ({exc.strerror or exc})")
     return doc
+
+
+def update_ops(root: Path, ops: Collection[str]) -> dict[str, Any]:
+    """Rewrite the entries of ``ops`` (operators that started or completed) in
+    ``screen_result.json``, reading none of the others' directories: what a session writes
+    while it runs, so that the cost of an operator's update does not grow with the screen's
+    directories. A root with no readable document yet is written whole (:func:`update`)."""
+    with _locked(root):
+        before = read_result(root)
+        if before is None or not isinstance(before.get("operators"), list):
+            known = None
+        else:
+            known = {
+                str(e["op"]): e for e in before["operators"] if isinstance(e, dict) and "op" in e
+            }
+        if known is not None:
+            for op in ops:
+                known[op] = _entry(root, op, known.get(op, {}), final=False, cut=False)
+            settings = before.get("settings") if before is not None else None
+            doc = result.document(
+                result.SCREEN,
+                list(known.values()),
+                settings=settings if isinstance(settings, dict) else None,
+                finished=False,
+            )
+            records.write_json(root / RESULT_FILE, doc)
+            return doc
+    return update(root)
+
+
+class ResultUpdates:
+    """The updates of ``screen_result.json`` a session makes as its operators start and
+    complete (:func:`update_ops`), spaced so that writing the document (which grows with the
+    screen) never takes more than about ``1 / spacing`` of the session's time: an update comes
+    no sooner than ``spacing`` times the last write's duration after it, the operators it
+    held back written with the next one. A document that takes under ``quick_s`` to write is
+    written at every update. The session's end writes the whole document (``update``)."""
+
+    def __init__(
+        self,
+        root: Path,
+        spacing: float = 20.0,
+        quick_s: float = 0.2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.root = root
+        self.clock = clock
+        self.spacing = spacing
+        self.quick_s = quick_s
+        self.pending: set[str] = set()
+        self.last_s = 0.0
+        self.next_at = 0.0
+
+    def changed(self, op: str) -> None:
+        """``op`` started or completed: written now, or with a later update."""
+        self.pending.add(op)
+        now = self.clock()
+        if self.last_s >= self.quick_s and now < self.next_at:
+            return
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the updates held back, if any."""
+        if not self.pending:
+            return
+        start = self.clock()
+        update_ops(self.root, sorted(self.pending))
+        self.pending.clear()
+        end = self.clock()
+        self.last_s = end - start
+        self.next_at = end + self.spacing * self.last_s
 
 
 def write_document(root: Path, doc: Mapping[str, Any]) -> None:

@@ -23,26 +23,48 @@ def shard_of(config: pytest.Config) -> tuple[int, int] | None:
     return shard
 
 
-def costs_of(config: pytest.Config) -> dict[str, float] | None:
+def operator_costs(root: Path, damaged: list[str] | None = None) -> dict[str, float]:
+    """Each operator's seconds in ``root`` (an earlier screen, a merged one included), from
+    its cost record (``core.shard.cost_of``); a record that cannot be read or is not that
+    operator's is left out, its path added to ``damaged``."""
+    costs: dict[str, float] = {}
+    for path in sorted(root.glob(f"*/{core_shard.COST_FILE}")):
+        seconds = core_shard.cost_of(records.read_json_object(path), path.parent.name)
+        if seconds is None:
+            if damaged is not None:
+                damaged.append(str(path))
+            continue
+        costs[path.parent.name] = seconds
+    return costs
+
+
+def costs_of(config: pytest.Config, damaged: list[str] | None = None) -> dict[str, float] | None:
     """The per-operator costs ``--zl-shard-from`` names (each operator's cost record,
-    ``core.shard.COST_FILE`` in its folder); ``None`` without it."""
+    ``core.shard.COST_FILE`` in its folder, :func:`operator_costs`); ``None`` without
+    it. A record that cannot be read is left out (the operator counts at the others' median),
+    its path added to ``damaged``; a root with none that can be read is refused."""
     value = _common.raw(config, "zl_shard_from")
     if not value:
         return None
     root = Path(str(value))
     if not root.is_dir():
         raise pytest.UsageError(f"--zl-shard-from {root}: no such screen root")
-    costs: dict[str, float] = {}
-    for path in sorted(root.glob(f"*/{core_shard.COST_FILE}")):
-        seconds = core_shard.cost_of(records.read_json_object(path), path.parent.name)
-        if seconds is not None:
-            costs[path.parent.name] = seconds
+    costs = operator_costs(root, damaged)
     if not costs:
         raise pytest.UsageError(
             f"--zl-shard-from {root}: holds no operator costs ({core_shard.COST_FILE} in its "
             "operators' folders)"
         )
     return costs
+
+
+def damaged_note(config: pytest.Config, damaged: list[str]) -> str:
+    """The line that says which cost records ``--zl-shard-from`` left out."""
+    more = f" and {len(damaged) - 1} more" if len(damaged) > 1 else ""
+    return (
+        f"--zl-shard-from {_common.raw(config, 'zl_shard_from')}: {damaged[0]}{more} "
+        "unreadable, left out (those operators count at the median cost)"
+    )
 
 
 def checked_shard(config: pytest.Config) -> str | None:
@@ -57,13 +79,19 @@ def checked_shard(config: pytest.Config) -> str | None:
     return f"{shard[0]}/{shard[1]}"
 
 
-def apply_shard(config: pytest.Config, groups: dict[str, list[T]]) -> dict[str, list[T]]:
+def apply_shard(
+    config: pytest.Config, groups: dict[str, list[T]], notes: list[str] | None = None
+) -> dict[str, list[T]]:
     """``groups`` (operator → its items) restricted to this part's operators; the items of the
-    other parts are reported through ``pytest_deselected``. Unchanged without ``--zl-shard``."""
+    other parts are reported through ``pytest_deselected``. Unchanged without ``--zl-shard``.
+    ``notes``: where a line says which cost records were left out (:func:`costs_of`)."""
     shard = shard_of(config)
     if shard is None:
         return groups
-    keep = core_shard.select(groups, shard, costs_of(config))
+    damaged: list[str] = []
+    keep = core_shard.select(groups, shard, costs_of(config, damaged))
+    if damaged and notes is not None:
+        notes.append(damaged_note(config, damaged))
     dropped = [item for op, members in groups.items() if op not in keep for item in members]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

@@ -112,6 +112,8 @@ class SideWorkers:
         self.workers: dict[str, SideProcess] = {}
         self.started = time.monotonic()
         self.units_done = 0
+        #: what the sessions before this one spent on the batch (its cost record's ``sessions``)
+        self.sessions_before: list[dict[str, float]] = []
         #: operators that left the batch: (the round to measure alone from, why)
         self.alone: dict[str, tuple[int, str]] = {}
         self.stopped: set[str] = set()
@@ -493,6 +495,9 @@ class SideWorkers:
         """A fresh folder for the batch's workers; resumed, the operators whose recordings it
         kept (``screen.recording_home``)."""
         keys = {item.op: self._key(item) for item in self.items}
+        from .cost import earlier_sessions
+
+        self.sessions_before = earlier_sessions(self.workdir)  # its cost record sums them
         return clear_workdir(self.workdir, keys, self.settings.root, self.settings.resume)
 
     def _key(self, item: Operator) -> str:
@@ -560,5 +565,5 @@ class SideWorkers:
         if self.units_done:  # as a resumed screen's pace counts only batches that made a pass
             self.pace.overhead(wall - sum(self.costs.values()))
         record = batch_cost(self.name, self.settings.mode, len(self.items), self.units_done,
-                            wall, self.timed_s, self.workdir)  # fmt: skip
+                            wall, self.timed_s, self.workdir, self.sessions_before)  # fmt: skip
         self.progress(record)
