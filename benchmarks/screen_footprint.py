@@ -1,19 +1,21 @@
 """What a CPU screen of many operators leaves on disk: files, megabytes, the report's size.
 
-    python benchmarks/screen_footprint.py [--ops 300] [--rounds 1] [--mode lockstep]
-                                          [--keep DIR] [--json OUT]
+    python benchmarks/screen_footprint.py [--ops 300] [--shapes 1] [--rounds 1]
+                                          [--mode lockstep] [--keep DIR] [--json OUT]
 
-A generated suite of ``--ops`` operators (one test each, one shape, a pure-Python callable on
-the cpu backend) is screened once; the script prints the screen's wall time, the files and
-megabytes under its root (all of them, and split into the operators' folders, the side
-workers' ``.workers/`` and the rest), the files per operator, the size of ``report.html`` and
-the largest resident set of the processes it waited for (the controller and its workers).
+A generated suite of ``--ops`` operators (one test each, ``--shapes`` shapes each, a
+pure-Python callable on the cpu backend) is screened once; the script prints the screen's wall
+time, the files and megabytes under its root (all of them, and split into the operators'
+folders, the side workers' ``.workers/`` and the rest), the files per operator, the size of
+``report.html``, the operators' plots (how many, the largest in kB and the tallest in points)
+and the largest resident set of the processes it waited for (the controller and its workers).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -31,16 +33,18 @@ TEST = """
 
 @pytest.mark.zl_op("op{k:04d}")
 def test_op{k:04d}(zl_bench):
-    zl_bench(lambda: busy({n}), op="op{k:04d}", dtype="int", shape="[{n}]")
+    for size in range({n}, {n} + {shapes}):
+        zl_bench(lambda: busy(size), op="op{k:04d}", dtype="int", shape=f"[{{size}}]")
 """
 
 
-def make_suite(folder: Path, ops: int) -> None:
+def make_suite(folder: Path, ops: int, shapes: int = 1) -> None:
     (folder / "conftest.py").write_text(CONFTEST)
     (folder / "pytest.ini").write_text("[pytest]\n")
     per_file = 50
     for start in range(0, ops, per_file):
-        body = "".join(TEST.format(k=k, n=50 + k) for k in range(start, min(ops, start + per_file)))
+        last = min(ops, start + per_file)
+        body = "".join(TEST.format(k=k, n=50 + k, shapes=shapes) for k in range(start, last))
         (folder / f"test_ops{start // per_file:03d}.py").write_text(HEAD + body)
 
 
@@ -49,9 +53,16 @@ def tally(paths: list[Path]) -> tuple[int, float]:
     return len(files), sum(p.stat().st_size for p in files) / 1e6
 
 
+def _height_pt(svg: Path) -> float:
+    """The height an SVG declares (``height="123.4pt"``), in points."""
+    found = re.search(r'height="([0-9.]+)pt"', svg.read_text(encoding="utf-8")[:2000])
+    return float(found.group(1)) if found else 0.0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", type=int, default=300)
+    parser.add_argument("--shapes", type=int, default=1, help="shapes per operator")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--mode", default="lockstep")
     parser.add_argument("--keep", type=Path, default=None, help="screen into DIR, kept")
@@ -59,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="zl_footprint_") as tmp:
         folder = Path(tmp)
-        make_suite(folder, args.ops)
+        make_suite(folder, args.ops, args.shapes)
         root = args.keep.resolve() if args.keep else folder / "screen"
         cmd = [
             sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--zl-backend=cpu",
@@ -82,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         worker_files, worker_mb = tally(workers)
         report = root / "report.html"
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        plots = [p for d in op_dirs for p in d.glob("*.svg")]
+        heights = [_height_pt(p) for p in plots]
         out = {
             "ops": args.ops,
+            "shapes": args.shapes,
             "rounds": args.rounds,
             "mode": args.mode,
             "wall_s": round(wall, 1),
@@ -96,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
             "worker_mb": round(worker_mb, 2),
             "other_files": files - op_files - worker_files,
             "report_mb": round(report.stat().st_size / 1e6, 2) if report.is_file() else None,
+            "plots": len(plots),
+            "largest_plot_kb": round(max((p.stat().st_size for p in plots), default=0) / 1e3, 1),
+            "tallest_plot_pt": round(max(heights, default=0.0)),
             "peak_rss_mb": round(peak_mb, 1),
         }
         for key, value in out.items():

@@ -34,6 +34,16 @@ def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _own_recording_store(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Each test's screens keep their recordings in a store of the test's own (the default
+    store lies under ``$XDG_CACHE_HOME``): a screen of one test never replays another test's
+    recording, nor one kept in the user's cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))
+
+
+@pytest.fixture(autouse=True)
 def _timer_factory_restored() -> Iterator[None]:
     """Conftests of in-process runs put stand-in timers into ``timing.timer.build_timer``; once
     this process holds that module (a test imported it), the stand-in would outlive the run and

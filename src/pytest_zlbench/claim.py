@@ -291,7 +291,7 @@ def claiming(
     from .preflight import check
 
     check(config)  # nothing touches the disk before the options are validated
-    if kind == SCREEN:
+    if kind in (SCREEN, RUN):
         problem = backend_missing(config)
         if problem is not None:
             raise pytest.UsageError(problem)
@@ -304,31 +304,69 @@ def claiming(
 
 
 def backend_missing(config: pytest.Config) -> str | None:
-    """Why a screen's backend cannot be driven on this machine, found before its root, a
-    worker or a recording exists: the module that makes its device appear in torch
-    (``torch_musa``, ``torch_npu``) is not installed. Only a backend the session has resolved
-    already is checked (a screen's settings resolve it); importing nothing, this costs no
-    start-up."""
+    """Why the backend of a screen or a recorded run cannot be driven on this machine, found
+    before its root, a worker or a recording exists: the module that makes its device appear in
+    torch (``torch_musa``, ``torch_npu``) is not installed, or torch sees no device of it
+    (``torch.cuda.is_available()`` is False: no card, a CPU build of torch, every card hidden).
+    A backend without a torch device module (``cpu`` and the tests' stand-ins) is never refused;
+    nor is a screen's child (its controller checked). The backend is the one the session
+    resolved, else a built-in named by ``--zl-backend`` (a recorded run claims its directory
+    before conftests register theirs)."""
     import importlib.util
 
+    from .contract import CHILD_ENV
+
+    if os.environ.get(CHILD_ENV):
+        return None
+    backend = _session_backend(config)
+    if backend is None or not backend.torch_module:
+        return None
+    name = backend.import_module
+    if name:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return (
+                f"--zl-backend {backend.name}: {name} cannot be imported on this machine (not "
+                "installed): its device cannot be driven here; run on a machine with it, or "
+                "give this machine's backend"
+            )
+    from . import _common
     from ._common import device_settings_key
 
+    if device_settings_key not in config.stash and _common.raw(config, "zl_devices") is not None:
+        return None  # the cards are not pinned yet: a probe now would fix what the runtime sees
+    from .adapters.torch_api import device_problem
+
+    problem = device_problem(backend)
+    if problem is None:
+        return None
+    return (
+        f"--zl-{problem}: its device cannot be driven here; run on a machine with it, or give "
+        "this machine's backend"
+    )
+
+
+def _session_backend(config: pytest.Config) -> Any:
+    """The backend the session resolved, or the built-in its ``--zl-backend`` names (``None``
+    when neither: no option, or a backend a conftest registers)."""
+    from ._common import device_settings_key
+    from .core.backends import BackendRegistry
+
     settings = config.stash.get(device_settings_key, None)
-    backend = settings.backend if settings is not None else None
-    name = backend.import_module if backend is not None else ""
+    if settings is not None:
+        return settings.backend
+    from . import _common
+
+    name = _common.raw(config, "zl_backend")
     if not name:
         return None
     try:
-        found = importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        found = False
-    if found:
+        return BackendRegistry().resolve(str(name))
+    except ValueError:
         return None
-    return (
-        f"--zl-backend {backend.name if backend else ''}: {name} cannot be imported on this "
-        "machine (not installed): its device cannot be driven here; run on a machine with it, "
-        "or give this machine's backend"
-    )
 
 
 @contextmanager

@@ -206,7 +206,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from .adapters import plot
     from .contract import ROUND_GLOB
     from .core.rundir import not_a_dir
-    from .screen.results import aggregate_op_dir, draw_in_processes
+    from .screen.results import KeptResult, draw_in_processes, read_op_dir
 
     root = Path(args.root)
     if not root.is_dir():
@@ -231,16 +231,26 @@ def cmd_plot(args: argparse.Namespace) -> int:
         tw.line(f"zlbench: {plot.MISSING} for the {len(op_dirs)} operator(s) of {root}")
         return 1
     results = []
+    finished: dict[Path, Any] = {}  # finished, a file damaged: drawn as their ab.json holds
     for op_dir in op_dirs:
-        result, _ = aggregate_op_dir(op_dir, allow=args.allow_caliber_mismatch, require_done=True)
-        results.append(result)
+        result, _ = read_op_dir(op_dir, allow=args.allow_caliber_mismatch, require_done=True)
+        if isinstance(result, KeptResult):
+            finished[op_dir] = result.to_json()
+            tw.line(result.line(op_dir))
+        else:
+            results.append((op_dir, result))
     from .core import result as result_doc
     from .core import screening
     from .core.judge import Judging
     from .screen.result_file import read_result
 
-    judged = screening.judge_screen(results, floor, judging=Judging.of_document(read_result(root)))
-    plots = list(zip(op_dirs, judged, strict=True))
+    judged = screening.judge_screen(
+        [r for _, r in results], floor, judging=Judging.of_document(read_result(root))
+    )
+    plots: list[tuple[Path, Any]] = [
+        (d, r) for (d, _), r in zip(results, judged, strict=True)
+    ] + list(finished.items())
+    plots.sort(key=lambda pair: pair[0].name)
     failed = 0
     # a plot that already shows its result is kept as it is, and said so
     kept = {op_dir for op_dir, result in plots if plot.shows(op_dir / plot.PLOT_FILE, result)}
@@ -248,7 +258,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         draw_in_processes(plots)  # many plots: most of them drawn in a few processes
         for op_dir, result in plots:
             path = op_dir / plot.PLOT_FILE
-            drawn = plot.draw(path, result, result.op, inside=root)
+            drawn = plot.draw(path, result, op_dir.name, inside=root)
             if drawn:
                 tw.line(
                     f"zlbench: {path}: up to date" if op_dir in kept else f"zlbench: drew {path}"
@@ -256,8 +266,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
             elif drawn is None:
                 failed += 1  # its line is on stderr
             else:
-                tw.line(f"zlbench: {result.op}: {result.verdict}, no range: no plot")
-        doc = result_doc.document(result_doc.SCREEN, [r.to_json() for r in judged])
+                entry = plot.entry_of(result)
+                tw.line(f"zlbench: {op_dir.name}: {entry.get('verdict')}, no range: no plot")
+        entries = [plot.entry_of(r) for _, r in plots]
+        doc = result_doc.document(result_doc.SCREEN, entries)
         drawn = plot.draw_overview(root / plot.OVERVIEW_FILE, doc, inside=root)
         if drawn:
             tw.line(f"zlbench: drew {root / plot.OVERVIEW_FILE} and {root / plot.OVERVIEW_PNG}")

@@ -162,6 +162,15 @@ def screen(
     return result, out
 
 
+def refused_screen(
+    pytester: pytest.Pytester, *args: str, root: str = "screen"
+) -> tuple[pytest.RunResult, Path]:
+    """A screen refused before it starts anything: in process (a usage error crosses no process
+    boundary)."""
+    out = pytester.path / root
+    return pytester.runpytest(*BASE, f"--zl-out={out}", *args), out
+
+
 def read_lines(root: Path) -> dict[str, screening.ScreenLine]:
     text = (root / "screen.tsv").read_text()
     return {line.op: line for line in screening.read_screen(text)}
@@ -303,9 +312,11 @@ def test_what_a_child_gets_is_declared_with_each_option() -> None:
 # one screen
 
 
-def test_screen_one_round(suite: pytest.Pytester) -> None:
-    suite.makepyfile(test_ops=HELPERS + ABS, test_relu=RELU)
-    result, root = screen(suite, SWITCH)
+def screened_one_round(suite: pytest.Pytester, result: pytest.RunResult, root: Path) -> None:
+    """A screen of abs (2 shapes) and relu (1), one round: its table's columns, one line per
+    operator, no Triton on either side, its progress lines and table; ``--zl-compare`` of the
+    root writes the same table again. The screen is the first session of
+    :func:`test_resume_reuses_complete_operators`."""
     result.assert_outcomes(passed=2)
     assert result.ret == 0
 
@@ -375,7 +386,9 @@ def test_screen_one_round(suite: pytest.Pytester) -> None:
 
     # --zl-compare with the root re-aggregates it into the same screen.tsv, running nothing
     (root / "screen.tsv").unlink()
-    again = suite.runpytest_subprocess("--zl-compare", str(root), "-p", "no:cacheprovider")
+    again = suite.runpytest_subprocess(
+        "--zl-compare", str(root), "-p", "no:cacheprovider", *NO_HYPOTHESIS
+    )
     assert again.ret == 0, again.outlines
     assert (root / "screen.tsv").read_text() == text
     again.stdout.fnmatch_lines(["*= zlbench screen =*", "abs*NO_TRITON*"])
@@ -567,15 +580,15 @@ def test_a_crashed_side_fails_its_operator_and_the_screen_goes_on(
 def test_resume_reuses_complete_operators(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_ops=HELPERS + ABS, test_relu=RELU)
     first, root = screen(suite, SWITCH)
-    first.assert_outcomes(passed=2)
+    screened_one_round(suite, first, root)
 
     # an existing non-empty root is never overwritten
-    refused, _ = screen(suite, SWITCH)
+    refused, _ = refused_screen(suite, SWITCH)
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     (line,) = error_lines(refused)
     assert "already holds results; pass --zl-resume" in line
     # nor continued with other settings
-    other, _ = screen(suite, SWITCH, "--zl-rounds=2", "--zl-resume")
+    other, _ = refused_screen(suite, SWITCH, "--zl-rounds=2", "--zl-resume")
     assert other.ret == pytest.ExitCode.USAGE_ERROR
     assert "rounds: 1 -> 2" in error_lines(other)[0]
 
@@ -601,21 +614,21 @@ def test_resume_reuses_complete_operators(suite: pytest.Pytester) -> None:
 def test_resume_refuses_a_root_that_holds_no_screen(suite: pytest.Pytester) -> None:
     # --zl-resume with a mistyped --zl-out started a whole screen afresh without a word
     suite.makepyfile(test_ops=HELPERS + ABS)
-    missing, root = screen(suite, SWITCH, "--zl-resume", root="no_such_screen")
+    missing, root = refused_screen(suite, SWITCH, "--zl-resume", root="no_such_screen")
     line = assert_usage_error(missing, "--zl-resume", "no screen to continue")
     assert str(root) in line
     assert not root.exists()  # nothing created, nothing measured
     (suite.path / "empty").mkdir()
-    empty, root = screen(suite, SWITCH, "--zl-resume", root="empty")
+    empty, root = refused_screen(suite, SWITCH, "--zl-resume", root="empty")
     assert_usage_error(empty, "--zl-resume", "no screen to continue (empty)")
     assert not any(root.iterdir())
     # a folder of other files is named as such
     (suite.path / "junk").mkdir()
     (suite.path / "junk" / "notes.txt").write_text("mine\n")
-    junk, _ = screen(suite, SWITCH, "--zl-resume", root="junk")
+    junk, _ = refused_screen(suite, SWITCH, "--zl-resume", root="junk")
     assert_usage_error(junk, "not empty and holds no run (1 entries: notes.txt)")
     # from the ini file: named by its key, and without --zl-out it has nothing to continue
-    ini, _ = screen(suite, SWITCH, "-o", "zl_resume=true", root="new")
+    ini, _ = refused_screen(suite, SWITCH, "-o", "zl_resume=true", root="new")
     assert_usage_error(ini, "zl_resume (ini): ", "no screen to continue", "-o zl_resume=false")
     fresh = suite.runpytest_subprocess(*BASE, SWITCH, "-o", "zl_resume=true")
     fresh.assert_outcomes(passed=1)
@@ -848,7 +861,14 @@ def test_tuning_leaves_a_database():
 def test_children_inherit_their_workers_card(suite: pytest.Pytester) -> None:
     """Under ``-n 2 --zl-devices=0,1`` each operator's item runs on one pinned worker, and
     every child of that operator (the recording pass and both sides) sees that worker's card
-    only. No GPU is needed to pin: the visibility variable is set before anything probes."""
+    only. No GPU is needed to pin: the visibility variable is set before anything probes
+    (the conftest stands in for a machine with cards: a screen on a backend whose device this
+    machine lacks is refused)."""
+    suite.makeconftest(
+        SUITE_CONFTEST
+        + "\nimport pytest_zlbench.adapters.torch_api as torch_api\n"
+        + "torch_api.device_problem = lambda backend: None\n"
+    )
     suite.makepyfile(
         test_ops="import pytest\n\n@pytest.mark.abs\ndef test_abs():\n    pass\n",
         test_relu="def test_relu():\n    pass\n",

@@ -216,7 +216,7 @@ def test_a_floor_root_from_the_ini_file_is_named_by_its_ini_key(
     result = zl_pytester.runpytest(f"--zl-compare={root}", *ini, "-p", "no:cacheprovider")
     assert_usage_error(result, f"zl_floor_from (ini) {missing}: no such directory")
     zl_pytester.makepyfile(test_ops=OPS_SUITE)
-    result = screen(zl_pytester, "--zl-ab=OMP_NUM_THREADS=1", f"--zl-out={root}2", *ini)
+    result = refused_screen(zl_pytester, "--zl-ab=OMP_NUM_THREADS=1", f"--zl-out={root}2", *ini)
     assert_usage_error(result, f"zl_floor_from (ini) {missing}: no such directory")
 
 
@@ -231,10 +231,16 @@ def test_pytest_zl_compare_of_two_runs_refuses_a_floor(zl_pytester: pytest.Pytes
     result.stderr.fnmatch_lines(["ERROR: --zl-floor-from judges the rounds of one A/B root; *"])
 
 
+SCREEN = ("--zl-backend=cpu", "-p", "no:cacheprovider", *NO_HYPOTHESIS, "--zl-rounds=2")
+
+
 def screen(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "--zl-backend=cpu", "-p", "no:cacheprovider", *NO_HYPOTHESIS, "--zl-rounds=2", *args
-    )
+    return pytester.runpytest_subprocess(*SCREEN, *args)
+
+
+def refused_screen(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A screen refused before it starts anything: in process (no process boundary)."""
+    return pytester.runpytest(*SCREEN, *args)
 
 
 def test_a_screen_takes_its_floor_from_an_a_a_control_screen(
@@ -244,8 +250,8 @@ def test_a_screen_takes_its_floor_from_an_a_a_control_screen(
     zl_pytester.makepyfile(test_ops=OPS_SUITE)
     aa, root = zl_pytester.path / "aa", zl_pytester.path / "screen"
     # refused before anything is measured: a root that is no A/A control
-    bad = screen(zl_pytester, "--zl-ab=OMP_NUM_THREADS=1", f"--zl-out={root}",
-                 f"--zl-floor-from={zl_pytester.path}")  # fmt: skip
+    bad = refused_screen(zl_pytester, "--zl-ab=OMP_NUM_THREADS=1", f"--zl-out={root}",
+                         f"--zl-floor-from={zl_pytester.path}")  # fmt: skip
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines([f"ERROR: --zl-floor-from {zl_pytester.path}: not an A/B screen*"])
     assert not root.exists()

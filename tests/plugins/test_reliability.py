@@ -35,7 +35,7 @@ from test_compare import ROWS_A, ROWS_B, imported, make_run
 
 from pytest_zlbench.core import records, screening
 from pytest_zlbench.core.records import Row, is_complete
-from zl_testing import FAST_CPU_TIMER_CONFTEST, assert_usage_error, error_lines
+from zl_testing import FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error, error_lines
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "flaggems"
 
@@ -153,19 +153,24 @@ def test_an_operator_refusing_the_requested_dtypes_is_measured_on_its_own(
         assert "--dtypes float16" in command
 
 
-@pytest.mark.parametrize("where", ["command-line", "PYTEST_ADDOPTS"])
 def test_side_workers_measure_an_operator_refusing_the_dtypes_in_a_batch_of_its_own(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Not one process per side per round: the refusing operators get side workers of their
-    own, started without --dtypes."""
+    own, started without --dtypes. Here --dtypes comes through PYTEST_ADDOPTS; the same screen
+    with --dtypes on the command line is the first session of
+    :func:`test_a_resumed_screen_measures_an_operator_that_refused_the_dtypes_on_its_own_at_once`,
+    which checks it with :func:`measured_in_a_batch_of_its_own` too."""
     suite.makeconftest(DTYPES_CONFTEST)
     suite.makepyfile(test_ops=HELPERS + DTYPE_OPS)
-    dtypes: tuple[str, ...] = ("--dtypes", "float16")
-    if where == "PYTEST_ADDOPTS":
-        monkeypatch.setenv("PYTEST_ADDOPTS", "--dtypes=float16")
-        dtypes = ()
-    result, root = screen(suite, SWITCH, *dtypes, "--zl-screen-mode=lockstep", "--zl-rounds=2")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--dtypes=float16")
+    result, root = screen(suite, SWITCH, "--zl-screen-mode=lockstep", "--zl-rounds=2")
+    measured_in_a_batch_of_its_own(result, root)
+
+
+def measured_in_a_batch_of_its_own(result: pytest.RunResult, root: Path) -> None:
+    """A lockstep screen of fft (refuses float16) and abs at --dtypes float16, 2 rounds: fft
+    measured on its own dtypes by side workers of a batch of its own."""
     result.assert_outcomes(passed=2)
     assert result.ret == 0
     lines = read_lines(root)
@@ -209,7 +214,7 @@ def test_a_resumed_screen_measures_an_operator_that_refused_the_dtypes_on_its_ow
     suite.makepyfile(test_ops=HELPERS + DTYPE_OPS)
     args = (SWITCH, "--dtypes", "float16", "--zl-screen-mode=lockstep", "--zl-rounds=2")
     first, root = screen(suite, *args)
-    assert first.ret == 0
+    measured_in_a_batch_of_its_own(first, root)  # --dtypes on the command line
     (root / "fft" / "op.complete").unlink()  # as if the screen stopped in fft's own batch
     resumed, _ = screen(suite, *args, "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
@@ -529,7 +534,12 @@ def test_a_killed_run_keeps_its_rows_apart_and_is_never_compared(
     zl_pytester.makepyfile(test_killed=KILLED_TESTS)
     killed = zl_pytester.path / "killed"
     result = zl_pytester.runpytest_subprocess(
-        "--zl-backend=cpu", "--zl-out=killed", "-p", "no:randomly", *(["-n", "1"] * xdist)
+        "--zl-backend=cpu",
+        "--zl-out=killed",
+        "-p",
+        "no:randomly",
+        *NO_HYPOTHESIS,
+        *(["-n", "1"] * xdist),
     )
     assert result.ret == -signal.SIGKILL
     (partial_file,) = records.partial_files(killed)
@@ -570,7 +580,7 @@ def test_an_interrupted_run_keeps_the_rows_its_rows_jsonl_lacks(
     zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
     zl_pytester.makepyfile(test_interrupted=INTERRUPTED_TESTS)
     out = zl_pytester.path / "run"
-    result = zl_pytester.runpytest_subprocess("--zl-backend=cpu", f"--zl-out={out}")
+    result = zl_pytester.runpytest_subprocess("--zl-backend=cpu", *NO_HYPOTHESIS, f"--zl-out={out}")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert [r.shape for r in records.read_rows(out)] == ["[50]"]
     assert not is_complete(out)
@@ -585,7 +595,7 @@ def test_an_interrupted_run_keeps_the_rows_its_rows_jsonl_lacks(
     )
     first = zl_pytester.path / "first"
     stopped = zl_pytester.runpytest_subprocess(
-        "--zl-backend=cpu", f"--zl-out={first}", "-k", "b_interrupted"
+        "--zl-backend=cpu", *NO_HYPOTHESIS, f"--zl-out={first}", "-k", "b_interrupted"
     )
     stopped.stdout.fnmatch_lines(
         [
@@ -632,7 +642,7 @@ def test_a_run_stopped_between_tests_says_its_partial_rows_are_in_rows_jsonl_too
     zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
     zl_pytester.makepyfile(test_between=BETWEEN_TESTS)
     out = zl_pytester.path / "run"
-    result = zl_pytester.runpytest_subprocess("--zl-backend=cpu", f"--zl-out={out}")
+    result = zl_pytester.runpytest_subprocess("--zl-backend=cpu", *NO_HYPOTHESIS, f"--zl-out={out}")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert [r.shape for r in records.read_rows(out)] == ["[50]"]
     result.stdout.fnmatch_lines(
@@ -656,7 +666,12 @@ def test_a_finished_run_leaves_no_partial_rows(zl_pytester: pytest.Pytester, xdi
     zl_pytester.makepyfile(test_killed=KILLED_TESTS)
     out = zl_pytester.path / "run"
     result = zl_pytester.runpytest_subprocess(
-        "--zl-backend=cpu", f"--zl-out={out}", "-k", "measured or never", *(["-n", "1"] * xdist)
+        "--zl-backend=cpu",
+        *NO_HYPOTHESIS,
+        f"--zl-out={out}",
+        "-k",
+        "measured or never",
+        *(["-n", "1"] * xdist),
     )
     result.assert_outcomes(passed=2)
     assert len(records.read_rows(out)) == 2

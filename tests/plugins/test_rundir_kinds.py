@@ -42,6 +42,11 @@ def screen(suite: pytest.Pytester, name: str, *args: str) -> pytest.RunResult:
     )
 
 
+def refused_screen(suite: pytest.Pytester, name: str, *args: str) -> pytest.RunResult:
+    """A screen refused before it starts anything: in process (no process boundary)."""
+    return suite.runpytest(*PLAIN, SWITCH, f"--zl-out={suite.path / name}", "-k", "300", *args)
+
+
 def snapshot(path: Path) -> dict[str, bytes]:
     return {
         name: (path / name).read_bytes() for name in files_under(path) if (path / name).is_file()
@@ -59,6 +64,7 @@ def test_every_directory_records_its_kind_when_it_is_created(suite: pytest.Pytes
     assert rundir.marked_kind(suite.path / "root") == rundir.SCREEN
     assert rundir.marked_kind(suite.path / "root" / "bench" / "r1_A") == rundir.RUN
     compared = suite.runpytest_subprocess(
+        *NO_HYPOTHESIS,
         "--zl-compare",
         str(suite.path / "root" / "bench" / "r1_A"),
         "--zl-compare",
@@ -83,11 +89,12 @@ def test_a_plain_run_refuses_a_screen_root_and_a_screen_refuses_a_run(
     assert_usage_error(plain_in_root, f"{root}: holds an A/B screen root, not a recorded run")
     plain_resume = record(suite, "root", "--zl-resume")
     assert_usage_error(plain_resume, "--zl-resume has no effect in a recorded run")
-    screen_in_run = screen(suite, "run")
+    screen_in_run = refused_screen(suite, "run")
     assert_usage_error(screen_in_run, f"{run}: holds a recorded run, not an A/B screen root")
-    screen_resume = screen(suite, "run", "--zl-resume")
+    screen_resume = refused_screen(suite, "run", "--zl-resume")
     assert_usage_error(screen_resume, "holds a recorded run, not an A/B screen root")
-    compare_in_run = suite.runpytest_subprocess(
+    compare_in_run = suite.runpytest(
+        *NO_HYPOTHESIS,
         "--zl-compare", str(root / "bench" / "r1_A"), "--zl-compare", str(root / "bench" / "r1_B"),
         f"--zl-out={run}",
     )  # fmt: skip

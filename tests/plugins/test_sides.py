@@ -419,7 +419,7 @@ def test_each_xdist_worker_runs_its_own_batch(suite: pytest.Pytester) -> None:
 def test_the_screen_mode_is_checked(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_ops=TESTS)
     result = suite.runpytest_subprocess(
-        "--zl-backend=cpu", SWITCH, "--zl-screen-mode=parallel", "--zl-out=x"
+        "--zl-backend=cpu", *NO_HYPOTHESIS, SWITCH, "--zl-screen-mode=parallel", "--zl-out=x"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
@@ -714,14 +714,16 @@ def test_an_xdist_worker_that_replaces_one_killed_in_a_recording_pass_collects_a
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
     suite.makepyfile(test_a=STUCK_FIRST, test_ops=TESTS)
     monkeypatch.setenv("KILL_SIDE", "A")
-    killed, root, _ = screen(suite, "lockstep", SWITCH)  # cut in stuck's round 1
+    # no kept recordings: the resumed batch records stuck again (its xdist worker is new)
+    off = "--zl-recordings=off"
+    killed, root, _ = screen(suite, "lockstep", SWITCH, off)  # cut in stuck's round 1
     assert killed.ret != 0
     assert (root / "stuck" / "running.txt").read_text() == "round 1\n"
     once = suite.path / "kill.once"
     once.write_text("")
     monkeypatch.setenv("KILL_SIDE", "record")
     monkeypatch.setenv("KILL_ONCE", str(once))
-    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-resume", "-n", "2")
+    resumed, _, _ = screen(suite, "lockstep", SWITCH, off, "--zl-resume", "-n", "2")
     out = "\n".join(resumed.outlines + resumed.errlines)
     assert not once.exists()  # the xdist worker was killed
     assert "INTERNALERROR" not in out, out
@@ -1009,7 +1011,7 @@ def test_shared_inputs_are_refused_where_they_would_do_nothing(
 ) -> None:
     suite.makepyfile(test_ops=TESTS)
     result = suite.runpytest_subprocess(
-        "--zl-backend=cpu", SWITCH, option, "--zl-shared-inputs", "--zl-out=x"
+        "--zl-backend=cpu", *NO_HYPOTHESIS, SWITCH, option, "--zl-shared-inputs", "--zl-out=x"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --zl-shared-inputs: {error}"])
@@ -1175,8 +1177,9 @@ def test_a_recording_pass_longer_than_the_timeout_of_a_side_has_a_limit_of_its_o
     suite: pytest.Pytester, mode: str
 ) -> None:
     suite.makepyfile(test_ops=TESTS + SLOW_RECORDING)
-    # a side's limit covers its worker's start-up: 10 s leaves room on a loaded machine
-    args = (SWITCH, "-k", "tuned or relu", "--zl-timeout=10")
+    # a side's limit covers its worker's start-up: 10 s leaves room on a loaded machine; no
+    # kept recordings: the second screen records again
+    args = (SWITCH, "-k", "tuned or relu", "--zl-timeout=10", "--zl-recordings=off")
     result, root, _ = screen(suite, mode, *args, "--zl-record-timeout=60")
     assert result.ret == 0, result.outlines + result.errlines
     assert run_dirs(root)["tuned"] == ["r1_A", "r1_B", "record"]

@@ -122,7 +122,9 @@ def test_a_backend_whose_device_torch_cannot_see_fails_each_test_in_one_line(
     if importlib.util.find_spec("torch") is None:
         pytest.skip("needs torch")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no card, also where there are some
-    result = rows_suite.runpytest_subprocess("--zl-backend=cuda", "-p", "no:cacheprovider")
+    result = rows_suite.runpytest_subprocess(
+        "--zl-backend=cuda", "-p", "no:cacheprovider", *NO_HYPOTHESIS
+    )
     result.assert_outcomes(failed=3)
     text = "\n".join(result.outlines + result.errlines)
     assert "Traceback" not in text, text
@@ -151,7 +153,9 @@ def pytest_zlbench_device_register(registry):
                          flagtree_prefix="FLAGTREE_GHOST_"))
 """
     )
-    result = rows_suite.runpytest_subprocess("--zl-backend=ghost", "-p", "no:cacheprovider")
+    result = rows_suite.runpytest_subprocess(
+        "--zl-backend=ghost", "-p", "no:cacheprovider", *NO_HYPOTHESIS
+    )
     result.assert_outcomes(failed=3)
     assert "Traceback" not in "\n".join(result.outlines + result.errlines)
     result.stdout.fnmatch_lines(["zlbench: backend ghost: torch * has no torch.ghost"] * 3)
@@ -455,7 +459,12 @@ def test_an_operator_in_the_no_capture_list_is_timed_directly(
     (gems_suite.path / "benchmark" / "test_solve.py").write_text(NO_CAPTURE_TESTS.format(base=base))
     out = gems_suite.path / "run"
     result = gems_suite.runpytest_subprocess(
-        "--zl-backend=cpu", f"--zl-out={out}", "benchmark/test_solve.py", "-p", "no:cacheprovider"
+        "--zl-backend=cpu",
+        f"--zl-out={out}",
+        "benchmark/test_solve.py",
+        "-p",
+        "no:cacheprovider",
+        *NO_HYPOTHESIS,
     )
     result.assert_outcomes(passed=1)
     rows = read_jsonl(out / "rows.jsonl")
@@ -471,6 +480,7 @@ def test_an_operator_in_the_no_capture_list_is_timed_directly(
         "benchmark/test_ops.py",
         "-p",
         "no:cacheprovider",
+        *NO_HYPOTHESIS,
     )
     assert result.ret == -signal.SIGABRT
     assert not (gems_suite.path / "run2" / "rows.jsonl").exists()
@@ -624,7 +634,9 @@ def test_a_broken_process_is_reported_once_without_xdist(
 ) -> None:
     zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
     zl_pytester.makepyfile(test_lost=LOST_CONTEXT_TESTS.format(error=error))
-    result = zl_pytester.runpytest_subprocess("--zl-backend=cpu", "-p", "no:randomly")
+    result = zl_pytester.runpytest_subprocess(
+        "--zl-backend=cpu", "-p", "no:randomly", *NO_HYPOTHESIS
+    )
     result.assert_outcomes(failed=1, passed=4)
     lines = [ln for ln in result.stdout.lines if what in ln]
     assert len(lines) == 1

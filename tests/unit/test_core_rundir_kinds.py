@@ -141,13 +141,14 @@ def test_a_screen_s_child_is_never_checked() -> None:
         ({}, "cpu", "has no effect with the cpu backend"),
     ],
 )
+@pytest.mark.parametrize(("dest", "value"), [("zl_record_timeout", "600"), ("zl_recordings", "s")])
 def test_the_record_timeout_has_no_effect_without_a_recording_pass(
-    extra: dict[str, object], backend: str, why: str
+    extra: dict[str, object], backend: str, why: str, dest: str, value: str
 ) -> None:
-    given = {"zl_ab": ["X=1"], "zl_record_timeout": "600", **extra}
+    given = {"zl_ab": ["X=1"], dest: value, **extra}
     idle = dict(options.idle_options(options.SCREEN, given, backend=backend))
-    assert idle["zl_record_timeout"].startswith(why)
-    given = {"zl_ab": ["X=1"], "zl_record_timeout": "600"}
+    assert idle[dest].startswith(why)
+    given = {"zl_ab": ["X=1"], dest: value}
     assert options.idle_options(options.SCREEN, given, backend="cuda") == []
 
 

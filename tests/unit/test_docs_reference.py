@@ -90,3 +90,10 @@ def test_every_link_between_documents_resolves(document: Path) -> None:
         if missing or (anchor and path.suffix == ".md" and anchor not in _anchors(path)):
             broken.append(target)
     assert broken == []
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+def test_no_heading_is_given_twice(document: Path) -> None:
+    text = re.sub(r"^```.*?^```", "", document.read_text(encoding="utf-8"), flags=re.S | re.M)
+    headings = re.findall(r"^#{1,6} .+$", text, re.M)
+    assert sorted({h for h in headings if headings.count(h) > 1}) == []

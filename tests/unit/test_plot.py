@@ -451,3 +451,35 @@ def test_plot_processes_are_killed_by_a_ctrl_c(
         results._draw_in_processes([tmp_path / "a", tmp_path / "b"], 2)
     assert len(started) == 2
     assert all(p.poll() is not None for p in started)
+
+
+def _svg_height_pt(path: Path) -> float:
+    import re
+
+    found = re.search(r'height="([0-9.]+)pt"', path.read_text()[:2000])
+    assert found is not None
+    return float(found.group(1))
+
+
+def test_an_operator_of_thousands_of_shapes_gets_a_plot_of_bounded_height(
+    tmp_path: Path,
+) -> None:
+    """5,000 shapes of one operator gave one SVG 122,558 pt tall (and most of a large screen's
+    end was spent drawing): the plot shows the most telling shapes, the title says how many of
+    how many, and every shape stays in ab.json and the report."""
+    pytest.importorskip("matplotlib")
+    shapes = tuple(
+        screening.ShapeResult(("mm", "torch.float16", f"[{k}]", 0), (0.001 * (k % 7), 0.002))
+        for k in range(5000)
+    )
+    big = result(shapes=shapes)
+    path = tmp_path / plot.PLOT_FILE
+    assert plot.write(path, big)
+    assert _svg_height_pt(path) < 2500
+    svg = path.read_text()
+    assert f"{plot.PLOT_SHAPES_MOST} of 5000 shapes shown" in svg
+    small = tmp_path / "small.svg"
+    assert plot.write(small, result())  # a few shapes: all of them, no such words
+    assert "shapes shown" not in small.read_text()
+    assert plot.shows(path, big)
+    assert not plot.shows(path, result())

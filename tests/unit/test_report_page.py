@@ -134,3 +134,21 @@ def test_a_report_of_1000_operators_stays_under_5_mb(tmp_path: Path) -> None:
         (section,) = [s for s in sections if s.startswith(f'"op-op_{i:04d}"')]
         assert "<svg" in section
         assert "r3_delta_pct" in section
+
+
+def test_an_operator_of_thousands_of_shapes_keeps_the_page_small() -> None:
+    """5,000 shapes of one operator made a 5.7 MB page (every shape a row): the page shows its
+    most telling shapes, says how many of how many, and links ab.json, which holds them all."""
+    rng = random.Random(2)
+    deltas = {f"[{k}]": [rng.gauss(0, 0.01) for _ in range(2)] for k in range(5000)}
+    deltas["[7]"] = [0.5, 0.5]
+    (judged,) = screening.judge_screen([op_result("big", deltas)])
+    entry = judged.to_json()
+    doc = result.document(result.SCREEN, [entry], settings={"switch": {"X": "1"}, "rounds": 2})
+    page = report.html(doc)
+    assert len(page.encode()) < 500_000, len(page.encode())
+    section = page.split('<h2 id="op-big">')[1]
+    assert section.count("<tr>") == report.SHAPES_MOST + 1  # and the header
+    assert f"{report.SHAPES_MOST} of 5000 shapes shown" in section
+    assert 'href="big/ab.json"' in section
+    assert "<td>[7]</td>" in section  # the shape beyond noise is among them

@@ -60,20 +60,25 @@ def screen(
 BATCHES = {"batch0": ["abs", "gemm"], "batch1": ["steady", "relu"], "batch2": ["probe"]}
 
 
-def test_the_passes_of_the_later_batches_are_a_recording_pass_and_every_round_each(
+def test_the_passes_of_the_later_batches_are_their_rounds_and_their_recordings_apart(
     tmp_path: Path,
 ) -> None:
-    # batch 1 of 3 running: 3 operators after it, each a recording pass and 2 rounds
-    assert screen(tmp_path, BATCHES, ("batch0",)).place_of("batch0") == (1, 3, 9)
+    # batch 1 of 3 running: 3 operators after it, 2 rounds each; their recording passes are
+    # reckoned apart (a recording takes minutes where a round pass takes seconds)
+    first = screen(tmp_path, BATCHES, ("batch0",))
+    assert first.place_of("batch0") == (1, 3, 6)
+    assert first.later_records("batch0") == 3
     # batch 2 of 3: the last batch's operator only
-    assert screen(tmp_path, BATCHES, ("batch0", "batch1")).place_of("batch1") == (2, 3, 3)
+    second = screen(tmp_path, BATCHES, ("batch0", "batch1"))
+    assert second.place_of("batch1") == (2, 3, 2)
+    assert second.later_records("batch1") == 1
     # the last batch: none after it
     assert screen(tmp_path, BATCHES, tuple(BATCHES)).place_of("batch2") == (3, 3, 0)
     # no recording pass: on the cpu backend, or replaying --zl-replay-from
     run = ("batch0",)
-    assert screen(tmp_path, BATCHES, run, backend="cpu").place_of("batch0") == (1, 3, 6)
-    assert screen(tmp_path, BATCHES, run, replay=tmp_path).place_of("batch0") == (1, 3, 6)
-    assert screen(tmp_path, BATCHES, run, rounds=1).place_of("batch0") == (1, 3, 6)
+    assert screen(tmp_path, BATCHES, run, backend="cpu").later_records("batch0") == 0
+    assert screen(tmp_path, BATCHES, run, replay=tmp_path).later_records("batch0") == 0
+    assert screen(tmp_path, BATCHES, run, rounds=1).place_of("batch0") == (1, 3, 3)
 
 
 def test_operators_a_resumed_screen_reuses_are_not_counted(tmp_path: Path) -> None:
@@ -82,9 +87,9 @@ def test_operators_a_resumed_screen_reuses_are_not_counted(tmp_path: Path) -> No
         mark_done(tmp_path / op)
     (tmp_path / "steady").mkdir()  # started, never complete: measured again
     run = ("batch0",)
-    assert screen(tmp_path, BATCHES, run, resume=True).place_of("batch0") == (1, 3, 3)
+    assert screen(tmp_path, BATCHES, run, resume=True).place_of("batch0") == (1, 3, 2)
     # without --zl-resume a complete operator is measured again
-    assert screen(tmp_path, BATCHES, run).place_of("batch0") == (1, 3, 9)
+    assert screen(tmp_path, BATCHES, run).place_of("batch0") == (1, 3, 6)
 
 
 def test_one_batch_or_xdist_counts_no_later_passes(tmp_path: Path) -> None:
@@ -100,8 +105,8 @@ def test_a_batch_is_counted_by_its_place_where_numbers_are_left_out(tmp_path: Pa
     then left out, and its own batch's number comes after every batch's: the progress lines
     count the batches in order."""
     gaps = {"batch1": ["gemm"], "batch2": ["steady", "relu"], "batch5": ["abs"]}
-    assert screen(tmp_path, gaps, ("batch1",)).place_of("batch1") == (1, 3, 9)
-    assert screen(tmp_path, gaps, ("batch1", "batch2")).place_of("batch2") == (2, 3, 3)
+    assert screen(tmp_path, gaps, ("batch1",)).place_of("batch1") == (1, 3, 6)
+    assert screen(tmp_path, gaps, ("batch1", "batch2")).place_of("batch2") == (2, 3, 2)
     assert screen(tmp_path, gaps, tuple(gaps)).place_of("batch5") == (3, 3, 0)
 
 
@@ -141,13 +146,14 @@ def test_a_batch_of_its_own_is_counted_after_the_numbered_ones(tmp_path: Path) -
 
 def test_the_later_batches_use_the_rounds_the_finished_operators_used(tmp_path: Path) -> None:
     """An RLC_ENHANCE-like screen whose operators so far stopped after round 1 expects the same
-    of the later batches: a recording pass and one round each, not every round of --zl-rounds
-    (a scale screen's estimate counted 3 rounds for operators that each used 1)."""
+    of the later batches: one round each (their recording passes reckoned apart), not every
+    round of --zl-rounds (a scale screen's estimate counted 3 rounds for operators that each
+    used 1)."""
     pace = Pace()
     for _ in range(2):
         pace.finished(1)
     run = ("batch0",)
-    assert screen(tmp_path, BATCHES, run, rounds=3, pace=pace).place_of("batch0") == (1, 3, 6)
+    assert screen(tmp_path, BATCHES, run, rounds=3, pace=pace).place_of("batch0") == (1, 3, 3)
 
 
 class FakeWorkers:

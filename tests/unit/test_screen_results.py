@@ -124,3 +124,28 @@ def test_an_operator_put_last_keeps_its_mark_through_a_resume_until_it_is_comple
     assert (
         alone / "notes.txt"
     ).read_text() == "an earlier session was cut in its round 2; measured last\n"
+
+
+def test_the_end_of_a_large_screen_draws_the_plots_its_report_shows_whole(
+    tmp_path: Path,
+) -> None:
+    """Drawing every operator's plot took 48 of a 300-operator screen's last 60 s: the end of
+    a screen draws the plots of the operators its report shows whole (those beyond noise
+    first), ``zlbench plot`` draws every one."""
+    from pytest_zlbench.core import report
+    from pytest_zlbench.screen.results import plots_to_draw
+
+    ops = [f"op{k:03d}" for k in range(report.DETAILED + 20)]
+    moved = {"op059", "op055"}
+    entries = [
+        {"op": op, "status": "complete", "verdict": "NO_TRITON", "judged": 4,
+         "beyond": 4 if op in moved else 0, "slower": 4 if op in moved else 0,
+         "faster": 0, "effect_pct": 9.0 if op in moved else None}
+        for op in ops
+    ]  # fmt: skip
+    plots = [(tmp_path / op, object()) for op in ops]
+    drawn = {d.name for d, _ in plots_to_draw({"operators": entries}, plots)}
+    assert len(drawn) == report.DETAILED
+    assert moved <= drawn
+    few = plots[:5]
+    assert plots_to_draw({"operators": entries[:5]}, few) == few

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..contract import AB_FILE
 from ..core import records, screening
+from ..core.report import most_telling
 
 PLOT_FILE = "delta.svg"
 OVERVIEW_FILE = "overview.svg"
@@ -61,7 +62,8 @@ def available() -> bool:
     return unavailable() is None
 
 
-def _entry(result: screening.OpResult | Mapping[str, Any]) -> Mapping[str, Any]:
+def entry_of(result: screening.OpResult | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A result's JSON form (what ``ab.json`` holds), which every picture reads."""
     return result.to_json() if isinstance(result, screening.OpResult) else result
 
 
@@ -111,7 +113,7 @@ _SHAPE_KEYS = (
 )
 _STAMP = "zlbench-plot "  # then the digest of what the plot shows, in the SVG's description
 #: raised whenever write() draws differently, so that every plot is drawn again
-_PLOT_FORMAT = 2
+_PLOT_FORMAT = 3
 
 
 def _plotted(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -136,7 +138,7 @@ def _stamp(data: Mapping[str, Any]) -> str:
 
 def shows(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     """Whether the plot at ``path`` shows ``result`` (what :func:`write` would draw of it)."""
-    return _shows(path, _stamp(_plotted(_entry(result))))
+    return _shows(path, _stamp(_plotted(entry_of(result))))
 
 
 def holds(op_dir: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
@@ -144,7 +146,7 @@ def holds(op_dir: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     reads it, draws what this process would)."""
     try:
         entry = json.loads((op_dir / AB_FILE).read_text(encoding="utf-8"))
-        return _stamp(_plotted(entry)) == _stamp(_plotted(_entry(result)))
+        return _stamp(_plotted(entry)) == _stamp(_plotted(entry_of(result)))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
@@ -189,13 +191,19 @@ def _legend_below(fig: Any, ax: Any) -> None:
         fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=2, frameon=False)
 
 
+#: the most shapes an operator's plot draws: its height stays bounded (5,000 shapes drew an
+#: SVG 122,558 pt tall, and most of a large screen's end was spent drawing); ``ab.json`` and
+#: the report's shape table hold every shape
+PLOT_SHAPES_MOST = 60
+
+
 def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     """Write ``path`` (an SVG) for one operator's result, unless the plot there already shows
     what this result's plot would (``True`` either way: a screen's end judges every operator
     again, and most plots stay as they were); ``False`` when matplotlib is missing or the
     result has no range (NO_ROWS, a failed round): then a plot left by an earlier aggregation
     is removed, so that no plot contradicts ``screen.tsv``."""
-    entry = _plotted(_entry(result))
+    entry = _plotted(entry_of(result))
     shapes: Sequence[Mapping[str, Any]] = entry["shapes"]
     if entry.get("low_pct") is None or not shapes:
         path.unlink(missing_ok=True)
@@ -208,6 +216,8 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     except ImportError:
         path.unlink(missing_ok=True)
         return False
+    total = len(shapes)
+    shapes = most_telling(shapes, PLOT_SHAPES_MOST)
     labels = [shape_label(s) for s in shapes]
     lines = sum(label.count("\n") + 1 for label in labels)
     rounds = max(len(s["rounds"]) for s in shapes)
@@ -247,6 +257,11 @@ def write(path: Path, result: screening.OpResult | Mapping[str, Any]) -> bool:
     title = f"{entry['op']}: {kind}, range {(label + ' ') if label else ''}{span}"
     if entry.get("judged") is not None:
         title += f"; {entry.get('beyond')} of {entry.get('judged')} shapes beyond noise"
+    if total > len(shapes):
+        title += (
+            f"; {len(shapes)} of {total} shapes shown (those beyond noise, then the largest "
+            "medians): every shape is in ab.json"
+        )
     ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
     _legend_below(fig, ax)
     ax.grid(axis="x", linewidth=0.3)

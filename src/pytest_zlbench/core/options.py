@@ -480,6 +480,19 @@ OPTIONS: tuple[Option, ...] = (
         purpose="it pins the autotune configs of a recorded run or a screen; add --zl-out=DIR",
     ),
     Option(
+        "--zl-recordings",
+        "identity",
+        "The store of kept recordings: each operator's recording pass is kept there and replayed "
+        "by every later screen of the same caliber (versions, card, dtypes, shapes, ...); "
+        "'off' keeps and replays none (default: pytest-zlbench/recordings under "
+        "$XDG_CACHE_HOME, else ~/.cache)",
+        parse=_path("--zl-recordings"),
+        child=DROP,
+        metavar="DIR|off",
+        acts_in=frozenset({SCREEN}),
+        purpose="it names where an A/B screen (--zl-ab) keeps its recordings",
+    ),
+    Option(
         "--zl-save",
         "identity",
         "Store the completed run or screen under NAME in the baseline store",
@@ -734,15 +747,16 @@ def idle_options(
     if "zl_inventory" in given and "zl_out" in given and mode == RECORD:
         out.append(("zl_out", "has no effect with --zl-inventory, which runs no test"))
     cpu = backend is not None and backend.strip().lower() == "cpu"
-    if mode == SCREEN and "zl_record_timeout" in given and ("zl_replay_from" in given or cpu):
-        why = "--zl-replay-from" if "zl_replay_from" in given else "the cpu backend"
-        out.append(
-            (
-                "zl_record_timeout",
-                f"has no effect with {why}: the screen runs no recording pass (its sides "
-                "replay a recording, or have no autotuning to record)",
+    for dest in ("zl_record_timeout", "zl_recordings"):
+        if mode == SCREEN and dest in given and ("zl_replay_from" in given or cpu):
+            why = "--zl-replay-from" if "zl_replay_from" in given else "the cpu backend"
+            out.append(
+                (
+                    dest,
+                    f"has no effect with {why}: the screen runs no recording pass (its sides "
+                    "replay a recording, or have no autotuning to record)",
+                )
             )
-        )
     direct = timer is not None and timer.strip().lower() == "direct"
     if mode in _MEASURING and (cpu or direct):
         why = "--zl-timer=direct" if direct else "the cpu backend's clock"

@@ -10,7 +10,7 @@ There is no script and no link outside the screen's folder: it reads offline."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -20,6 +20,9 @@ from .screen_tsv import SHOWN, ScreenLine
 #: operators shown whole (picture and shape table), those beyond noise first; the others are
 #: linked to their files beside the page
 DETAILED = 40
+#: the most shapes of one operator the page lists (``<op>/ab.json`` holds every one): 5,000
+#: shapes of one operator made a page of 5.7 MB
+SHAPES_MOST = 200
 PLOT_FILE = "delta.svg"  # adapters.plot.PLOT_FILE (core does not import adapters)
 AB_FILE = "ab.json"  # contract.AB_FILE
 
@@ -225,10 +228,26 @@ def _operators_table(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def most_telling(shapes: Sequence[Mapping[str, Any]], most: int) -> list[Mapping[str, Any]]:
+    """At most ``most`` of an operator's ``shapes`` (its result's JSON form), in their order:
+    those beyond noise first, then the largest medians either way."""
+    if len(shapes) <= most:
+        return list(shapes)
+    ranked = sorted(
+        range(len(shapes)),
+        key=lambda k: (
+            not shapes[k].get("beyond_noise"),
+            -abs(float(shapes[k].get("median_pct") or 0.0)),
+        ),
+    )
+    return [shapes[k] for k in sorted(ranked[:most])]
+
+
 def _shapes_table(entry: Mapping[str, Any]) -> list[str]:
-    shapes = entry.get("shapes") or ()
-    if not shapes:
+    every = entry.get("shapes") or ()
+    if not every:
         return []
+    shapes = most_telling(every, SHAPES_MOST)
     # each delta under its round's number (a round that failed leaves a gap)
     numbers = sorted({r.get("round", i + 1) for s in shapes for i, r in enumerate(s["rounds"])})
     head = ["test", "dtype", "shape", "latency_a_ms"]
@@ -253,6 +272,13 @@ def _shapes_table(entry: Mapping[str, Any]) -> list[str]:
         ]
         out.append("<tr>" + "".join(row) + "</tr>")
     out.append("</table>")
+    if len(shapes) < len(every):
+        link = f"{entry['op']}/{AB_FILE}"
+        out.append(
+            f'<p class="muted">{len(shapes)} of {len(every)} shapes shown (those beyond noise, '
+            f'then the largest medians): every shape is in <a href="{escape(link)}">'
+            f"{escape(link)}</a></p>"
+        )
     return out
 
 
@@ -320,8 +346,9 @@ def html(
     if len(whole) < len(doc.get("operators", ())):
         out.append(
             f'<p class="muted">{len(whole)} operators are shown whole below (those beyond '
-            "noise first); the others link to their picture and per-shape numbers beside "
-            "this page.</p>"
+            "noise first); the others link to their per-shape numbers beside this page, and "
+            "to their picture where one was drawn (<code>zlbench plot</code> draws every one)."
+            "</p>"
         )
     for entry in doc.get("operators", ()):
         op = str(entry["op"])

@@ -11,7 +11,11 @@ from typing import Any
 import pytest
 
 from ..contract import FLAGGEMS_CACHE_DIR, PINS_FILE, TUNER_DB_DIR
+from ..core.records import read_json_object
 from ..core.rundir import not_a_dir
+
+#: in a screen batch's replay folder: the kept recordings its sides replay (``screen.kept``)
+KEPT_FILE = "kept.json"
 
 
 def check_source(source: Path, run_dir: Path) -> None:
@@ -70,3 +74,13 @@ def replay_pins(replay: Any) -> Any:
         raise pytest.UsageError(f"--zl-replay-from {path}: unreadable ({first})") from None
     except ValueError as exc:
         raise pytest.UsageError(f"--zl-replay-from {exc}") from None
+
+
+def kept_entry(replay: Any, op: str) -> dict[str, Any] | None:
+    """The kept recording ``op`` replays from a replay folder (``kept.json``: its store key,
+    folder and the seconds its recording took), for the identity of its sides; ``None``: it
+    replays none."""
+    if not replay:
+        return None
+    found = (read_json_object(Path(str(replay)) / KEPT_FILE) or {}).get(op)
+    return found if isinstance(found, dict) else None

@@ -28,7 +28,7 @@ from ..contract import (
     TRITON_CACHE_DIR,
 )
 from .identity import checkouts, shape_mode, state_of, versions, write_ir
-from .replay import check_source, seed_replay
+from .replay import check_source, kept_entry, seed_replay
 from .rows import PINS_ATTR, ROWS_ATTR, WorkerRows, card_of
 
 if TYPE_CHECKING:
@@ -236,6 +236,8 @@ class RunRecorder(WorkerRows):
             else "",
             "replay_from": str(self.replay) if self.replay else None,
             "replay_seeded_dbs": self.seeded,
+            # the kept recording this operator's side replays (its store key and folder)
+            "replays_kept": kept_entry(self.replay, self.run_dir.parent.name),
             SEED_FIELD: self.seed or None,
             "seed": seeding.describe(),
             "autotuned": self.tuned,

@@ -58,6 +58,12 @@ class DtypeFallback(Exception):
     """An operator refused the requested ``--dtypes``: measure it again on its own dtypes."""
 
 
+#: the exit statuses of a child whose session ran no test: pytest's usage error (a conftest or
+#: plugin that cannot be imported, a refused option, the preflight's refusals), before any test
+#: ran; the same start-up fails the same way again
+NOTHING_RAN = (4,)
+
+
 class Deterministic(Exception):
     """A child run failed the same way on its retry."""
 
@@ -90,6 +96,7 @@ class Children:
         self.own_dtypes: set[str] = set()
         #: seconds between two "still running" lines of a child run
         self.heartbeat = HEARTBEAT_S
+        self.last_exit: int | None = None  # the exit status of the last child run
         #: seconds of every child run of each operator this session (its cost record)
         self.seconds: dict[str, float] = {}
 
@@ -204,6 +211,7 @@ class Children:
         self.progress(f"{op} {label}: {'ok' if cause is None else cause} ({elapsed:.1f}s)")
         if cause is not None:
             mark_failed(run_dir, cause)
+        self.last_exit = rc
         return cause
 
     def wait(
@@ -240,6 +248,8 @@ class Children:
         if refused is not None:
             raise DtypeFallback(refused)
         label = "the recording pass" if side == RECORD_SIDE else f"side {side} of round {rnd}"
+        if self.last_exit in NOTHING_RAN:  # its session never ran a test: nothing to retry
+            raise Deterministic(f"{label} failed before any test ran ({cause}); not retried")
         shutil.copyfile(out_path, first_try_file(run_dir))
         self.progress(f"{op}: {label} failed; retrying it once")
         again = self.run(op, nodeids, run_dir, side, rnd, replay)

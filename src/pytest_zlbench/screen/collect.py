@@ -139,3 +139,5 @@ def op_items(engine: ScreenEngine, session: pytest.Session, items: list[pytest.I
     order = [i for i in order if ops[i] not in cut] + [i for i in order if ops[i] in cut]
     items[:] = [new_items[i] for i in order]
     engine.result_update(planned)
+    if len(engine.batches) > 1 and (not _common.is_worker(config) or workers(config) == 1):
+        engine.announce_recordings()  # each batch says its own too

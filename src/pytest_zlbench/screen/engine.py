@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
 from ..core import records, screening
+from ..core.kept_recordings import recording_left
 from ..core.lockstep import first_of
 from ..core.rounds import RoundView, batch_passes, stop_reason
 from ..core.shard import COST_FILE, cost_record
@@ -37,6 +38,7 @@ from . import result_file
 from .batches import BATCH, own_batch
 from .children import Deterministic, DtypeFallback, same_failure
 from .cost import starting_pace
+from .kept import KeptRecordings
 from .operator import FROM_START, Operator, Since
 from .recording_home import clear_but_recording, command_key, rounds_done, still_recorded
 from .results import (
@@ -99,6 +101,11 @@ class ScreenEngine:
         self.pace = starting_pace(settings)
         #: the operators this session's batches measured (complete, but not reused)
         self.measured: set[str] = set()
+        #: the store of kept recordings the batches replay and keep theirs in (``screen.kept``)
+        self.kept = (
+            KeptRecordings(settings, children) if settings.recordings and settings.records
+            else None
+        )  # fmt: skip
         #: each operator :meth:`complete` marked, aggregated, until :meth:`run_op` returns it
         self.completed: dict[str, Aggregated] = {}
         #: ``screen_result.json`` as operators start and complete
@@ -209,8 +216,49 @@ class ScreenEngine:
             for item in items
             if not (s.resume and is_done(s.root / item.op))
         ]
-        passes = batch_passes(len(later), self.pace.rounds_expected(s.rounds), s.records)
+        # their recording passes are reckoned apart (``later_records``)
+        passes = batch_passes(len(later), self.pace.rounds_expected(s.rounds), False)
         return number, count, passes
+
+    def announce_recordings(self) -> None:
+        """The screen's first line about kept recordings: how many of its operators (in side
+        workers) replay one, and what recording the others is expected to take
+        (``core.kept_recordings.recording_left``)."""
+        if self.kept is None:
+            return
+        s = self.settings
+        items = [
+            i for b in self.batches.values() for i in b if not (s.resume and is_done(s.root / i.op))
+        ]
+        found = {item.op: self.kept.lookup(item, False) for item in items}
+        kept = sum(isinstance(f, list) for f in found.values())
+        record = [
+            self.kept.store.last_seconds(op) for op, f in found.items() if not isinstance(f, list)
+        ]
+        seconds, how = recording_left(record, [])
+        self.progress(
+            f"zlbench recordings: {kept} of {len(items)} operators "
+            f"replay{'s' if kept == 1 else ''} a kept recording "
+            f"({self.kept.store.root})"
+            + (f"; {len(record)} to record, about {seconds:.0f}s ({how})" if record else "")
+        )
+
+    def later_records(self, name: str) -> int:
+        """How many operators of the batches after ``name`` (as :meth:`place_of` counts them)
+        will be recorded: none of those that replay a kept recording."""
+        s = self.settings
+        if not s.records or self.workers > 1:
+            return 0
+        later = [
+            item
+            for batch, items in self.batches.items()
+            if batch not in self.batches_run and batch != name
+            for item in items
+            if not (s.resume and is_done(s.root / item.op))
+        ]
+        if self.kept is None:
+            return len(later)
+        return sum(not isinstance(self.kept.lookup(item, False), list) for item in later)
 
     def _side_workers(
         self,
@@ -231,6 +279,8 @@ class ScreenEngine:
             own_dtypes=own_dtypes,
             place=place,
             earlier=earlier,
+            kept=self.kept,
+            later_records=self.later_records(name) if place[1] else 0,
         )
 
     def _refused_dtypes(self, workers: SideWorkers) -> list[Operator]:
@@ -365,9 +415,28 @@ class ScreenEngine:
         if finished and s.records:
             key = command_key(self.children.worker_cmd(item.nodeids, None, own))
             workdir = s.root / WORKERS_DIR / (own_batch(batch) if own else batch)
-            if not still_recorded(workdir, {item.op: key}, s.root):
+            if not still_recorded(workdir, {item.op: key}, s.root) and not self.replays_kept(
+                item, op_dir, own
+            ):
                 return 0
         return finished
+
+    def replays_kept(self, item: Operator, op_dir: Path, own: bool) -> bool:
+        """Whether ``item``'s first round replayed the kept recording its batch replays now
+        (``screen.kept``: the same key), so that its finished rounds can be kept."""
+        if self.kept is None:
+            return False
+        try:
+            info = records.read_identity(round_dir(op_dir, 1, "A")).info
+        except records.RecordError:
+            return False
+        replayed = info.get("replays_kept")
+        found = self.kept.lookup(item, own)
+        return (
+            isinstance(replayed, dict)
+            and isinstance(found, list)
+            and replayed.get("key") == found[-1].key
+        )
 
     # ---- the judging between rounds ----------------------------------------------------------
 

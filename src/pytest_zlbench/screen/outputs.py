@@ -20,7 +20,7 @@ from ..core.judge import Judging
 from ..core.result import RESULT_FILE, lines_of
 from . import result_file
 from .result_file import REPORT_FILE
-from .results import draw_op_plots, read_screen
+from .results import draw_op_plots, plots_to_draw, read_screen
 
 
 @dataclass
@@ -147,7 +147,7 @@ def finish(
         errors.append(not_written(tsv, exc))
     interrupted = None
     try:
-        draw_op_plots(replot)
+        draw_op_plots(plots_to_draw(doc, replot))
     except KeyboardInterrupt:
         floor = f" --floor-from {floor_from}" if floor_from is not None else ""
         interrupted = f"zlbench report {root}{floor}"

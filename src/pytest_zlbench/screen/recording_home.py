@@ -147,13 +147,19 @@ def command_key(cmd: list[str]) -> str:
     a fresh machine, its suite checked out at another path, keeps its recordings. The command's
     first word (the interpreter) is left out, and its tests' absolute paths are taken relative
     to the folder that holds them all."""
+    return hashlib.sha256("\0".join(relative_args(cmd)).encode()).hexdigest()[:16]
+
+
+def relative_args(cmd: list[str]) -> list[str]:
+    """A command's arguments after its first word, its tests' absolute paths taken relative to
+    the folder that holds them all (:func:`command_key`)."""
     args = list(cmd[1:])
     files = [f for f, _ in map(_split, args) if os.path.isabs(f)]
     if files:
         base = os.path.commonpath([os.path.dirname(f) for f in files])
         args = [os.path.relpath(f, base) + rest if os.path.isabs(f) else f + rest
                 for f, rest in map(_split, args)]  # fmt: skip
-    return hashlib.sha256("\0".join(args).encode()).hexdigest()[:16]
+    return args
 
 
 def _split(arg: str) -> tuple[str, str]:
@@ -169,15 +175,15 @@ def note_recorded(workdir: Path, root: Path, op: str, key: str) -> None:
     records.write_atomic(listed, before + f"{op} {key} {_stamp(root, op)}\n")
 
 
-def merge_pins(replay: Path, op_dirs: Iterable[Path]) -> None:
+def merge_pins(replay: Path, op_dirs: Iterable[Path], kept: Iterable[Path] = ()) -> None:
     """The recording worker's ``autotune.json``: every operator's choices, which the measured
-    workers replay (its tuner databases are already in its cache)."""
+    workers replay (its tuner databases are already in its cache), then those of the kept
+    recordings the batch replays (``kept``: their ``autotune.json`` files, ``screen.kept``)."""
     from ..core.autotune import merge_pins as merge
     from ..core.autotune import pins_from_json, pins_to_json
 
     pins: Any = {}
-    for op_dir in op_dirs:
-        path = op_dir / RECORD_DIR / PINS_FILE
+    for path in [op_dir / RECORD_DIR / PINS_FILE for op_dir in op_dirs] + list(kept):
         if not path.is_file():
             continue
         try:

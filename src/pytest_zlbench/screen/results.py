@@ -171,6 +171,20 @@ PLOTS_PER_PROCESS = 16
 PLOT_PROCESSES = 8
 
 
+def plots_to_draw(
+    doc: Mapping[str, Any], plots: Sequence[tuple[Path, screening.OpResult]]
+) -> list[tuple[Path, screening.OpResult]]:
+    """The plots of ``plots`` a screen's end draws: those of the operators its report shows
+    whole (``core.report.detailed``: those beyond noise first, 40 in all), so that the end of a
+    screen of 1,000 operators does not spend minutes drawing pictures no page shows; the
+    others' plots are drawn by ``zlbench plot ROOT`` (a plot that does not show its operator's
+    result is removed when its ``ab.json`` is written: :func:`write_op_result`)."""
+    from ..core.report import detailed
+
+    shown = detailed(doc)
+    return [(op_dir, result) for op_dir, result in plots if op_dir.name in shown]
+
+
 def draw_op_plots(plots: Sequence[tuple[Path, screening.OpResult]]) -> None:
     """Each operator's plot of ``plots`` (operator directories whose ``ab.json`` holds the
     result beside each): when many are to be drawn, first in other processes

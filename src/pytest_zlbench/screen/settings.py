@@ -52,6 +52,10 @@ class AbSettings:
     shared_inputs: bool = False
     #: why ``mode`` was chosen (``--zl-screen-mode=auto``, ``core.modes``); ``None``: named
     mode_reason: str | None = None
+    #: --zl-recordings: the store of kept recordings a batch replays instead of recording and
+    #: keeps its recordings in (``screen.kept``); ``None``: off (it changes no measurement's
+    #: caliber: not in :meth:`describe`)
+    recordings: Path | None = None
 
     def mode_record(self) -> dict[str, Any]:
         """``screen.json``'s ``screen_mode``: the mode, who chose it and why (not compared by
@@ -225,7 +229,26 @@ def load_settings(config: pytest.Config, root: Path) -> AbSettings:
         batch_size=given.value("zl_batch_size"),
         shared_inputs=shared_inputs,
         mode_reason=mode_reason,
+        recordings=recordings_store(config),
     )
+
+
+def recordings_store(config: pytest.Config) -> Path | None:
+    """``--zl-recordings``: a folder (relative to the invocation directory), ``off``, else the
+    default store under the user's cache folder (``core.kept_recordings.default_store``)."""
+    import os
+
+    from ..core.kept_recordings import OFF, default_store
+
+    value = _common.raw(config, "zl_recordings")
+    if value is None or not str(value).strip():
+        return default_store(os.environ)
+    if str(value).strip().lower() == OFF:
+        return None
+    path = Path(config.invocation_params.dir) / str(value)
+    if path.exists() and not path.is_dir():
+        raise pytest.UsageError(f"--zl-recordings {value}: not a folder")
+    return path
 
 
 def kept_mode(root: Path, mode: str, reason: str) -> tuple[str, str]:

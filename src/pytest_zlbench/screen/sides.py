@@ -40,11 +40,13 @@ from typing import TYPE_CHECKING
 
 from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV
 from ..contract import BOTH_SIDES, RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
+from ..core.kept_recordings import recording_left
 from ..core.lockstep import Lockstep, first_of, order_for
 from ..core.rounds import passes_left
 from ..core.sidework import ChannelClosed
 from .apart import side_against_itself
 from .children import kill_group
+from .kept import Keeper, KeptRecordings, recording_cost, replay_kept
 from .messages import Running, read, send
 from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
 from .results import mark_failed, pass_ended, pass_name, pass_started
@@ -52,6 +54,7 @@ from .round_loop import run_rounds
 from .side_process import SideProcess, WorkerDied, start_side
 
 if TYPE_CHECKING:
+    from ..core.kept_recordings import KeptRecording
     from ..core.rounds import Pace
     from .children import Children
     from .operator import Operator
@@ -72,12 +75,23 @@ class SideWorkers:
         settings: AbSettings,
         children: Children,
         pace: Pace,
-        progress: Callable[[str], None],
+        progress: Callable[..., None],
         cwd: Path,
         own_dtypes: bool = False,
         place: tuple[str, float] = ("", 0),
         earlier: Sequence[Operator] = (),
+        kept: KeptRecordings | None = None,
+        later_records: int = 0,
     ) -> None:
+        #: the store of kept recordings (``screen.kept``; ``None``: off)
+        self.kept = kept
+        self.keeper: Keeper | None = None
+        #: the operators to record: what their kept recordings of earlier screens took
+        #: (``None``: unknown), for the estimate of what is left; those of later batches
+        self.to_record: dict[str, float | None] = {}
+        self.later_records = later_records
+        #: this batch's recording passes so far (seconds)
+        self.recorded_s: list[float] = []
         #: the batch's operators refused the requested --dtypes: its workers are not given them
         self.own_dtypes = own_dtypes
         #: "batch k of n, " and the operator passes of the later batches (``screen.batches``)
@@ -289,13 +303,25 @@ class SideWorkers:
     def _label(self, rnd: int) -> str:
         return "record" if rnd == 0 else f"r{rnd}"
 
-    def _eta(self, units_left: float) -> str:
-        """The batch's time so far, and what is left at the session's pace (every batch's)."""
+    def _eta(self, units_left: float, records_left: Sequence[str] = ()) -> str:
+        """The batch's time so far, and what is left: ``units_left`` passes of rounds at the
+        session's pace of rounds (every batch's), and the recording passes of
+        ``records_left`` and of the later batches' operators to record, each at what its
+        kept recording took or at the mean of the recording passes made so far
+        (``core.kept_recordings.recording_left``): a recording pass (tuning) takes many
+        times a round's."""
         elapsed = time.monotonic() - self.started
+        kept = [self.to_record.get(op) for op in records_left] + [None] * self.later_records
+        recording, _ = recording_left(kept, self.recorded_s)
         left = self.pace.seconds_left(units_left)
         if left is None:
-            return f"{elapsed:.0f}s elapsed"
-        return f"{elapsed:.0f}s elapsed, about {left:.0f}s left"
+            if not recording:
+                return f"{elapsed:.0f}s elapsed"
+            return (
+                f"{elapsed:.0f}s elapsed, about {recording:.0f}s of recording left, then "
+                f"{units_left:.0f} operator passes of rounds"
+            )
+        return f"{elapsed:.0f}s elapsed, about {left + recording:.0f}s left"
 
     def _units_left(self, rnd: int, position: int, todo: int) -> float:
         """Operator passes left after the ``position``-th of ``todo`` operators of pass ``rnd``,
@@ -361,7 +387,10 @@ class SideWorkers:
             pass_ended(op_dir)
             elapsed = time.monotonic() - t0
             self.units_done += 1
-            self.pace.add(elapsed)
+            if rnd == 0:  # its seconds stay out of the pace of rounds
+                self.recorded_s.append(elapsed)
+            else:
+                self.pace.add(elapsed)
             self.costs[item.op] = self.costs.get(item.op, 0.0) + elapsed
             if causes:
                 self._leave_batch(item, rnd, run_dirs, causes)
@@ -375,10 +404,16 @@ class SideWorkers:
             where = f"{self.place}operator {number} of {len(self.items)}, {pass_name(rnd)}" + (
                 f" of {self.settings.rounds}" if rnd else ""
             )
-            eta = self._eta(self._units_left(rnd, position, len(todo)))
+            units = self._units_left(rnd, position, len(todo))
+            if rnd == 0:  # the recording passes left are reckoned apart
+                units -= len(todo) - position - 1
+            eta = self._eta(units, [i.op for i in todo[position + 1 :]] if rnd == 0 else ())
             self.progress(
                 f"{item.op} {self._label(rnd)}: {state} ({elapsed:.1f}s) [{where}; {eta}]"
             )
+            cost = recording_cost(run_dirs[RECORD_SIDE]) if rnd == 0 and not causes else None
+            if cost is not None and cost.compile_s is not None:  # Triton was loaded
+                self.progress(f"{item.op} record: {cost.line()}", terminal=False)
             if causes:
                 text = "; ".join(f"{s}: {c}" for s, c in causes.items())
                 retry = self._retry_plan(item.op, text)
@@ -414,11 +449,13 @@ class SideWorkers:
 
     def record(self) -> bool:
         """The batch's recording pass (its operators whose recordings a resumed screen kept
-        aside), one worker over the batch; or the note that every side replays a recording."""
+        aside, or that replay a kept recording of their caliber: ``screen.kept``), one worker
+        over the batch; or the note that every side replays a recording."""
         s = self.settings
         reused = self._clear_workdir()
         if s.records:
-            todo = [item for item in self.items if item.op not in reused]
+            chains = self._kept_chains(reused)
+            todo = [item for item in self.items if item.op not in reused | set(chains)]
             if reused:
                 self.progress(
                     f"{self.name}: the recordings of {len(reused)} operator"
@@ -429,10 +466,13 @@ class SideWorkers:
                 if stale.exists():
                     shutil.rmtree(stale)
             if todo:
+                self.keeper = self._keeper(reused)
                 self.run_pass(0, todo, (RECORD_SIDE,), None, self._recorded)
             self.stop_all()
             self.replay = self.workdir / RECORD_SIDE
-            merge_pins(self.replay, [s.root / op for op in self.recorded])
+            kept_pins = replay_kept(self.replay, chains) if chains else []
+            recorded = [s.root / op for op in self.recorded if op not in chains]
+            merge_pins(self.replay, recorded, kept_pins)
         elif self.replay is not None:
             self.progress(f"every side replays {self.replay} (no recording pass)")
         return True
@@ -465,6 +505,57 @@ class SideWorkers:
 
     def _recorded(self, item: Operator, rnd: int) -> None:
         note_recorded(self.workdir, self.settings.root, item.op, self._key(item))
+        if self.keeper is not None:
+            problem = self.keeper.keep(item, self.costs.get(item.op))
+            if problem is not None:
+                self.progress(problem)
+
+    def _kept_chains(self, reused: set[str]) -> dict[str, list[KeptRecording]]:
+        """The operators of the batch (but ``reused``) that replay a kept recording of their
+        caliber, each with the entries it was recorded after; a line says how many, and one
+        per operator whose kept recording is of another caliber says what differs."""
+        if self.kept is None:
+            return {}
+        chains: dict[str, list[KeptRecording]] = {}
+        for item in self.items:
+            if item.op in reused:
+                continue
+            found = self.kept.lookup(item, self.own_dtypes)
+            if isinstance(found, list):
+                chains[item.op] = found
+            elif found is not None:
+                self.progress(f"{item.op}: recorded afresh: {found}")
+        todo = len(self.items) - len(reused)
+        self.to_record = {
+            item.op: self.kept.store.last_seconds(item.op)
+            for item in self.items
+            if item.op not in reused and item.op not in chains
+        }
+        seconds, how = recording_left(list(self.to_record.values()), [])
+        self.progress(
+            f"{self.name}: {len(chains)} of {todo} operator{'s' if todo != 1 else ''} "
+            f"replay{'s' if len(chains) == 1 else ''} "
+            f"a kept recording ({self.kept.store.root})"
+            + (
+                f"; {len(self.to_record)} recorded first, about {seconds:.0f}s ({how})"
+                if self.to_record
+                else ""
+            )
+        )
+        return chains
+
+    def _keeper(self, reused: set[str]) -> Keeper | None:
+        """What keeps each operator's recording as its pass ends: after the recordings its
+        worker's databases hold already (a resumed batch's, when every one of them is kept)."""
+        if self.kept is None:
+            return None
+        before: list[tuple[str, str]] | None = []
+        for item in self.items:
+            if item.op in reused and before is not None:
+                found = self.kept.lookup(item, self.own_dtypes)
+                before = [*before, (found[-1].op, found[-1].key)] if isinstance(found, list) \
+                    else None  # fmt: skip
+        return Keeper(self.kept, self.workdir / RECORD_SIDE, self.own_dtypes, before)
 
     def _write_cost(self) -> None:
         """``cost.json`` of the batch and a progress line (``screen.cost``)."""

@@ -35,7 +35,7 @@ from .. import _common
 from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV, WORKER_FD_ENV, timing_settings_key
 from ..adapters.gates import ChannelGate
 from ..adapters.turns import CountingGate
-from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, SIDE_ENV
+from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, RECORD_SIDE, SIDE_ENV
 from ..core.sidework import Channel
 
 #: exit status of a side worker that left after its process lost its device context
@@ -185,7 +185,13 @@ class SideWorker:
         else:
             recorder.ir_writer = self.ir.write
             self.ir.begin(str(message["op"]))
+        recording = self.side == RECORD_SIDE
+        if recording:
+            self._clock_start()
+        started = time.monotonic()
         self._run_items(session, indices, after)  # one-process: untimed kernels of their own
+        if recording:
+            self._clock_write(str(message["op"]), run_dir, time.monotonic() - started)
         session.shouldstop = session.shouldfail = False  # -x and --maxfail act per operator
         if rows is not None:
             rows.close_partial()
@@ -229,6 +235,23 @@ class SideWorker:
             )
             if self._lost() is not None:
                 break
+
+    def _clock_start(self) -> None:
+        """A recording pass: count where its time goes (``adapters.recording_clock``)."""
+        from ..adapters import recording_clock
+
+        recording_clock.install()
+        recording_clock.reset()
+
+    def _clock_write(self, op: str, run_dir: Path, seconds: float) -> None:
+        from ..adapters import recording_clock
+        from ..core.kept_recordings import RECORDING_COST_FILE, RecordingCost
+        from ..core.records import write_json
+
+        read = recording_clock.reading()
+        cost = RecordingCost(op, seconds, read["compile_s"], read["compiles"],
+                             read["timing_s"], read["candidates"])  # fmt: skip
+        write_json(run_dir / RECORDING_COST_FILE, cost.to_json())
 
     def _begin(self, recorder: Any) -> None:
         self.recorder, self.failure = recorder, None
