@@ -156,8 +156,12 @@ class ClassFloor:
         }
 
 
-#: the most operators a floor's text names (:meth:`NoiseFloor.named_ops`)
+#: the most operators a floor's text names (:meth:`NoiseFloor.named_ops`), and its JSON lists
+#: (``op_count`` counts them all): every operator's entry and ``ab.json`` carry the floor, and
+#: a list of every control operator in each made a screen's files grow with the square of its
+#: operators. The rest are the control's operators (or this screen's ``NO_IR_DIFF`` ones).
 NAMED_OPS = 6
+LISTED_OPS = 50
 
 
 @dataclass(frozen=True)
@@ -212,9 +216,7 @@ class NoiseFloor:
         return f"{source}{ops}: {classes}; {self.rule()}{caveat}"
 
     def named_ops(self) -> str:
-        """The floor's operators for its text: named where few, else counted (``ops`` names
-        them all; a text repeated in every operator's entry that named a thousand would make
-        a screen's files grow with the square of its operators)."""
+        """The floor's operators for its text: named where few, else counted."""
         if len(self.ops) <= NAMED_OPS:
             return ", ".join(self.ops)
         return f"{len(self.ops)} operators: {', '.join(self.ops[:NAMED_OPS])}, ..."
@@ -222,7 +224,8 @@ class NoiseFloor:
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
-            "ops": list(self.ops),
+            "ops": list(self.ops[:LISTED_OPS]),
+            "op_count": len(self.ops),
             "test": "moderated paired t on per-round log(B/A)",
             "fdr": self.fdr,
             "min_effect_pct": round(self.min_effect * 100, 6),
