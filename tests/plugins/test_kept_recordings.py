@@ -157,6 +157,17 @@ def test_a_screen_of_another_caliber_records_afresh_and_says_why(
         "(environment (TRITON_ZL_TEST_KNOB None -> 1))"
     ) in progress(root)
 
+    # an option in PYTEST_ADDOPTS, which the recording worker reads as its command line
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:cacheprovider")
+    addopts, root, pids = screen(suite, "lockstep", *args, root="addopts")
+    assert addopts.ret == 0, addopts.outlines + addopts.errlines
+    assert _recorded(pids)
+    assert any(
+        ln.startswith("abs: recorded afresh: its kept recording is of another caliber (options")
+        for ln in progress(root)
+    ), progress(root)
+    monkeypatch.delenv("PYTEST_ADDOPTS")
+
     # another Triton: what it records now differs from the kept one in its versions too
     monkeypatch.setenv("FAKE_TRITON", "9.9.9")
     versions, root, pids = screen(suite, "lockstep", *args, root="versions")

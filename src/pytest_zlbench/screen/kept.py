@@ -14,6 +14,7 @@ folders the harness sets for each worker.
 from __future__ import annotations
 
 import hashlib
+import shlex
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -148,6 +149,7 @@ class KeptRecordings:
     @cached_property
     def base(self) -> dict[str, Any]:
         """The caliber every operator of the screen shares."""
+        from ..adapters.compiler import installed
         from ..device.backend import backend_of
         from ..recording.identity import version_of
 
@@ -155,6 +157,8 @@ class KeptRecordings:
         env = self.children.env(RECORD_SIDE, 0)
         return {
             "versions": {dist: version_of(dist, module) for dist, module in VERSIONED_DISTS},
+            # FlagTree installs the ``triton`` package under a distribution of its own
+            "compiler": installed(),
             # a FlagGems checkout of the same version whose kernels were edited since
             "flag_gems_tree": tree_state("flag_gems"),
             "card": card_name(backend_of(config), env),
@@ -162,11 +166,25 @@ class KeptRecordings:
             "environment": tuning_environment(env),
         }
 
+    @cached_property
+    def added_options(self) -> tuple[str, ...]:
+        """The options a recording worker takes beside its command line, in the order pytest
+        reads them: the ini file's ``addopts``, then the ``PYTEST_ADDOPTS`` of its
+        environment (``--dtypes`` or ``--shape_file`` given there change what it records)."""
+        env = self.children.env(RECORD_SIDE, 0)
+        addopts = env.get("PYTEST_ADDOPTS", "")
+        try:
+            from_env = shlex.split(addopts)
+        except ValueError:  # pytest itself refuses it
+            from_env = [addopts]
+        from_ini = [str(a) for a in self.children.config.getini("addopts") or ()]
+        return (*from_ini, *from_env)
+
     def caliber(self, item: Operator, own_dtypes: bool) -> dict[str, Any]:
         """The caliber of ``item``'s recording (its worker given its own dtypes or not)."""
         cmd = self.children.worker_cmd(item.nodeids, None, own_dtypes)
         tests = relative_args(cmd[: 3 + len(item.nodeids)])[2:]
-        given = tuple(cmd[3 + len(item.nodeids) :])
+        given = (*self.added_options, *cmd[3 + len(item.nodeids) :])
         if given not in self._options:  # the same for most operators: the shape file read once
             cwd = Path(self.children.config.invocation_params.dir)
             self._options[given] = options_caliber(given, cwd)
