@@ -97,7 +97,7 @@ def resolve_run(arg: str, args: argparse.Namespace, label: str) -> Path:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """pair two run directories (or stored runs), as pytest --zl-compare A --zl-compare B
+    """pair two run directories (or stored runs), as pytest --zl-compare=A --zl-compare=B
 
     Pair two run directories, or names of stored runs (zlbench list): compare.json and screen.tsv
     in OUT, the same as pytest --zl-compare=A --zl-compare=B --zl-out=OUT."""

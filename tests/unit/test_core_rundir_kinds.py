@@ -196,3 +196,13 @@ def test_a_repeated_timeout_is_not_called_deterministic() -> None:
     assert "deterministic" not in timeout
     crash = parsing.repeated_failure("side A of round 1", "exit status 3: boom")
     assert crash.endswith("failed the same way on retry (deterministic); not retried again")
+
+
+@pytest.mark.parametrize("mode", [options.SCREEN, options.RECORD, options.MEASURE])
+def test_recordings_off_is_never_refused_as_idle(mode: str) -> None:
+    """``--zl-recordings=off`` asks for nothing (an ini may say it for every session)."""
+    given = {"zl_ab": ["X=1"], "zl_recordings": "off", "zl_replay_from": "seed"}
+    if mode != options.SCREEN:
+        given = {"zl_recordings": "off"}
+    idle = dict(options.idle_options(mode, given, backend="cpu"))
+    assert "zl_recordings" not in idle

@@ -490,7 +490,7 @@ OPTIONS: tuple[Option, ...] = (
         child=DROP,
         metavar="DIR|off",
         acts_in=frozenset({SCREEN}),
-        purpose="it names where an A/B screen (--zl-ab) keeps its recordings",
+        purpose="it names where an A/B screen (--zl-ab or --zl-rounds) keeps its recordings",
     ),
     Option(
         "--zl-save",
@@ -699,7 +699,9 @@ def idle_options(
 ) -> list[tuple[str, str]]:
     """The options in ``given`` (``dest`` -> value) that have no effect in ``mode``, each with
     why: ``[(dest, reason)]``. A screen's child is never checked: the screen gave it its
-    options."""
+    options. ``--zl-recordings=off`` asks for nothing and is never one."""
+    if str(given.get("zl_recordings", "")).strip().lower() == "off":
+        given = {k: v for k, v in given.items() if k != "zl_recordings"}
     if mode == CHILD:
         return []
     out: list[tuple[str, str]] = []
