@@ -303,6 +303,10 @@ def claiming(
         config.pluginmanager.register(claim, PLUGIN_NAME)
 
 
+#: torch's switch that makes ``torch.cuda.is_available()`` ask NVML, not the CUDA runtime
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
 def backend_missing(config: pytest.Config) -> str | None:
     """Why the backend of a screen or a recorded run cannot be driven on this machine, found
     before its root, a worker or a recording exists: the module that makes its device appear in
@@ -340,7 +344,17 @@ def backend_missing(config: pytest.Config) -> str | None:
         return None  # the cards are not pinned yet: a probe now would fix what the runtime sees
     from .adapters.torch_api import device_problem
 
-    problem = device_problem(backend)
+    # torch counts CUDA cards through NVML then, leaving the CUDA runtime uninitialised: a
+    # conftest loaded after this claim may still choose which cards the session sees
+    before = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    try:
+        problem = device_problem(backend)
+    finally:
+        if before is None:
+            os.environ.pop(NVML_CHECK, None)
+        else:
+            os.environ[NVML_CHECK] = before
     if problem is None:
         return None
     return (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import resource
 import signal
@@ -311,6 +312,29 @@ def test_a_session_whose_backend_sees_no_device_is_refused_before_anything_exist
     assert "its device cannot be driven here" in errors[0], errors
     assert not root.exists()
     assert not (suite.path / "runs").exists()  # nor a default root
+
+
+def test_the_device_probe_leaves_the_cuda_runtime_uninitialised(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorded run probes its backend before conftests load: a probe through the CUDA
+    runtime would fix the visible cards before a conftest could choose them."""
+    from pytest_zlbench.adapters import torch_api
+
+    seen: list[str | None] = []
+
+    def probe(backend: object) -> None:
+        seen.append(os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"))
+
+    monkeypatch.setattr(torch_api, "device_problem", probe)
+    monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
+    suite.makepyfile(test_abs=ABS)
+    result = suite.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--zl-backend=cuda", f"--zl-out={suite.path / 'out'}",
+        "--collect-only",
+    )  # fmt: skip
+    assert seen == ["1"], result.stdout.str()
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in os.environ
 
 
 def test_zlbench_plot_keeps_a_damaged_finished_operator_as_its_result_holds_it(
