@@ -180,3 +180,17 @@ def test_a_missing_or_foreign_database_reads_as_empty(tmp_path: Path) -> None:
     (tmp_path / "text.db").write_text("not a database")
     assert read_tables(tmp_path / "text.db") == {}
     assert kr.LAYOUT >= 1
+
+
+def test_the_last_recording_time_of_an_unreadable_folder_is_no_guess(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder being deleted (as the docs advise, to record again) or unreadable while a
+    screen prices its recordings: no guess, never a crash of the screen."""
+    (tmp_path / "abs" / "k1").mkdir(parents=True)
+
+    def gone(self: Path) -> object:
+        raise FileNotFoundError(2, "No such file or directory", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", gone)
+    assert RecordingStore(tmp_path).last_seconds("abs") is None

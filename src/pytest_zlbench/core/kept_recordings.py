@@ -172,18 +172,22 @@ class RecordingStore:
 
     def last_seconds(self, op: str) -> float | None:
         """What the most recently kept recording of ``op`` took (of any caliber: another
-        version of the same operator on the same suite is the best guess there is)."""
+        version of the same operator on the same suite is the best guess there is); ``None``
+        where none can be read (a folder being deleted, an unreadable store: only a guess)."""
         folder = self.root / op
-        if not folder.is_dir():
-            return None
         found = []
-        for path in folder.iterdir():
-            record = (
-                read_json_object(path / CALIBER_FILE) if not path.name.startswith(".") else None
-            )
-            seconds = record.get("record_s") if record is not None else None
-            if isinstance(seconds, int | float):
-                found.append(((path / CALIBER_FILE).stat().st_mtime, float(seconds)))
+        try:
+            if not folder.is_dir():
+                return None
+            for path in folder.iterdir():
+                record = (
+                    read_json_object(path / CALIBER_FILE) if not path.name.startswith(".") else None
+                )
+                seconds = record.get("record_s") if record is not None else None
+                if isinstance(seconds, int | float):
+                    found.append(((path / CALIBER_FILE).stat().st_mtime, float(seconds)))
+        except OSError:
+            return None
         return max(found)[1] if found else None
 
     def keep(
