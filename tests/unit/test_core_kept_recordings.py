@@ -194,3 +194,17 @@ def test_the_last_recording_time_of_an_unreadable_folder_is_no_guess(
 
     monkeypatch.setattr(Path, "iterdir", gone)
     assert RecordingStore(tmp_path).last_seconds("abs") is None
+
+
+def test_a_damaged_entry_is_replaced_by_the_next_one_kept(tmp_path: Path) -> None:
+    """An entry that cannot be read is never found: it stood for good, and every later screen
+    recorded that operator again and failed to keep it."""
+    store = RecordingStore(tmp_path)
+    key = caliber_key(CALIBER)
+    (tmp_path / "mm" / key).mkdir(parents=True)
+    (tmp_path / "mm" / key / CALIBER_FILE).write_text("{torn")
+    kept = store.keep("mm", CALIBER, tuner={}, pins=None, seconds=3.0)
+    found = store.find("mm", key)
+    assert found is not None
+    assert (found.seconds, kept.path) == (3.0, found.path)
+    assert [p.name for p in (tmp_path / "mm").iterdir()] == [key]

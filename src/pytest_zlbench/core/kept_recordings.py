@@ -236,11 +236,25 @@ class RecordingStore:
             try:
                 os.rename(tmp, final)
             except OSError:  # another screen kept it first: its entry stands
+                if read_json_object(final / CALIBER_FILE) is None:  # unless it is damaged
+                    _replace_damaged(final, tmp)
                 shutil.rmtree(tmp, ignore_errors=True)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return self.find(op, key) or KeptRecording(op, key, final, record)
+
+
+def _replace_damaged(final: Path, fresh: Path) -> None:
+    """Put the entry ``fresh`` in place of the damaged one at ``final`` (one that cannot be
+    read would otherwise stand for good, and every screen would record that operator again)."""
+    aside = final.with_name(f".damaged.{final.name}.{os.getpid()}")
+    try:
+        os.rename(final, aside)
+        os.rename(fresh, final)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------
