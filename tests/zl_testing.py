@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import signal
 from pathlib import Path
 from types import ModuleType
 
@@ -23,6 +24,15 @@ NO_ZLBENCH: tuple[str, ...] = tuple(
 
 #: for subprocess runs: hypothesis' plugin costs ~1 s per run and plays no part in these tests
 NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
+
+
+def signals_as_from_a_terminal() -> None:
+    """A ``preexec_fn`` for a session a test interrupts: it takes SIGINT and SIGHUP as one
+    started from a terminal does, also where the test's own process ignores them (an xdist
+    worker, a background job, ``nohup``), which a child would inherit."""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
 
 #: a pure-Python stand-in for an operator, pasted into generated test files
 BUSY = """

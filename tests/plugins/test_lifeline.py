@@ -24,6 +24,7 @@ from zl_testing import (
     NO_HYPOTHESIS,
     NO_PICTURES,
     assert_usage_error,
+    signals_as_from_a_terminal,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -108,6 +109,7 @@ class Session:
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                preexec_fn=signals_as_from_a_terminal,
             )
         deadline = time.monotonic() + 180  # a safety net for a broken run, not a measurement
         for op in ops:

@@ -35,7 +35,13 @@ from test_compare import ROWS_A, ROWS_B, imported, make_run
 
 from pytest_zlbench.core import records, screening
 from pytest_zlbench.core.records import Row, is_complete
-from zl_testing import FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, assert_usage_error, error_lines
+from zl_testing import (
+    FAST_CPU_TIMER_CONFTEST,
+    NO_HYPOTHESIS,
+    assert_usage_error,
+    error_lines,
+    signals_as_from_a_terminal,
+)
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "flaggems"
 
@@ -340,6 +346,7 @@ def start_gated(suite: pytest.Pytester, root: Path) -> tuple[subprocess.Popen[by
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=signals_as_from_a_terminal,
     )
     deadline = time.monotonic() + 120  # a safety net for a broken run, not a measurement
     while not (started.is_file() and started.read_text()):
