@@ -137,6 +137,20 @@ def git_state(folder: Path, tracked: str | None = None) -> dict[str, Any] | None
     }
 
 
+def tree_state(module: str) -> str | None:
+    """The git commit of the work tree ``module`` is imported from (``None`` outside one), with
+    a hash of its uncommitted changes when it has any."""
+    folder = _module_dir(module)
+    state = git_state(folder, tracked="__init__.py") if folder is not None else None
+    if state is None:
+        return None
+    if not state["dirty"]:
+        return str(state["commit"])
+    diff = _git(folder, "diff", "HEAD") if folder is not None else None
+    digest = hashlib.sha256((diff or "unknown").encode()).hexdigest()[:12]
+    return f"{state['commit']}+dirty:{digest}"
+
+
 def flaggems_state(rootdir: Path) -> dict[str, Any] | None:
     """:func:`git_state` of the work tree the tests run from (the rootdir), when it tracks
     anything under the rootdir."""

@@ -492,7 +492,7 @@ class ProcessRounds:
     """The passes of one operator measured one child process per side (``Children``): its
     recording pass, then each round's two sides in the round's order, a round lost when a side
     fails (its other side is not run); measured no more once two rounds in a row failed the
-    same way or its verdict is settled (``ScreenEngine.stop_after``)."""
+    same way or its IR is identical at every stage (``ScreenEngine.stop_after``)."""
 
     def __init__(self, engine: ScreenEngine, item: Operator, op_dir: Path, since: Since) -> None:
         self.engine = engine

@@ -120,22 +120,6 @@ def card_name(backend: Any, env: Mapping[str, str]) -> str:
     return str(describe(backend).get("name", "unknown"))
 
 
-def tree_state(module: str) -> str | None:
-    """The git commit of the work tree ``module`` is imported from (``None`` outside one), with
-    a hash of its uncommitted changes when it has any."""
-    from ..recording.identity import _git, _module_dir, git_state
-
-    folder = _module_dir(module)
-    state = git_state(folder, tracked="__init__.py") if folder is not None else None
-    if state is None:
-        return None
-    if not state["dirty"]:
-        return str(state["commit"])
-    diff = _git(folder, "diff", "HEAD") if folder is not None else None
-    digest = hashlib.sha256((diff or "unknown").encode()).hexdigest()[:12]
-    return f"{state['commit']}+dirty:{digest}"
-
-
 class KeptRecordings:
     """The store of kept recordings as a screen uses it (``settings.recordings``)."""
 
@@ -151,7 +135,7 @@ class KeptRecordings:
         """The caliber every operator of the screen shares."""
         from ..adapters.compiler import installed
         from ..device.backend import backend_of
-        from ..recording.identity import version_of
+        from ..recording.identity import tree_state, version_of
 
         config = self.children.config
         env = self.children.env(RECORD_SIDE, 0)
