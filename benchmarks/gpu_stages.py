@@ -1113,42 +1113,22 @@ class Validation:
         self.echo(f"{len(functions)} test functions on cards {devices}")
         limit = int(os.environ.get("SAMPLE_SECONDS", "480"))
         timeout = f"--timeout={os.environ.get('SAMPLE_TIMEOUT', '420')}"
-        rc = self.limited(
-            self.pytest(
-                [
-                    *functions,
-                    *opts,
-                    "-n",
-                    os.environ.get("SAMPLE_WORKERS", "24"),
-                    timeout,
-                    f"--junitxml={c / 'run.xml'}",
-                    f"--zl-out={c / 'run'}",
-                ]
-            ),
-            c / "run.log",
-            limit,
-        )
+
+        def sample_pass(tests: list[str], workers: str, name: str) -> int:
+            """One pass over ``tests``: its run directory, junit file and log are ``name``'s."""
+            args = [*tests, *opts, "-n", workers, timeout, f"--junitxml={c / f'{name}.xml'}"]
+            return self.limited(
+                self.pytest([*args, f"--zl-out={c / name}"]), c / f"{name}.log", limit
+            )
+
+        rc = sample_pass(functions, os.environ.get("SAMPLE_WORKERS", "24"), "run")
         self.echo(f"sample: rc={rc} {int(time.time() - t0)} s: {last_line(c / 'run.log')}")
         sample_ops = [self.py, str(BENCH / "sample_ops.py")]
         failed = self.output([*sample_ops, "failed", str(c / "inventory.tsv"), str(c / "run.xml")])
         (c / "failed.txt").write_text(failed + "\n" if failed else "")
         runs, xmls = [str(c / "run")], [str(c / "run.xml")]
         if failed.split():  # a second pass: a failure there is the test's own
-            rc = self.limited(
-                self.pytest(
-                    [
-                        *failed.split(),
-                        *opts,
-                        "-n",
-                        os.environ.get("SAMPLE_WORKERS_RETRY", "12"),
-                        timeout,
-                        f"--junitxml={c / 'retry.xml'}",
-                        f"--zl-out={c / 'retry'}",
-                    ]
-                ),
-                c / "retry.log",
-                limit,
-            )
+            rc = sample_pass(failed.split(), os.environ.get("SAMPLE_WORKERS_RETRY", "12"), "retry")
             self.echo(
                 f"second pass over {len(failed.split())} functions: rc={rc} "
                 f"{last_line(c / 'retry.log')}"
