@@ -103,6 +103,11 @@ def screen(folder: Path, root: Path, rounds: int, env: dict[str, str]) -> dict[s
     wall = time.monotonic() - t0
     log = (root / "progress.log").read_text().splitlines()
     lines = [ln.split("] ", 1)[1] for ln in log if "] " in ln]
+    clock = [float(m.group(1)) if (m := re.search(r"([\d.]+)s\] ", ln)) else 0.0 for ln in log]
+    # an operator completes with its last round (an A/A control measures every round)
+    last_round = re.compile(rf"\S+ r{rounds}: ")
+    first_done = next((clock[i] for i, ln in enumerate(lines) if last_round.match(ln)), None)
+    batches = {m.group(1) for ln in lines if (m := re.match(r"(batch\d+)[ :(]", ln))}
     recorded = [ln for ln in lines if re.match(r"\S+ record: (ok|failed) \(", ln)]
     recording_s = sum(float(re.search(r"\(([\d.]+)s\)", ln).group(1)) for ln in recorded)  # type: ignore[union-attr]
     estimate = next((ln for ln in lines if "left" in ln), "")
@@ -111,6 +116,8 @@ def screen(folder: Path, root: Path, rounds: int, env: dict[str, str]) -> dict[s
         "wall_s": round(wall, 1),
         "recording_passes": len(recorded),
         "recording_s": round(recording_s, 1),
+        "first_complete_s": first_done,
+        "batches": max(1, len(batches)),
         "first_lines": lines[:2],
         "first_estimate": estimate,
     }
@@ -134,7 +141,9 @@ def main() -> int:
     for name, result in results.items():
         print(
             f"{name:6}  exit {result['exit']}  wall {result['wall_s']:6.1f}s  "
-            f"recording passes {result['recording_passes']:3}  ({result['recording_s']:.1f}s)"
+            f"recording passes {result['recording_passes']:3}  ({result['recording_s']:.1f}s)  "
+            f"first operator complete at {result['first_complete_s']}s  "
+            f"batches {result['batches']}"
         )
         for line in result["first_lines"]:  # type: ignore[attr-defined]
             print(f"        {line}")

@@ -229,3 +229,89 @@ def test_a_resumed_screen_keeps_the_rounds_that_replayed_a_kept_recording(
     for op in ("abs", "gemm", "steady", "relu"):
         assert f"{op}: incomplete; rounds 1-2 kept, measured from round 3 (--zl-resume)" in log
     assert "cut: incomplete; round 1 kept, measured from round 2 (--zl-resume)" in log, log
+
+
+def _order(log: list[str], rounds: int) -> tuple[list[str], list[str]]:
+    """The operators in the order their recording passes ended, and in the order they
+    completed (their last round: an A/A control measures every round)."""
+    recorded = [m.group(1) for ln in log if (m := re.match(r"(\w+) record: ok ", ln))]
+    last = rf"(\w+) r{rounds}: (A ok, B ok|B ok, A ok) "
+    done = [m.group(1) for ln in log if (m := re.match(last, ln))]
+    return recorded, done
+
+
+def test_a_first_screen_completes_its_first_operator_before_it_records_the_last(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first screen records every operator, and a batch records all of its operators before
+    its first round: it is cut so that its first batch records one operator (a recording is
+    guessed to take a minute where nothing says more), the next two, then four, ... A repeat
+    screen, which replays every recording, is one batch. The screen's first line says what
+    recording is left, counted over every batch."""
+    monkeypatch.setenv("FIRST_BATCH_S", "60")  # the default cut
+    suite.makepyfile(test_ops=TESTS + CUT)  # five operators: abs gemm steady relu cut
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "probe"))
+    monkeypatch.setenv("CUT_ROUND", "0")  # never cut
+    first, root, pids = screen(suite, "lockstep", "--zl-rounds=2", root="first")
+    assert first.ret == 0, first.outlines + first.errlines
+    log = progress(root)
+    recorded, done = _order(log, 2)
+    assert recorded == ["abs", "gemm", "steady", "relu", "cut"], log
+    assert sorted(done) == sorted(recorded), log
+    # abs, alone in the first batch, completes before the others are recorded
+    assert log.index(next(ln for ln in log if ln.startswith("abs r2: "))) < log.index(
+        next(ln for ln in log if ln.startswith("gemm record: "))
+    ), log
+    assert [ln.split(":")[0] for ln in log if re.match(r"batch\d \(\d of 3\): ", ln)] == [
+        "batch0 (1 of 3)",
+        "batch1 (2 of 3)",
+        "batch2 (3 of 3)",
+    ], log
+    assert log[0] == (
+        f"zlbench recordings: 0 of 5 operators replay a kept recording ({_store()}); "
+        "5 to record, about 300s (5 at 60s each (a guess))"
+    ), log
+    # the first estimate counts the later batches' recordings, at what abs's took
+    (first_eta,) = [ln for ln in log if ln.startswith("abs record: ")]
+    assert "[batch 1 of 3, operator 1 of 1, recording pass; " in first_eta
+    assert re.search(
+        r"about \d+s of recording left, then 10 operator passes of rounds\]", first_eta
+    )
+    # the cut is kept for a resumed session
+    plan = json.loads((root / ".workers" / "batches.json").read_text())
+    assert plan["batches"] == [["abs"], ["gemm", "steady"], ["relu", "cut"]]
+
+    again, root, pids = screen(suite, "lockstep", "--zl-rounds=2", root="again")
+    assert again.ret == 0, again.outlines + again.errlines
+    assert not _recorded(pids)
+    log = progress(root)
+    assert f"batch0: 5 of 5 operators replay a kept recording ({_store()})" in log, log
+    assert not any(re.match(r"batch[1-9]", ln) for ln in log), log
+
+
+def test_a_resumed_first_screen_keeps_its_batches_and_the_rounds_they_finished(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first screen cut in its last batch's round 2, resumed: the recordings its batches
+    kept would cut it otherwise now (every operator replays one: one batch), but each
+    operator is measured in the batch it was in, whose folder holds the recording its
+    finished rounds replayed, and keeps those rounds; nothing is recorded again."""
+    monkeypatch.setenv("FIRST_BATCH_S", "60")  # the default cut
+    suite.makepyfile(test_ops=TESTS + CUT)
+    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "probe"))
+    monkeypatch.setenv("CUT_ROUND", "2")
+    args = ("--zl-rounds=3",)  # an A/A control: every round measured
+    killed, root, pids = screen(suite, "lockstep", *args, root="here")
+    assert killed.ret != 0
+    assert _recorded(pids)
+    monkeypatch.setenv("CUT_ROUND", "0")
+    resumed, root, pids = screen(suite, "lockstep", *args, "--zl-resume", root="here")
+    assert resumed.ret == 0, resumed.outlines + resumed.errlines
+    assert not _recorded(pids), pids
+    log = progress(root)
+    for op in ("abs", "gemm", "steady"):
+        assert f"{op}: complete, reused (--zl-resume)" in log, log
+    assert "relu: incomplete; rounds 1-2 kept, measured from round 3 (--zl-resume)" in log, log
+    assert "cut: incomplete; round 1 kept, measured from round 2 (--zl-resume)" in log, log
+    assert "batch2: the recordings of 2 operators reused (--zl-resume)" in log, log
+    assert run_dirs(root)["cut"] == ["r1_A", "r1_B", "r2_A", "r2_B", "r3_A", "r3_B", "record"]

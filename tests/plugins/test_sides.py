@@ -43,6 +43,7 @@ import dataclasses
 import os
 
 import pytest_zlbench.adapters.device_info as device_info
+import pytest_zlbench.core.rounds as rounds
 import pytest_zlbench.screen.sides as sides
 import pytest_zlbench.timing.timer as timing
 from pytest_zlbench.adapters.timers import CpuTimer
@@ -53,6 +54,9 @@ with open(os.environ["PID_LOG"], "a") as _log:
     _log.write(f"{os.getpid()} {os.environ.get('ZLBENCH_SIDE', '-')}\\n")
 
 sides.HEARTBEAT_S = 0.5  # the controller's heartbeat, short enough to be seen here
+# one batch, as these tests' mechanics expect, unless a test asks for the first screen's cut
+# (core.rounds.cut_by_recording) by the recording its first batch holds
+rounds.FIRST_BATCH_S = float(os.environ.get("FIRST_BATCH_S", "inf"))
 
 
 def pytest_zlbench_device_register(registry):

@@ -1,6 +1,6 @@
 """core.rounds: when an operator needs no more rounds, how a batch is split over cards and cut
-into batches of ``--zl-batch-size``, the order the operators run in, and how many operator
-passes are left."""
+into batches of ``--zl-batch-size`` (or by their expected recording), the order the operators
+run in, and how many operator passes are left."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pytest_zlbench.core.rounds import (
     RoundView,
     batch_passes,
     cut_batches,
+    cut_by_recording,
     expected_costs,
+    follow_plan,
     passes_left,
     put_last,
     run_order,
@@ -66,6 +68,53 @@ def test_batches_are_cut_in_order_into_consecutive_batches_of_at_most_the_size()
     assert cut_batches([[1], [0], []], 1) == [[1], [0]]  # an empty list gives no batch
     assert cut_batches([[3, 1, 2]], 1) == [[3], [1], [2]]
     assert cut_batches([], 3) == []
+
+
+def test_a_screen_that_replays_every_recording_is_one_batch_cut_by_the_size_alone() -> None:
+    assert cut_by_recording([0.0] * 5, 50) == [[0, 1, 2, 3, 4]]
+    assert cut_by_recording([0.0] * 5, 2) == [[0, 1], [2, 3], [4]]
+    assert cut_by_recording([], 50) == []
+
+
+def test_a_first_screen_records_one_operator_first_then_twice_as_many_each_batch() -> None:
+    # every operator unknown: each at the guess of 60 s, the budget 1, 2, 4, 8 minutes
+    assert cut_by_recording([60.0] * 20, 50) == [
+        [0], [1, 2], [3, 4, 5, 6], [7, 8, 9, 10, 11, 12, 13, 14], [15, 16, 17, 18, 19],
+    ]  # fmt: skip
+    # capped by the batch size
+    assert cut_by_recording([60.0] * 10, 3) == [[0], [1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    # the size wins over the budget from the start
+    assert cut_by_recording([60.0] * 3, 1) == [[0], [1], [2]]
+
+
+def test_known_recording_seconds_fill_the_budget() -> None:
+    # what earlier screens' recordings took: 20 s each fills the first minute three times
+    assert cut_by_recording([20.0] * 10, 50) == [[0, 1, 2], [3, 4, 5, 6, 7, 8], [9]]
+    # one longer than the budget gets a batch of its own (a batch holds one at least)
+    assert cut_by_recording([200.0, 200.0, 10.0, 200.0], 50) == [[0], [1], [2, 3]]
+    # the first budget is a parameter (the guess of one recording by default)
+    assert cut_by_recording([1.0] * 4, 50, first=1.0) == [[0], [1, 2], [3]]
+
+
+def test_operators_that_replay_a_kept_recording_never_cut_a_batch() -> None:
+    # they join the batch being filled, even one already over its budget
+    assert cut_by_recording([0.0, 0.0, 60.0, 0.0, 60.0, 60.0, 0.0], 50) == [[0, 1, 2, 3], [4, 5, 6]]
+    assert cut_by_recording([200.0, 0.0, 0.0, 60.0], 50) == [[0, 1, 2], [3]]
+    # the order is kept: batches are consecutive runs of the operators
+    cut = cut_by_recording([30.0, 0.0, 90.0, 5.0, 0.0, 120.0, 60.0], 50)
+    assert [i for batch in cut for i in batch] == list(range(7))
+
+
+def test_a_resumed_screen_follows_the_plan_of_the_session_before() -> None:
+    plan = [["abs"], ["mul", "sum"], ["mm", "fft", "cos"]]
+    # each planned operator in its numbered batch, one not selected now left out (its batch
+    # kept, empty, so that the numbers hold), the new ones returned in their order
+    assert follow_plan(plan, ["new", "sum", "abs", "mm", "fft", "cos", "last"]) == (
+        [["abs"], ["sum"], ["mm", "fft", "cos"]],
+        ["new", "last"],
+    )
+    assert follow_plan(plan, ["fft"]) == ([[], [], ["fft"]], [])
+    assert follow_plan([], ["abs"]) == ([], ["abs"])
 
 
 def test_operators_a_cut_interrupted_go_last_each_in_a_batch_of_its_own() -> None:

@@ -67,17 +67,17 @@ def test_the_passes_of_the_later_batches_are_their_rounds_and_their_recordings_a
     # reckoned apart (a recording takes minutes where a round pass takes seconds)
     first = screen(tmp_path, BATCHES, ("batch0",))
     assert first.place_of("batch0") == (1, 3, 6)
-    assert first.later_records("batch0") == 3
+    assert first.later_recordings("batch0") == [None] * 3
     # batch 2 of 3: the last batch's operator only
     second = screen(tmp_path, BATCHES, ("batch0", "batch1"))
     assert second.place_of("batch1") == (2, 3, 2)
-    assert second.later_records("batch1") == 1
+    assert second.later_recordings("batch1") == [None]
     # the last batch: none after it
     assert screen(tmp_path, BATCHES, tuple(BATCHES)).place_of("batch2") == (3, 3, 0)
     # no recording pass: on the cpu backend, or replaying --zl-replay-from
     run = ("batch0",)
-    assert screen(tmp_path, BATCHES, run, backend="cpu").later_records("batch0") == 0
-    assert screen(tmp_path, BATCHES, run, replay=tmp_path).later_records("batch0") == 0
+    assert screen(tmp_path, BATCHES, run, backend="cpu").later_recordings("batch0") == []
+    assert screen(tmp_path, BATCHES, run, replay=tmp_path).later_recordings("batch0") == []
     assert screen(tmp_path, BATCHES, run, rounds=1).place_of("batch0") == (1, 3, 3)
 
 
@@ -465,3 +465,39 @@ def test_a_recordings_key_holds_on_a_fresh_machine() -> None:
     moved = cmd("/venv/bin/python", "/home/me/FlagGems/benchmark", "-q")
     moved[3] = "/home/me/FlagGems/benchmark/test_mul.py::test_abs"
     assert command_key(moved) != here
+
+
+def test_a_plain_session_cuts_by_recording_and_a_resumed_one_follows_its_kept_cut(
+    tmp_path: Path,
+) -> None:
+    """Without xdist, the batches are cut by the operators' expected recording (1, 2, 4, ...
+    minutes); the cut is kept in the root, and a resumed session with the same size measures
+    each operator in the batch it was in, though everything is kept now (which alone would cut
+    one batch); one it did not list is cut after them; another size cuts afresh."""
+    groups: dict[str, Any] = {op: [op] for op in ("a", "b", "c", "d", "e")}
+    plain = SimpleNamespace()
+    first = batches_of(plain, groups, 50, recording=dict.fromkeys(groups, 60.0), root=tmp_path)
+    assert first == {"a": "batch0", "b": "batch1", "c": "batch1", "d": "batch2", "e": "batch2"}
+    kept = dict.fromkeys([*groups, "f"], 0.0)
+    groups_f = {**groups, "f": ["f"]}
+    resumed = batches_of(plain, groups_f, 50, recording=kept, root=tmp_path, resume=True)
+    assert resumed == first | {"f": "batch3"}
+    # put last on resume: its own batch, the others keep their numbers
+    last = batches_of(plain, groups, 50, last={"a": "recording pass"}, recording=kept,
+                      root=tmp_path, resume=True)  # fmt: skip
+    assert last == first | {"a": "batch_a_last"}
+    # not resumed, or another size: cut afresh (all kept: one batch)
+    assert set(batches_of(plain, groups, 50, recording=kept, root=tmp_path).values()) == {"batch0"}
+    assert set(batches_of(plain, groups, 3, recording=kept, root=tmp_path, resume=True).values()) \
+        == {"batch0", "batch1"}  # fmt: skip
+
+
+def test_under_xdist_the_batches_are_cut_by_size_alone(tmp_path: Path) -> None:
+    """Every xdist worker must compute the same batches (they name its items): the recording
+    each operator is expected to make, which the store changes while the screen runs, does
+    not cut them, nor is a cut kept."""
+    groups: dict[str, Any] = {op: [op] for op in ("a", "b", "c", "d")}
+    worker = SimpleNamespace(workerinput={"workerid": "gw0", "workercount": 1}, cache=None)
+    names = batches_of(worker, groups, 50, recording=dict.fromkeys(groups, 60.0), root=tmp_path)
+    assert set(names.values()) == {"batch0"}
+    assert not (tmp_path / ".workers").exists()

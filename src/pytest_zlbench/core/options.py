@@ -340,7 +340,9 @@ OPTIONS: tuple[Option, ...] = (
         "ab",
         "Side workers (lockstep, sequential, one-process): the most operators of one batch "
         "(default 50); each batch is measured and its operators marked complete before the next "
-        "starts, so a screen cut short loses at most the passes of one batch to --zl-resume",
+        "starts, so a screen cut short loses at most the passes of one batch to --zl-resume; "
+        "without xdist a screen that records cuts smaller batches first (about 1, 2, 4, ... "
+        "minutes of recording each), so that its first operators complete within minutes",
         child=DROP,
         metavar="N",
         parse=_positive_int("--zl-batch-size"),

@@ -12,11 +12,17 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
+from .kept_recordings import RECORDING_GUESS_S
+
 #: the verdicts :func:`stop_reason` looks at (the names of ``core.screening``'s verdicts)
 NO_IR_DIFF = "NO_IR_DIFF"
 IR_CHANGED = "IR_CHANGED"
 
 IDENTICAL_IR = "identical IR at every stage on both sides"
+
+#: the seconds of recording the first batch of a plain session holds (``cut_by_recording``):
+#: one operator's where nothing says more; each later batch holds twice the one before
+FIRST_BATCH_S = RECORDING_GUESS_S
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,49 @@ def cut_batches(batches: Sequence[Sequence[int]], size: int) -> list[list[int]]:
     return [list(b[i : i + size]) for b in batches for i in range(0, len(b), size)]
 
 
+def cut_by_recording(
+    costs: Sequence[float], size: int, first: float = FIRST_BATCH_S
+) -> list[list[int]]:
+    """Indices of ``costs`` (each operator's expected seconds of recording: 0 for one that
+    replays a kept recording) cut, in their order, into consecutive batches whose recordings
+    add up to at most a budget that doubles from batch to batch: ``first`` seconds for the
+    first, then twice, four times as much, ...; at least one operator and at most ``size`` in
+    each. A screen runs a batch round-major (every recording pass of the batch before its
+    first round), so a first screen's first operator completes after one recording, not after
+    ``size`` of them; its later batches grow geometrically, so the workers' start-ups they add
+    stay few (one more batch each time the recording done doubles). Operators that record
+    nothing never cut a batch: a screen that replays every recording is cut by ``size`` alone,
+    as :func:`cut_batches` cuts it."""
+    size = max(1, size)
+    batches: list[list[int]] = []
+    spent = 0.0
+    for index, cost in enumerate(costs):
+        cost = max(0.0, cost)
+        budget = first * 2 ** min(len(batches) - 1, 64)
+        if not batches or len(batches[-1]) >= size or (cost > 0 and spent + cost > budget):
+            batches.append([index])
+            spent = cost
+        else:
+            batches[-1].append(index)
+            spent += cost
+    return batches
+
+
+def follow_plan(
+    plan: Sequence[Sequence[str]], ops: Sequence[str]
+) -> tuple[list[list[str]], list[str]]:
+    """The batches of ``plan`` (an earlier session's, by number) with only the operators of
+    ``ops``, each batch keeping its number (an emptied one is kept, empty, for
+    :func:`put_last` to drop), and the operators of ``ops`` that no batch of it holds, in
+    their order. A resumed screen measures each operator in the batch it was in, whose
+    folder holds the recording its finished rounds replayed."""
+    wanted = set(ops)
+    planned = {op for batch in plan for op in batch}
+    return [[op for op in batch if op in wanted] for batch in plan], [
+        op for op in ops if op not in planned
+    ]
+
+
 def put_last(
     batches: Sequence[Sequence[str]], last: Collection[str]
 ) -> tuple[dict[int, list[str]], list[str]]:
@@ -152,11 +201,18 @@ class Pace:
     passes: int = 0
     seconds: float = 0.0
     rounds_used: list[int] = field(default_factory=list)
+    #: the seconds of each recording pass of this session (every batch's), apart from the
+    #: passes of rounds: a recording pass (tuning) takes many times a round's
+    recordings: list[float] = field(default_factory=list)
 
     def add(self, seconds: float) -> None:
         """One operator pass, of ``seconds``."""
         self.passes += 1
         self.seconds += seconds
+
+    def recorded(self, seconds: float) -> None:
+        """One recording pass, of ``seconds``."""
+        self.recordings.append(seconds)
 
     def overhead(self, seconds: float) -> None:
         """Seconds a batch spent outside its operator passes (its workers' starts, the judging

@@ -16,6 +16,7 @@ from ..core.compat import dismissed
 from ..core.rounds import run_order
 from .batches import batches_of, workers
 from .items import OpItem
+from .operator import Operator
 from .results import RECORDING_PASS, marks_of
 from .shard import apply_shard
 
@@ -97,11 +98,22 @@ def op_items(engine: ScreenEngine, session: pytest.Session, items: list[pytest.I
     cut = cut_before(engine, config, [op for op in groups if reasons[op] is None])
     batch_of: dict[str, str] = {}
     if engine.round_runner.batched:
+        measured = {op: m for op, m in groups.items() if reasons[op] is None}
+        recording = None
+        if not _common.is_worker(config):  # under xdist: cut as every worker cuts
+            operators = [
+                Operator(op, [abs_nodeid(m) for m in ms], [m.nodeid for m in ms])
+                for op, ms in measured.items()
+            ]
+            recording = engine.recording_costs(operators)
         batch_of = batches_of(
             config,
-            {op: m for op, m in groups.items() if reasons[op] is None},
+            measured,
             engine.settings.batch_size,
             last=cut,
+            recording=recording,
+            root=engine.settings.root,
+            resume=engine.settings.resume,
         )
     new_items: list[pytest.Item] = []
     planned: dict[str, str | None] = {}  # screen_result.json: op -> why it is skipped

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
 from ..core import records, screening
-from ..core.kept_recordings import recording_left
+from ..core.kept_recordings import RECORDING_GUESS_S, recording_left
 from ..core.lockstep import first_of
 from ..core.rounds import RoundView, batch_passes, stop_reason
 from ..core.shard import COST_FILE, cost_record
@@ -106,6 +106,9 @@ class ScreenEngine:
             KeptRecordings(settings, children) if settings.recordings and settings.records
             else None
         )  # fmt: skip
+        #: the operators to record, with what their last kept recordings took (``None``:
+        #: unknown), once :meth:`recording_costs` looked them up (``None`` before)
+        self.to_record: dict[str, float | None] | None = None
         #: each operator :meth:`complete` marked, aggregated, until :meth:`run_op` returns it
         self.completed: dict[str, Aggregated] = {}
         #: ``screen_result.json`` as operators start and complete
@@ -216,9 +219,37 @@ class ScreenEngine:
             for item in items
             if not (s.resume and is_done(s.root / item.op))
         ]
-        # their recording passes are reckoned apart (``later_records``)
+        # their recording passes are reckoned apart (``later_recordings``)
         passes = batch_passes(len(later), self.pace.rounds_expected(s.rounds), False)
         return number, count, passes
+
+    def recording_costs(self, items: list[Operator]) -> dict[str, float] | None:
+        """Each operator's expected seconds of recording, which a plain session cuts its
+        batches by (``screen.batches.batches_of``): none for one that replays a kept recording
+        or is complete (resumed), else what its last kept recording took (of any caliber:
+        ``RecordingStore.last_seconds``), else the guess of
+        ``core.kept_recordings.RECORDING_GUESS_S``. ``None`` where the screen makes no
+        recording pass (``--zl-replay-from``, the cpu backend): its batches are cut by
+        ``--zl-batch-size`` alone. The operators to record are kept with their seconds from
+        the store (``None``: unknown) for the estimate of what is left
+        (:meth:`later_recordings`)."""
+        s = self.settings
+        if not s.records:
+            return None
+        out: dict[str, float] = {}
+        self.to_record = {}
+        for item in items:
+            if s.resume and is_done(s.root / item.op):
+                out[item.op] = 0.0
+                continue
+            found = self.kept.lookup(item, False) if self.kept is not None else None
+            if isinstance(found, list):
+                out[item.op] = 0.0
+                continue
+            seconds = self.kept.store.last_seconds(item.op) if self.kept is not None else None
+            self.to_record[item.op] = seconds
+            out[item.op] = seconds if seconds is not None else RECORDING_GUESS_S
+        return out
 
     def announce_recordings(self) -> None:
         """The screen's first line about kept recordings: how many of its operators (in side
@@ -230,11 +261,16 @@ class ScreenEngine:
         items = [
             i for b in self.batches.values() for i in b if not (s.resume and is_done(s.root / i.op))
         ]
-        found = {item.op: self.kept.lookup(item, False) for item in items}
-        kept = sum(isinstance(f, list) for f in found.values())
-        record = [
-            self.kept.store.last_seconds(op) for op, f in found.items() if not isinstance(f, list)
-        ]
+        if self.to_record is not None:  # looked up when the batches were cut
+            record = [self.to_record[i.op] for i in items if i.op in self.to_record]
+        else:
+            found = {item.op: self.kept.lookup(item, False) for item in items}
+            record = [
+                self.kept.store.last_seconds(op)
+                for op, f in found.items()
+                if not isinstance(f, list)
+            ]
+        kept = len(items) - len(record)
         seconds, how = recording_left(record, [])
         self.progress(
             f"zlbench recordings: {kept} of {len(items)} operators "
@@ -243,12 +279,13 @@ class ScreenEngine:
             + (f"; {len(record)} to record, about {seconds:.0f}s ({how})" if record else "")
         )
 
-    def later_records(self, name: str) -> int:
-        """How many operators of the batches after ``name`` (as :meth:`place_of` counts them)
-        will be recorded: none of those that replay a kept recording."""
+    def later_recordings(self, name: str) -> list[float | None]:
+        """The recordings the operators of the batches after ``name`` (as :meth:`place_of`
+        counts them) will make: what each one's last kept recording took (``None``: unknown);
+        none for those that replay a kept recording."""
         s = self.settings
         if not s.records or self.workers > 1:
-            return 0
+            return []
         later = [
             item
             for batch, items in self.batches.items()
@@ -256,9 +293,15 @@ class ScreenEngine:
             for item in items
             if not (s.resume and is_done(s.root / item.op))
         ]
+        if self.to_record is not None:  # looked up when the batches were cut
+            return [self.to_record[item.op] for item in later if item.op in self.to_record]
         if self.kept is None:
-            return len(later)
-        return sum(not isinstance(self.kept.lookup(item, False), list) for item in later)
+            return [None] * len(later)
+        return [
+            self.kept.store.last_seconds(item.op)
+            for item in later
+            if not isinstance(self.kept.lookup(item, False), list)
+        ]
 
     def _side_workers(
         self,
@@ -280,7 +323,7 @@ class ScreenEngine:
             place=place,
             earlier=earlier,
             kept=self.kept,
-            later_records=self.later_records(name) if place[1] else 0,
+            later_records=self.later_recordings(name) if place[1] else [],
         )
 
     def _refused_dtypes(self, workers: SideWorkers) -> list[Operator]:

@@ -81,7 +81,7 @@ class SideWorkers:
         place: tuple[str, float] = ("", 0),
         earlier: Sequence[Operator] = (),
         kept: KeptRecordings | None = None,
-        later_records: int = 0,
+        later_records: Sequence[float | None] = (),
     ) -> None:
         #: the store of kept recordings (``screen.kept``; ``None``: off)
         self.kept = kept
@@ -89,9 +89,7 @@ class SideWorkers:
         #: the operators to record: what their kept recordings of earlier screens took
         #: (``None``: unknown), for the estimate of what is left; those of later batches
         self.to_record: dict[str, float | None] = {}
-        self.later_records = later_records
-        #: this batch's recording passes so far (seconds)
-        self.recorded_s: list[float] = []
+        self.later_records = list(later_records)
         #: the batch's operators refused the requested --dtypes: its workers are not given them
         self.own_dtypes = own_dtypes
         #: "batch k of n, " and the operator passes of the later batches (``screen.batches``)
@@ -311,8 +309,8 @@ class SideWorkers:
         (``core.kept_recordings.recording_left``): a recording pass (tuning) takes many
         times a round's."""
         elapsed = time.monotonic() - self.started
-        kept = [self.to_record.get(op) for op in records_left] + [None] * self.later_records
-        recording, _ = recording_left(kept, self.recorded_s)
+        kept = [self.to_record.get(op) for op in records_left] + self.later_records
+        recording, _ = recording_left(kept, self.pace.recordings)
         left = self.pace.seconds_left(units_left)
         if left is None:
             if not recording:
@@ -388,7 +386,7 @@ class SideWorkers:
             elapsed = time.monotonic() - t0
             self.units_done += 1
             if rnd == 0:  # its seconds stay out of the pace of rounds
-                self.recorded_s.append(elapsed)
+                self.pace.recorded(elapsed)
             else:
                 self.pace.add(elapsed)
             self.costs[item.op] = self.costs.get(item.op, 0.0) + elapsed
