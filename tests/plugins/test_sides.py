@@ -56,6 +56,7 @@ with open(os.environ["PID_LOG"], "a") as _log:
 sides.HEARTBEAT_S = 0.5  # the controller's heartbeat, short enough to be seen here
 # one batch, as these tests' mechanics expect, unless a test asks for the first screen's cut
 # (core.rounds.cut_by_recording) by the recording its first batch holds
+_first_batch_s = rounds.FIRST_BATCH_S
 rounds.FIRST_BATCH_S = float(os.environ.get("FIRST_BATCH_S", "inf"))
 
 
@@ -81,6 +82,7 @@ def pytest_unconfigure(config):
     # an in-process run leaves the modules as it found them
     timing.build_timer = _build_timer
     device_info.describe = _describe
+    rounds.FIRST_BATCH_S = _first_batch_s
 
 
 def pytest_configure(config):

@@ -15,6 +15,7 @@ import pytest
 
 import pytest_zlbench.screen.engine as engine
 import pytest_zlbench.screen.sides as sides
+from pytest_zlbench.core import rounds
 from pytest_zlbench.core.rounds import Pace
 from pytest_zlbench.screen.batches import batches_of
 from pytest_zlbench.screen.engine import ScreenEngine
@@ -468,12 +469,13 @@ def test_a_recordings_key_holds_on_a_fresh_machine() -> None:
 
 
 def test_a_plain_session_cuts_by_recording_and_a_resumed_one_follows_its_kept_cut(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without xdist, the batches are cut by the operators' expected recording (1, 2, 4, ...
     minutes); the cut is kept in the root, and a resumed session with the same size measures
     each operator in the batch it was in, though everything is kept now (which alone would cut
     one batch); one it did not list is cut after them; another size cuts afresh."""
+    monkeypatch.setattr(rounds, "FIRST_BATCH_S", 60.0)  # the default budget
     groups: dict[str, Any] = {op: [op] for op in ("a", "b", "c", "d", "e")}
     plain = SimpleNamespace()
     first = batches_of(plain, groups, 50, recording=dict.fromkeys(groups, 60.0), root=tmp_path)
@@ -501,3 +503,48 @@ def test_under_xdist_the_batches_are_cut_by_size_alone(tmp_path: Path) -> None:
     names = batches_of(worker, groups, 50, recording=dict.fromkeys(groups, 60.0), root=tmp_path)
     assert set(names.values()) == {"batch0"}
     assert not (tmp_path / ".workers").exists()
+
+
+def test_the_batches_not_started_are_cut_again_by_the_recording_passes_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a batch, the batches left are cut again with an operator of unknown recording at
+    the mean of this screen's recording passes (not the guess of a minute), the budget going
+    on doubling from their number; what the store knows of an operator and a kept recording
+    stay as they were; a batch run or started by an earlier session (its folder) stays; the
+    kept cut follows."""
+    monkeypatch.setattr(rounds, "FIRST_BATCH_S", 60.0)  # the default budget
+    from pytest_zlbench.screen.batches import read_plan, write_plan
+
+    cut = {"batch0": ["a"], "batch1": ["b", "c"], "batch2": ["d", "e", "f", "g"],
+           "batch3": ["h", "i", "j"]}  # fmt: skip
+    made = screen(tmp_path, cut, ("batch0",))
+    made.settings = dataclasses.replace(made.settings, batch_size=50)
+    made.to_record = dict.fromkeys("abcdefgij", None) | {"i": 100.0}  # h replays a kept one
+    write_plan(tmp_path, 50, list(cut.values()))
+    made.recut()  # no recording pass made yet: nothing to go by
+    assert {b: [i.op for i in items] for b, items in made.batches.items()} == cut
+    made.pace.recorded(5.0)
+    made.recut()
+    # the budget of batch1 is 2 minutes: b..h at 5 s (h none), then i's 100 s overflows it
+    after = {"batch0": ["a"], "batch1": ["b", "c", "d", "e", "f", "g", "h"], "batch2": ["i", "j"]}
+    assert {b: [i.op for i in items] for b, items in made.batches.items()} == after
+    assert all(i.batch == b for b in ("batch1", "batch2") for i in made.batches[b])
+    assert read_plan(tmp_path, 50) == list(after.values())
+    # batch1 run, batch2 started by an earlier session: nothing left to cut again
+    made.batches_run.add("batch1")
+    (tmp_path / ".workers" / "batch2").mkdir()
+    made.pace.recorded(500.0)
+    made.recut()
+    assert {b: [i.op for i in items] for b, items in made.batches.items()} == after
+
+
+def test_no_cut_again_under_xdist_or_without_a_kept_cut(tmp_path: Path) -> None:
+    cut = {"batch0": ["a"], "batch1": ["b"], "batch2": ["c"]}
+    made = screen(tmp_path, cut, ("batch0",))
+    made.pace.recorded(1.0)
+    made.recut()  # the recordings were not looked up (xdist): its cut is every worker's
+    assert list(made.batches) == list(cut)
+    made.to_record = dict.fromkeys("abc", None)
+    made.recut()  # no kept cut (a resumed session could not follow another)
+    assert list(made.batches) == list(cut)

@@ -353,6 +353,15 @@ def merge_tables(dest: Path, source: Path) -> int:
     return merged
 
 
+def expected_recording(kept: float | None, made: Sequence[float]) -> float:
+    """The seconds an operator's recording pass is expected to take: what its kept recording of
+    an earlier screen took (``kept``; ``None``: unknown), else the mean of the recording passes
+    ``made`` so far, else :data:`RECORDING_GUESS_S`."""
+    if kept is not None:
+        return kept
+    return sum(made) / len(made) if made else RECORDING_GUESS_S
+
+
 def recording_left(kept: Sequence[float | None], made: Sequence[float]) -> tuple[float, str]:
     """The seconds of recording left for operators whose recordings are ``kept`` costs of
     earlier screens (``None``: unknown), and how they were reckoned: an unknown one at the

@@ -58,6 +58,8 @@ def batches_of(
     it with the same ``size`` measures each operator in the batch it was in, whose folder holds
     the recording its finished rounds replayed, though the recordings the earlier session kept
     would cut its batches otherwise now (the operators it did not list are cut after them).
+    After each batch the engine cuts the batches not started yet again by the recording passes
+    so far (``ScreenEngine.recut``) and keeps that cut.
 
     Under xdist every worker computes the same node ids, which name the batches (and a worker
     started in place of one that died must compute them again, after the store kept new
@@ -128,11 +130,17 @@ def read_plan(root: Path, size: int) -> list[list[str]] | None:
 
 
 def write_plan(root: Path, size: int, batches: list[list[str]]) -> None:
-    """Keep the cut ``batches`` (by number) of a screen at ``root``, for its resumed sessions."""
+    """Keep the cut ``batches`` (by number) of a screen at ``root``, for its resumed sessions;
+    where it cannot be written (a full disk), a resumed session cuts afresh, as with another
+    ``--zl-batch-size``: an operator whose batch's folder does not list its recording records
+    again, never replays another."""
     folder = root / WORKERS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    records.write_json(folder / PLAN_FILE, {"schema": PLAN_SCHEMA, "size": size,
-                                            "batches": batches})  # fmt: skip
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        records.write_json(folder / PLAN_FILE, {"schema": PLAN_SCHEMA, "size": size,
+                                                "batches": batches})  # fmt: skip
+    except OSError:
+        pass
 
 
 def last_costs(config: pytest.Config) -> dict[str, float]:

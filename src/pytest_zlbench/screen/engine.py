@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..contract import RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_dir
-from ..core import records, screening
-from ..core.kept_recordings import RECORDING_GUESS_S, recording_left
+from ..core import records, rounds, screening
+from ..core.kept_recordings import expected_recording, recording_left
 from ..core.lockstep import first_of
-from ..core.rounds import RoundView, batch_passes, stop_reason
+from ..core.rounds import RoundView, batch_passes, cut_by_recording, stop_reason
 from ..core.shard import COST_FILE, cost_record
 from . import result_file
-from .batches import BATCH, own_batch
+from .batches import BATCH, own_batch, read_plan, write_plan
 from .children import Deterministic, DtypeFallback, same_failure
 from .cost import starting_pace
 from .kept import KeptRecordings
@@ -248,8 +248,61 @@ class ScreenEngine:
                 continue
             seconds = self.kept.store.last_seconds(item.op) if self.kept is not None else None
             self.to_record[item.op] = seconds
-            out[item.op] = seconds if seconds is not None else RECORDING_GUESS_S
+            out[item.op] = expected_recording(seconds, [])
         return out
+
+    def recut(self) -> None:
+        """Without xdist, after a batch: the batches not started yet (nor by an earlier session
+        of a resumed root: no folder) cut again as they were cut at collection
+        (:meth:`recording_costs`, ``core.rounds.cut_by_recording``, the budget going on doubling
+        from their number), an operator of unknown recording now expected to take the mean of
+        this screen's recording passes so far: a first screen whose recordings are quicker than
+        the guess runs fewer, larger batches (each starts its own workers), one whose
+        recordings are slower smaller ones. The cut kept in the root follows
+        (``screen.batches.PLAN_FILE``), before the next batch starts; none is made where it
+        cannot be kept."""
+        s = self.settings
+        made = self.pace.recordings
+        if self.to_record is None or not made:
+            return
+        plan = read_plan(s.root, s.batch_size)
+        if plan is None:
+            return
+        numbered = sorted(
+            (int(name.removeprefix(BATCH)), name)
+            for name in self.batches
+            if name.removeprefix(BATCH).isdigit()
+        )
+        started = [
+            j
+            for j, name in numbered
+            if name in self.batches_run or (s.root / WORKERS_DIR / name).exists()
+        ]
+        first = max(started, default=-1) + 1
+        tail = [name for j, name in numbered if j >= first]
+        items = [item for name in tail for item in self.batches[name]]
+        costs = [
+            expected_recording(self.to_record[item.op], made)
+            if item.op in self.to_record and not (s.resume and is_done(s.root / item.op))
+            else 0.0
+            for item in items
+        ]
+        budget = rounds.FIRST_BATCH_S * 2 ** min(first, 64)
+        groups = [[items[i] for i in b] for b in cut_by_recording(costs, s.batch_size, budget)]
+        if [[i.op for i in g] for g in groups] == [[i.op for i in self.batches[n]] for n in tail]:
+            return
+        for name in tail:
+            del self.batches[name]
+        for j, group in enumerate(groups, start=first):
+            for item in group:
+                item.batch = f"{BATCH}{j}"
+            self.batches[f"{BATCH}{j}"] = group
+        write_plan(s.root, s.batch_size, [*plan[:first], *([i.op for i in g] for g in groups)])
+        self.progress(
+            f"the {len(tail)} batch{'es' if len(tail) > 1 else ''} left cut again into "
+            f"{len(groups)} by the recording passes so far ({sum(made) / len(made):.0f}s each)",
+            terminal=False,
+        )
 
     def announce_recordings(self) -> None:
         """The screen's first line about kept recordings: how many of its operators (in side
@@ -636,6 +689,7 @@ class BatchRunner:
         elif batch not in engine.batches_run:
             engine.batches_run.add(batch)
             engine.run_batch(engine.batches[batch])
+            engine.recut()  # by what its recording passes took
 
 
 #: what measures one operator (its whole batch, with side workers)
