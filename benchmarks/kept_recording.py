@@ -2,15 +2,20 @@
 operator; a repeat screen of the same suite, given nothing more, replays the recordings the
 first kept (``--zl-recordings``, by default under ``$XDG_CACHE_HOME``).
 
-    python benchmarks/kept_recording.py [--ops 10] [--tune 2.0] [--rounds 3] [--json OUT]
+    python benchmarks/kept_recording.py [--ops 10] [--tune 2.0] [--rounds 3] [--first-batch S]
+        [--json OUT]
 
 The suite's operators are pure-Python callables on ``sim``, a GPU-like backend timed on the
 CPU clock (so that the screen makes its recording pass); each operator's recording pass
 "tunes" for ``--tune`` seconds (a sleep, standing in for compiling and timing candidates) and
 writes one row into a tuner database, as FlagGems' LibTuner does. Both screens keep their
 recordings in one store in a fresh temporary folder. The script prints each screen's wall,
-its recording passes, the seconds its batch spent recording, its first progress lines and the
-first estimate of what is left, and exits 1 when the repeat screen recorded anything.
+its recording passes and the seconds they took, the screen's clock when its first operator
+completed (read from ``progress.log``: its last round's line), its batches, its first progress
+lines and the first estimate of what is left, and exits 1 when the repeat screen recorded
+anything. ``--first-batch S`` gives the seconds of recording a first screen's first batch holds
+(by default the screen's own budget, a minute; ``inf``: one batch, cut by ``--zl-batch-size``
+alone).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import time
 from pathlib import Path
 
 import pytest_zlbench.adapters.device_info as device_info
+import pytest_zlbench.core.rounds as rounds
 import pytest_zlbench.timing.timer as timing
 from pytest_zlbench.adapters.timers import CpuTimer
 from pytest_zlbench.core.backends import BUILTIN_BACKENDS
@@ -49,6 +55,9 @@ def pytest_zlbench_device_register(registry):
     cpu = [b for b in BUILTIN_BACKENDS if b.name == "cpu"][0]
     registry.add(dataclasses.replace(cpu, name="sim", aliases=(), visibility_var="SIM_VISIBLE"))
 
+
+if os.environ.get("FIRST_BATCH_S"):  # --first-batch
+    rounds.FIRST_BATCH_S = float(os.environ["FIRST_BATCH_S"])
 
 _describe = device_info.describe
 device_info.describe = lambda backend: (
@@ -128,12 +137,15 @@ def main() -> int:
     parser.add_argument("--ops", type=int, default=10)
     parser.add_argument("--tune", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--first-batch", type=float, default=None)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="zl-kept-") as tmp:
         folder = Path(tmp)
         make_suite(folder, args.ops)
         env = dict(os.environ, XDG_CACHE_HOME=str(folder / "cache"), TUNE_S=str(args.tune))
+        if args.first_batch is not None:
+            env["FIRST_BATCH_S"] = str(args.first_batch)
         results = {
             "first": screen(folder, folder / "first", args.rounds, env),
             "repeat": screen(folder, folder / "repeat", args.rounds, env),

@@ -208,3 +208,9 @@ def test_a_damaged_entry_is_replaced_by_the_next_one_kept(tmp_path: Path) -> Non
     assert found is not None
     assert (found.seconds, kept.path) == (3.0, found.path)
     assert [p.name for p in (tmp_path / "mm").iterdir()] == [key]
+
+
+def test_an_expected_recording_is_the_kept_one_else_the_mean_so_far_else_the_guess() -> None:
+    assert kr.expected_recording(42.0, [1.0, 3.0]) == 42.0
+    assert kr.expected_recording(None, [1.0, 3.0]) == 2.0
+    assert kr.expected_recording(None, []) == kr.RECORDING_GUESS_S
