@@ -9,7 +9,10 @@ reads the mode; :func:`round_runner` picks the runner, the one branch on it):
 
 * **side workers** (lockstep, sequential, one-process): the operators of a batch are measured
   together, round-major, by long-lived side workers (``screen.sides``), the first operator of
-  the batch running the whole batch (:meth:`ScreenEngine.run_batch`); an operator that refused
+  the batch running the whole batch (:meth:`ScreenEngine.run_batch`); without xdist the
+  batches are cut by the recording their operators are expected to make, small ones first
+  (``screen.batches.batches_of``), and cut again after each batch (:meth:`ScreenEngine.recut`);
+  an operator that refused
   the requested ``--dtypes`` goes to a batch of its own on its own dtypes, and one that fell out
   of either is measured alone afterwards, one process per side, from the round it left;
 * **one process per side** (process): each operator's rounds in turn, one child run per side
