@@ -141,6 +141,10 @@ class RunRecorder(WorkerRows):
         #: screen's switch (a test that sets a variable later does not change what compiled)
         self.started_environ = dict(os.environ)
         self.complete = False
+        #: whether :meth:`write` writes ``summary.tsv`` (the counts of ``rows.jsonl``, which
+        #: this run's summary on the terminal reads back): not in a side worker, whose runs
+        #: print no summary, so that a screen writes no file per side that nothing reads
+        self.summary_file = True
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -271,17 +275,21 @@ class RunRecorder(WorkerRows):
         self.write(exitstatus)
 
     def write(self, exitstatus: int) -> bool:
-        """Write the run directory: rows, summary, log, autotune pins, IR, identity, and
-        ``.complete`` last when the run completed; returns whether it did."""
+        """Write the run directory: rows, summary (unless :attr:`summary_file` is off), log
+        (if the tests printed or failed), autotune pins, IR, identity, and ``.complete`` last
+        when the run completed; returns whether it did."""
         run_dir = self.run_dir
         from ..core import records, summary
         from ..core.autotune import tuned_keys
 
         records.write_atomic(run_dir / ROWS_FILE, records.rows_to_jsonl(self.rows))
-        lines = summary.summarize(self.rows)
-        records.write_atomic(run_dir / SUMMARY_FILE, summary.write_tsv(lines))
-        records.write_atomic(run_dir / LOG_FILE, self.log.getvalue())
-        self.tuned = tuned_keys(self.log.getvalue())
+        if self.summary_file:
+            lines = summary.summarize(self.rows)
+            records.write_atomic(run_dir / SUMMARY_FILE, summary.write_tsv(lines))
+        log = self.log.getvalue()
+        if log:  # none when the tests printed nothing and none failed
+            records.write_atomic(run_dir / LOG_FILE, log)
+        self.tuned = tuned_keys(log)
         if self.pins:
             from ..core.autotune import pins_to_json
 

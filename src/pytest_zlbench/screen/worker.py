@@ -207,9 +207,11 @@ class SideWorker:
         if rows is not None:
             rows.retarget(run_dir)
         recorder = RunRecorder(self.config, run_dir, self.replay, self.seeded, self.seed)
+        recorder.summary_file = False  # rows.jsonl holds its rows; no summary is printed
         self._begin(recorder)
         if both is not None:
             other = RunRecorder(self.config, dir_b, self.replay, self.seeded, self.seed)
+            other.summary_file = False
             self.failure = both.install()  # imports Triton: each side's launch recorder joins
             both.begin(str(message["op"]), recorder, other, dir_b)  # its hooks from the start
             if self.failure is not None:
