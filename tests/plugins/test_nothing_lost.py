@@ -215,6 +215,27 @@ def test_a_run_directory_that_cannot_be_written_at_its_claim_is_one_line(
     ], text
 
 
+def test_a_recorded_run_that_cannot_write_its_results_is_one_error_line(
+    suite: pytest.Pytester,
+) -> None:
+    """A full disk at the end of a recorded run (``--zl-out``): its rows could not be written,
+    and pytest printed a traceback (INTERNALERROR)."""
+    suite.makepyfile(test_abs=ABS)
+    out = suite.path / "run"
+    # its claim (the kind marker, the lock record) fits in 200 bytes, its rows do not
+    done = _run_limited(suite, 200, "--zl-backend=cpu", "-p", "no:cacheprovider", f"--zl-out={out}")
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text, text
+    assert "INTERNALERROR" not in text, text
+    errors = [ln for ln in text.splitlines() if ln.startswith("ERROR:")]
+    assert len(errors) == 1, text
+    assert errors[0].startswith(f"ERROR: {out}/"), errors
+    assert errors[0].endswith(": not written (File too large)"), errors
+    assert f"zlbench: run INCOMPLETE (no .complete): {out}" in text, text
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, text
+    assert not (out / ".complete").exists()
+
+
 # --------------------------------------------------------------------------------------------
 # no limit on the length of a batch's node ids
 

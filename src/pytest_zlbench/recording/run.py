@@ -145,6 +145,8 @@ class RunRecorder(WorkerRows):
         #: this run's summary on the terminal reads back): not in a side worker, whose runs
         #: print no summary, so that a screen writes no file per side that nothing reads
         self.summary_file = True
+        #: the one line of a file of the run that could not be written (``None``: none)
+        self.unwritten: str | None = None
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -272,7 +274,15 @@ class RunRecorder(WorkerRows):
         if self.tee is not None:
             sys.stdout = self.tee.inner
             self.tee = None
-        self.write(exitstatus)
+        try:
+            self.write(exitstatus)
+        except OSError as exc:  # a full disk, a read-only file system: the run is incomplete
+            self.unwritten = (
+                f"ERROR: {exc.filename or self.run_dir}: not written ({exc.strerror or exc})"
+            )
+            self.complete = False
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def write(self, exitstatus: int) -> bool:
         """Write the run directory: rows, summary (unless :attr:`summary_file` is off), log
@@ -319,6 +329,10 @@ class RunRecorder(WorkerRows):
         # read back through the same core code that wrote it
         from ..core import records, summary
 
+        if self.unwritten is not None:  # what was measured is in its partial rows, if any
+            terminalreporter.write_line(self.unwritten, red=True)
+            terminalreporter.write_line(f"zlbench: run INCOMPLETE (no .complete): {self.run_dir}")
+            return
         text = (self.run_dir / SUMMARY_FILE).read_text(encoding="utf-8")
         lines = summary.parse_tsv(text, str(self.run_dir / SUMMARY_FILE))
         complete = self.complete
