@@ -157,11 +157,8 @@ class SideWorkers:
             worker.channel.close()
             if exc.exit_status in NOTHING_RAN and worker.side not in self.never_started:
                 self.never_started[worker.side] = str(exc)
-                which = (
-                    "the recording worker"
-                    if worker.side == RECORD_SIDE
-                    else (f"side {worker.side}'s worker")
-                )
+                recording = worker.side == RECORD_SIDE
+                which = "the recording worker" if recording else f"side {worker.side}'s worker"
                 self.progress(
                     f"{self.name}: {which} failed before any test ran ({exc}); not started "
                     "again: the operators it was to measure fail, not retried"

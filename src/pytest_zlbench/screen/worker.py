@@ -156,6 +156,7 @@ class SideWorker:
         run_dir = Path(message["dir"])
         unwritable = None
         rows = 0
+        timed = 0.0
         failure: str | None = None
         try:
             self._claim(message)
@@ -163,7 +164,7 @@ class SideWorker:
             unwritable = Unwritable.of(exc, run_dir)
         else:
             rows, failure, unwritable = self._measure(session, message)
-        timed = self.gate.timed_s if self.gate is not None else self.alone.timed_s
+            timed = self.gate.timed_s if self.gate is not None else self.alone.timed_s
         self.channel.send(
             "op",
             op=message["op"],
