@@ -105,7 +105,9 @@ def _fast_cpu_timer(monkeypatch):
 #: ``ZL_TEST_PICTURES`` is set (the tests of the pictures set it). matplotlib's import and text
 #: layout cost every screen seconds that no other test is about. The report is written, without
 #: pictures, and nothing says a picture is missing. Side workers and children (``ZLBENCH_SIDE``
-#: set) draw nothing anyway; an in-process run, which shares its modules with this suite, draws.
+#: set) draw nothing anyway; an in-process run, which shares its modules with this suite (it has
+#: imported this module), draws: the stand-ins would outlive the run. (``import pytest`` imports
+#: ``_pytest.pytester`` since pytest 8, so that module tells no in-process run apart.)
 NO_PICTURES = """
 import os as _os
 import sys as _sys
@@ -113,7 +115,7 @@ import sys as _sys
 if not (
     _os.environ.get("ZL_TEST_PICTURES")
     or _os.environ.get("ZLBENCH_SIDE")
-    or "_pytest.pytester" in _sys.modules
+    or "zl_testing" in _sys.modules  # an in-process run: this suite's own process
 ):
     import pytest_zlbench.adapters.plot as _plot
 
