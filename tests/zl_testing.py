@@ -79,28 +79,6 @@ def test_plain():
 """
 )
 
-#: a faster CPU timer for acceptance tests: the default one spends ~60 ms per measurement
-FAST_CPU_TIMER_CONFTEST = """
-import importlib
-
-import pytest
-
-
-@pytest.fixture(autouse=True)
-def _fast_cpu_timer(monkeypatch):
-    # the module this run's timer will come from: an in-process run drops the modules it
-    # imported, while the package keeps its attribute to the dropped one
-    timers = importlib.import_module("pytest_zlbench.adapters.timers")
-    init = timers.CpuTimer.__init__
-
-    def fast(self, warmup_ms=1.0, rep_ms=2.0, min_samples=5, min_sample_ms=0.05, **kw):
-        init(self, warmup_ms=warmup_ms, rep_ms=rep_ms, min_samples=min_samples,
-             min_sample_ms=min_sample_ms, **kw)
-
-    monkeypatch.setattr(timers.CpuTimer, "__init__", fast)
-"""
-
-
 #: conftest lines for screen tests: a screen's controller draws no pictures unless
 #: ``ZL_TEST_PICTURES`` is set (the tests of the pictures set it). matplotlib's import and text
 #: layout cost every screen seconds that no other test is about. The report is written, without
@@ -123,6 +101,32 @@ if not (
     _plot.write = lambda *args, **kwargs: False
     _plot.write_overview = lambda *args, **kwargs: False
 """
+
+
+#: a faster CPU timer for acceptance tests (the default one spends ~60 ms per measurement), and
+#: no pictures unless a test asks for them (:data:`NO_PICTURES`)
+FAST_CPU_TIMER_CONFTEST = (
+    """
+import importlib
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _fast_cpu_timer(monkeypatch):
+    # the module this run's timer will come from: an in-process run drops the modules it
+    # imported, while the package keeps its attribute to the dropped one
+    timers = importlib.import_module("pytest_zlbench.adapters.timers")
+    init = timers.CpuTimer.__init__
+
+    def fast(self, warmup_ms=1.0, rep_ms=2.0, min_samples=5, min_sample_ms=0.05, **kw):
+        init(self, warmup_ms=warmup_ms, rep_ms=rep_ms, min_samples=min_samples,
+             min_sample_ms=min_sample_ms, **kw)
+
+    monkeypatch.setattr(timers.CpuTimer, "__init__", fast)
+"""
+    + NO_PICTURES
+)
 
 
 def error_lines(result: pytest.RunResult) -> list[str]:
