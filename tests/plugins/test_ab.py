@@ -24,7 +24,6 @@ from zl_testing import (
     BUSY,
     FAST_CPU_TIMER_CONFTEST,
     NO_HYPOTHESIS,
-    NO_PICTURES,
     WRITE_TTGIR,
     assert_usage_error,
     error_lines,
@@ -34,7 +33,6 @@ SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
 SUITE_CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
-    + NO_PICTURES
     + """
 
 def pytest_configure(config):

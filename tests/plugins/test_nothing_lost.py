@@ -183,6 +183,7 @@ def _run_limited(
     )
 
 
+@pytest.mark.usefixtures("pictures")  # the report holds them
 def test_a_report_too_large_for_the_disk_is_one_error_line_after_the_table(
     suite: pytest.Pytester,
 ) -> None:
@@ -358,6 +359,7 @@ def test_the_device_probe_leaves_the_cuda_runtime_uninitialised(
     assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in os.environ
 
 
+@pytest.mark.usefixtures("pictures")
 def test_zlbench_plot_keeps_a_damaged_finished_operator_as_its_result_holds_it(
     suite: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -28,7 +28,6 @@ from zl_testing import (
     FAST_CPU_TIMER_CONFTEST,
     GEMS_LAYOUTS,
     NO_HYPOTHESIS,
-    NO_PICTURES,
     WRITE_TTGIR,
     write_gems_suite,
 )
@@ -37,7 +36,6 @@ SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
 CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
-    + NO_PICTURES
     + """
 import dataclasses
 import os
