@@ -79,8 +79,34 @@ def test_plain():
 """
 )
 
-#: a faster CPU timer for acceptance tests: the default one spends ~60 ms per measurement
-FAST_CPU_TIMER_CONFTEST = """
+#: conftest lines for screen tests: a screen's controller draws no pictures unless
+#: ``ZL_TEST_PICTURES`` is set (the tests of the pictures set it). matplotlib's import and text
+#: layout cost every screen seconds that no other test is about. The report is written, without
+#: pictures, and nothing says a picture is missing. Side workers and children (``ZLBENCH_SIDE``
+#: set) draw nothing anyway; an in-process run, which shares its modules with this suite (it has
+#: imported this module), draws: the stand-ins would outlive the run. (``import pytest`` imports
+#: ``_pytest.pytester`` since pytest 8, so that module tells no in-process run apart.)
+NO_PICTURES = """
+import os as _os
+import sys as _sys
+
+if not (
+    _os.environ.get("ZL_TEST_PICTURES")
+    or _os.environ.get("ZLBENCH_SIDE")
+    or "zl_testing" in _sys.modules  # an in-process run: this suite's own process
+):
+    import pytest_zlbench.adapters.plot as _plot
+
+    _plot.unavailable = lambda: None
+    _plot.write = lambda *args, **kwargs: False
+    _plot.write_overview = lambda *args, **kwargs: False
+"""
+
+
+#: a faster CPU timer for acceptance tests (the default one spends ~60 ms per measurement), and
+#: no pictures unless a test asks for them (:data:`NO_PICTURES`)
+FAST_CPU_TIMER_CONFTEST = (
+    """
 import importlib
 
 import pytest
@@ -99,28 +125,8 @@ def _fast_cpu_timer(monkeypatch):
 
     monkeypatch.setattr(timers.CpuTimer, "__init__", fast)
 """
-
-
-#: conftest lines for screen tests: a screen's controller draws no pictures unless
-#: ``ZL_TEST_PICTURES`` is set (the tests of the pictures set it). matplotlib's import and text
-#: layout cost every screen seconds that no other test is about. The report is written, without
-#: pictures, and nothing says a picture is missing. Side workers and children (``ZLBENCH_SIDE``
-#: set) draw nothing anyway; an in-process run, which shares its modules with this suite, draws.
-NO_PICTURES = """
-import os as _os
-import sys as _sys
-
-if not (
-    _os.environ.get("ZL_TEST_PICTURES")
-    or _os.environ.get("ZLBENCH_SIDE")
-    or "_pytest.pytester" in _sys.modules
-):
-    import pytest_zlbench.adapters.plot as _plot
-
-    _plot.unavailable = lambda: None
-    _plot.write = lambda *args, **kwargs: False
-    _plot.write_overview = lambda *args, **kwargs: False
-"""
+    + NO_PICTURES
+)
 
 
 def error_lines(result: pytest.RunResult) -> list[str]:

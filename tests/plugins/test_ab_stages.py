@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_zlbench.core import screening
-from zl_testing import FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS, NO_PICTURES
+from zl_testing import FAST_CPU_TIMER_CONFTEST, NO_HYPOTHESIS
 
 pytestmark = pytest.mark.triton
 
@@ -37,7 +37,6 @@ def test_fma(zl_bench):
 """
 CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
-    + NO_PICTURES
     + """
 
 def pytest_configure(config):

@@ -22,7 +22,6 @@ from zl_testing import (
     BUSY,
     FAST_CPU_TIMER_CONFTEST,
     NO_HYPOTHESIS,
-    NO_PICTURES,
     assert_usage_error,
     signals_as_from_a_terminal,
 )
@@ -65,7 +64,7 @@ def test_op{k}(zl_bench):
 
 @pytest.fixture
 def gated(zl_pytester: pytest.Pytester) -> pytest.Pytester:
-    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST + NO_PICTURES)
+    zl_pytester.makeconftest(FAST_CPU_TIMER_CONFTEST)
     zl_pytester.makepyfile(test_ops=GATED)
     return zl_pytester
 

@@ -21,14 +21,12 @@ from zl_testing import (
     BUSY,
     FAST_CPU_TIMER_CONFTEST,
     NO_HYPOTHESIS,
-    NO_PICTURES,
     WRITE_TTGIR,
     assert_usage_error,
 )
 
 OPS_CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
-    + NO_PICTURES
     + """
 
 def pytest_configure(config):

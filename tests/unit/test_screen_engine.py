@@ -113,3 +113,14 @@ def test_the_runner_is_chosen_from_the_mode_once() -> None:
         "one-process": "BatchRunner",
         "process": "ProcessRunner",
     }
+
+
+def test_a_resumed_auto_screen_reads_the_mode_its_root_was_screened_in() -> None:
+    from pytest_zlbench.core.screen_modes import mode_screened
+
+    assert mode_screened({"screen_mode": {"mode": "sequential"}}, "lockstep") == "sequential"
+    # a root of the versions before auto: only one-process is named, lockstep was the default
+    assert mode_screened({"mode": "one-process"}, "lockstep") == "one-process"
+    assert mode_screened({"mode": "ab"}, "one-process") == "lockstep"
+    assert mode_screened({"mode": "ab"}, "lockstep") is None
+    assert mode_screened({"screen_mode": {"mode": "auto"}}, "lockstep") is None

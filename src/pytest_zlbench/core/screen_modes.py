@@ -47,3 +47,17 @@ def screen_mode(mode: str) -> ScreenMode:
     if mode == SEQUENTIAL:
         return ScreenMode(mode, side_workers=True)
     raise ValueError(f"--zl-screen-mode: expected one of {', '.join(SCREEN_MODES)}, not {mode!r}")
+
+
+def mode_screened(before: dict[str, object], mode: str) -> str | None:
+    """The mode a root was screened in, from its ``screen.json`` (``before``), for a resumed
+    ``auto`` screen that chose ``mode`` now; ``None`` when it says none. One written before
+    ``auto`` says only whether it was one-process: a screen of those versions that was not
+    ran in lockstep, their default."""
+    record = before.get("screen_mode")
+    was = record.get("mode") if isinstance(record, dict) else None
+    if was in SCREEN_MODES:
+        return str(was)
+    if before.get("mode") == ONE_PROCESS:
+        return ONE_PROCESS
+    return LOCKSTEP if mode == ONE_PROCESS else None

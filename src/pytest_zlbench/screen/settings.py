@@ -17,7 +17,7 @@ from ..core import records
 from ..core.modes import AUTO
 from ..core.options import BATCH_SIZE
 from ..core.parsing import Switch, switches_env
-from ..core.screen_modes import SCREEN_MODES, ScreenMode, screen_mode
+from ..core.screen_modes import ScreenMode, mode_screened, screen_mode
 
 
 @dataclass(frozen=True)
@@ -258,12 +258,7 @@ def kept_mode(root: Path, mode: str, reason: str) -> tuple[str, str]:
     before = records.read_json_object(root / SETTINGS_FILE)
     if before is None:
         return mode, reason
-    record = before.get("screen_mode")
-    was = record.get("mode") if isinstance(record, dict) else None
-    if was not in SCREEN_MODES or was == AUTO:
-        was = "one-process" if before.get("mode") == "one-process" else None
-        if was is None and mode == "one-process":
-            was = "lockstep"  # the default of the versions before auto
+    was = mode_screened(before, mode)
     if was is None or was == mode:
         return mode, reason
     return str(was), f"resumed: the mode {root} was screened in"
