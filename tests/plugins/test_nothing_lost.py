@@ -459,6 +459,65 @@ def test_a_full_disk_mid_round_is_one_error_line_and_a_resume_completes(
     assert ab_json(root, "abs")["rounds"] == 1
 
 
+#: the controller cannot write one named file of abs (``{name}``) while the flag file exists
+CONTROLLER_FULL_DISK_CONFTEST = """
+import errno
+import os
+from pathlib import Path
+
+from pytest_zlbench.core import records
+
+_write = records.write_atomic
+FLAG = Path(__file__).with_name("disk_full")
+
+
+def _full(path, *args, **kwargs):
+    if (
+        FLAG.exists() and Path(path).name == {name!r} and Path(path).parent.name == "abs"
+        and "ZLBENCH_SIDE" not in os.environ
+    ):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return _write(path, *args, **kwargs)
+
+
+records.write_atomic = _full
+"""
+
+
+@pytest.mark.parametrize("name", ["running.txt", "ab.json", "op.complete", "cost.json"])
+def test_a_full_disk_in_the_controller_mid_screen_is_one_error_line_and_a_resume_completes(
+    suite: pytest.Pytester, name: str
+) -> None:
+    """ENOSPC writing one of the screen's own files of an operator (the controller writes them
+    during a batch): a traceback, the table never printed, the screen left ``running``."""
+    suite.makeconftest(SUITE_CONFTEST + CONTROLLER_FULL_DISK_CONFTEST.format(name=name))
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    (suite.path / "disk_full").write_text("")
+    result, root = screen(suite, SWITCH, LOCKSTEP)
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text, text
+    assert "INTERNALERROR" not in text, text
+    # the screen stops (interrupted, with the hint to resume), its table shown
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    errors = [ln for ln in result.outlines if ln.startswith("ERROR:")]
+    assert len(errors) == 1, text
+    assert errors[0].startswith(f"ERROR: {root / 'abs' / name}: not written (No space left"), errors
+    assert re.search(r"^abs +", text, re.M), text
+    assert "--zl-resume" in text
+    if name == "cost.json":  # its result written already: kept, finished means finished
+        assert _statuses(root)["abs"] == "complete", text
+    else:
+        assert _statuses(root)["abs"] == "cut", text
+        assert _doc(root)["status"] == "incomplete"
+        assert not (root / "abs" / "op.complete").exists()
+    # once there is room, a resume completes
+    (suite.path / "disk_full").unlink()
+    resumed, _ = screen(suite, SWITCH, LOCKSTEP, "--zl-resume")
+    assert resumed.ret == 0, resumed.stdout.str()
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+    assert _doc(root)["status"] == "complete"
+
+
 START_UP_FAILURE = """
 import os
 

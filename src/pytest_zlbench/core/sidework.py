@@ -49,14 +49,17 @@ class Unwritable:
 
     path: str
     cause: str
+    #: the screen's own file of the operator (written by the controller: ``ab.json``,
+    #: ``op.complete``, ``running.txt``, …): the screen stops, its unfinished operators cut
+    stopped: bool = False
 
     @classmethod
-    def of(cls, exc: OSError, where: Path) -> Unwritable:
+    def of(cls, exc: OSError, where: Path, stopped: bool = False) -> Unwritable:
         """The file ``exc`` names (else ``where``, the folder written in) and its cause."""
-        return cls(str(exc.filename or where), str(exc.strerror or exc))
+        return cls(str(exc.filename or where), str(exc.strerror or exc), stopped)
 
-    def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "cause": self.cause}
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "cause": self.cause, "stopped": self.stopped}
 
     @classmethod
     def from_json(cls, data: Any) -> Unwritable | None:
@@ -66,13 +69,18 @@ class Unwritable:
         path, cause = data.get("path"), data.get("cause")
         if not isinstance(path, str) or not isinstance(cause, str):
             return None
-        return cls(path, cause)
+        return cls(path, cause, data.get("stopped") is True)
 
     def text(self) -> str:
         return f"could not write {self.path}: {self.cause}"
 
     def error_line(self) -> str:
         """The one line that tells the user."""
+        if self.stopped:
+            return (
+                f"ERROR: {self.path}: not written ({self.cause}); the screen stopped, its "
+                "unfinished operators cut: --zl-resume goes on once there is room"
+            )
         return (
             f"ERROR: {self.path}: not written ({self.cause}); its operator is cut: "
             "--zl-resume measures it once there is room"
