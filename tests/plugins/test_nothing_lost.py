@@ -518,6 +518,34 @@ def test_a_full_disk_in_the_controller_mid_screen_is_one_error_line_and_a_resume
     assert _doc(root)["status"] == "complete"
 
 
+def test_a_child_that_cannot_write_its_run_directory_is_one_error_line_and_a_resume_completes(
+    suite: pytest.Pytester,
+) -> None:
+    """One process per side: ENOSPC writing side B's rows in its child. The side failed, was
+    retried once and counted as deterministic: the operator read failed, and a resume kept it."""
+    suite.makeconftest(SUITE_CONFTEST + FULL_DISK_CONFTEST)
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    (suite.path / "disk_full").write_text("")
+    result, root = screen(suite, SWITCH)  # BASE: --zl-screen-mode=process
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text, text
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    assert not any("retrying" in line for line in progress(root, "abs")), progress(root)
+    errors = [ln for ln in result.outlines if ln.startswith("ERROR:")]
+    assert len(errors) == 1, text
+    assert errors[0].startswith(
+        f"ERROR: {root / 'abs' / 'r1_B' / 'rows.jsonl'}: not written (No space left on device)"
+    ), errors
+    assert re.search(r"^abs +", text, re.M), text  # the table is shown
+    assert _statuses(root)["abs"] == "cut", text
+    assert _doc(root)["status"] == "incomplete"
+    (suite.path / "disk_full").unlink()
+    resumed, _ = screen(suite, SWITCH, "--zl-resume")
+    assert resumed.ret == 0, resumed.stdout.str()
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+    assert _doc(root)["status"] == "complete"
+
+
 START_UP_FAILURE = """
 import os
 

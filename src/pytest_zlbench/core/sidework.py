@@ -36,6 +36,9 @@ from typing import Any
 from .records import write_atomic
 
 FD_ENV = "ZLBENCH_WORKER_FD"
+#: a screen's child of one process per side: the pipe it writes an :class:`Unwritable` to,
+#: as JSON, when it cannot write its run directory
+UNWRITABLE_FD_ENV = "ZLBENCH_UNWRITABLE_FD"
 
 WORKER_TYPES = frozenset({"hello", "enter", "request", "turned", "leave", "item", "op", "bye"})
 CONTROLLER_TYPES = frozenset({"run", "grant", "release", "stop"})
@@ -52,14 +55,25 @@ class Unwritable:
     #: the screen's own file of the operator (written by the controller: ``ab.json``,
     #: ``op.complete``, ``running.txt``, …): the screen stops, its unfinished operators cut
     stopped: bool = False
+    #: the ``OSError``'s errno (``None``: not known)
+    errno: int | None = None
 
     @classmethod
     def of(cls, exc: OSError, where: Path, stopped: bool = False) -> Unwritable:
         """The file ``exc`` names (else ``where``, the folder written in) and its cause."""
-        return cls(str(exc.filename or where), str(exc.strerror or exc), stopped)
+        return cls(str(exc.filename or where), str(exc.strerror or exc), stopped, exc.errno)
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "cause": self.cause, "stopped": self.stopped}
+        return {
+            "path": self.path,
+            "cause": self.cause,
+            "stopped": self.stopped,
+            "errno": self.errno,
+        }
+
+    def error(self) -> OSError:
+        """The ``OSError`` again (in the process that reads the fact)."""
+        return OSError(self.errno, self.cause, self.path)
 
     @classmethod
     def from_json(cls, data: Any) -> Unwritable | None:
@@ -69,7 +83,8 @@ class Unwritable:
         path, cause = data.get("path"), data.get("cause")
         if not isinstance(path, str) or not isinstance(cause, str):
             return None
-        return cls(path, cause, data.get("stopped") is True)
+        code = data.get("errno")
+        return cls(path, cause, data.get("stopped") is True, code if type(code) is int else None)
 
     def text(self) -> str:
         return f"could not write {self.path}: {self.cause}"
