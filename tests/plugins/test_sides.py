@@ -34,6 +34,14 @@ from zl_testing import (
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
+
+def three_operators(op: str) -> tuple[str, ...]:
+    """The -k that has a process-mode screen measure ``op`` and two other operators: it starts
+    a process per side, operator and round, so each operator more is several processes more in
+    every session (lockstep's workers take the whole batch whatever its size)."""
+    return ("-k", f"{op} or abs or relu")
+
+
 CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
     + """
@@ -589,20 +597,22 @@ def test_the_operator_a_cut_interrupted_runs_after_the_others_when_resumed(
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     monkeypatch.setenv("KILL_SCREEN", "1")
     suite.makepyfile(test_a=PROBE_FIRST, test_ops=TESTS)  # one batch: probe abs gemm steady relu
-    killed, root, _ = screen(suite, mode, SWITCH)
+    ops = () if mode == "lockstep" else three_operators("probe")
+    killed, root, _ = screen(suite, mode, SWITCH, *ops)
     assert killed.ret != 0
     assert not list(root.glob("*/op.complete"))
     assert (root / "probe" / "running.txt").read_text() == "recording pass\n"
 
     monkeypatch.delenv("KILL_SCREEN")
-    resumed, _, _ = screen(suite, mode, SWITCH, "--zl-resume")
+    resumed, _, _ = screen(suite, mode, SWITCH, *ops, "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
-    resumed.assert_outcomes(passed=5)
+    others = ["abs", "gemm", "relu", "steady"] if mode == "lockstep" else ["abs", "relu"]
+    resumed.assert_outcomes(passed=len(others) + 1)
     log = progress(root)
     cut = "probe: the earlier session was cut in its recording pass; measured last (--zl-resume)"
     assert cut in log, log
     probed = (suite.path / f"{mode}.probe").read_text().splitlines()
-    assert probed[-1] == "abs gemm relu steady"  # measured after every other operator
+    assert probed[-1] == " ".join(others)  # measured after every other operator
     own = ", in a batch of its own" if mode == "lockstep" else ""
     assert f"an earlier session was cut in its recording pass; measured last{own}" in (
         lines(root)["probe"].note
@@ -650,23 +660,20 @@ def test_stuck(zl_bench):
 )
 
 
-@pytest.mark.parametrize(
-    ("mode", "third"),
-    [("lockstep", ()), ("lockstep", ("--zl-batch-size=1",)), ("process", ())],
-    ids=["lockstep", "lockstep-other-batch-size", "process"],
-)
+@pytest.mark.parametrize("mode", ["lockstep", "process"])
 def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_complete(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str, third: tuple[str, ...]
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     """stuck is cut in its recording pass, then (put last, in a batch of its own, and recorded
     there) in its round 1: the third session measures it in that batch again, replaying the
     recording listed there, not in its first batch, whose recording worker never recorded it;
     with another --zl-batch-size too (the batch of its own is named after it, not numbered
-    after the others, which that option renumbers). One process per side measures an operator
-    cut short from its start each time."""
+    after the others, which that option renumbers: a third session on a copy of the root).
+    One process per side measures an operator cut short from its start each time."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     suite.makepyfile(test_a=STUCK_FIRST, test_ops=TESTS)  # one batch: stuck abs gemm steady relu
-    args = (mode, SWITCH, "--zl-rounds=2")
+    ops = () if mode == "lockstep" else three_operators("stuck")
+    args = (mode, SWITCH, "--zl-rounds=2", *ops)
     monkeypatch.setenv("KILL_SIDE", "record")
     killed, root, _ = screen(suite, *args)
     assert killed.ret != 0
@@ -674,32 +681,40 @@ def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_compl
     killed, _, _ = screen(suite, *args, "--zl-resume")
     assert killed.ret != 0
     assert (root / "stuck" / "running.txt").read_text() == "round 1\n"
-    others = ["abs", "gemm", "relu", "steady"]
+    others = ["abs", "gemm", "relu", "steady"] if mode == "lockstep" else ["abs", "relu"]
     assert sorted(p.parent.name for p in root.glob("*/op.complete")) == others
     before = len(progress(root))
-
     monkeypatch.delenv("KILL_SIDE")
-    resumed, _, _ = screen(suite, *args, *third, "--zl-resume")
-    assert resumed.ret == 0, resumed.outlines + resumed.errlines
-    resumed.assert_outcomes(passed=5)
-    log = progress(root)[before:]
-    assert "stuck: the earlier session was cut in its round 1; measured last (--zl-resume)" in log
-    recorded = (suite.path / f"{mode}.stuck").read_text().splitlines()
-    assert len(recorded) == (2 if mode == "lockstep" else 3), log
-    if mode == "lockstep":
-        assert "batch_stuck_last: the recordings of 1 operator reused (--zl-resume)" in log, log
-        place = "5 of 5" if third else "2 of 2"  # batch size 1: abs, gemm, relu, steady, stuck
-        assert (
-            f"batch_stuck_last ({place}): 1 operator, lockstep side workers, at most 2 rounds"
-            in log
+    thirds = {mode: ()}
+    if mode == "lockstep":  # the same two sessions' root, resumed with another batch size
+        thirds["lockstep-batch-size-1"] = ("--zl-batch-size=1",)
+        shutil.copytree(root, suite.path / "lockstep-batch-size-1")
+        shutil.copy(suite.path / "lockstep.stuck", suite.path / "lockstep-batch-size-1.stuck")
+
+    for name, third in thirds.items():
+        monkeypatch.setenv("PROBE_ROOT", str(suite.path / name))
+        resumed, root, _ = screen(suite, *args, *third, "--zl-resume", root=name)
+        assert resumed.ret == 0, resumed.outlines + resumed.errlines
+        resumed.assert_outcomes(passed=len(others) + 1)
+        log = progress(root)[before:]
+        cut = "stuck: the earlier session was cut in its round 1; measured last (--zl-resume)"
+        assert cut in log, log
+        recorded = (suite.path / f"{name}.stuck").read_text().splitlines()
+        assert len(recorded) == (2 if mode == "lockstep" else 3), log
+        if mode == "lockstep":
+            assert "batch_stuck_last: the recordings of 1 operator reused (--zl-resume)" in log
+            place = "5 of 5" if third else "2 of 2"  # batch size 1: abs gemm relu steady stuck
+            assert (
+                f"batch_stuck_last ({place}): 1 operator, lockstep side workers, at most 2 rounds"
+                in log
+            )
+        own = ", in a batch of its own" if mode == "lockstep" else ""
+        assert f"an earlier session was cut in its round 1; measured last{own}" in (
+            lines(root)["stuck"].note
         )
-    own = ", in a batch of its own" if mode == "lockstep" else ""
-    assert f"an earlier session was cut in its round 1; measured last{own}" in (
-        lines(root)["stuck"].note
-    )
-    assert lines(root)["stuck"].verdict == screening.IR_CHANGED
-    assert run_dirs(root)["stuck"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
-    assert not list(root.glob("*/running.txt"))
+        assert lines(root)["stuck"].verdict == screening.IR_CHANGED
+        assert run_dirs(root)["stuck"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+        assert not list(root.glob("*/running.txt"))
 
 
 def test_an_xdist_worker_that_replaces_one_killed_in_a_recording_pass_collects_as_the_others(
