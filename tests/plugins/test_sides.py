@@ -814,7 +814,8 @@ def test_an_operator_whose_verdict_is_settled_is_complete_before_its_batch_ends(
     """An operator is complete as soon as its own pass of a round leaves its verdict settled
     (steady: IR identical after round 1) or that round was its last, so a screen cut later in
     the batch (in the same round by an operator after it, or in a later round) keeps it for
-    --zl-resume."""
+    --zl-resume. The batch, cut after its recording pass, keeps the recordings it made when
+    resumed (a resume once recorded every operator again: its tuning paid twice)."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     monkeypatch.setenv("CUT_ROUND", str(cut_round))
     suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
@@ -825,11 +826,22 @@ def test_an_operator_whose_verdict_is_settled_is_complete_before_its_batch_ends(
     # each has its result already, so screen_result.json need not aggregate it again
     assert all((root / op / "ab.json").is_file() for op in complete)
     kept = {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in complete}
+    recorded = [ln for ln in progress(root) if re.search(r" record: (ok|failed)", ln)]
+    assert len(recorded) == 5, recorded
+    recording = (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns
 
     monkeypatch.setenv("CUT_ROUND", "0")  # no second cut
     resumed, _, _ = screen(suite, mode, SWITCH, f"--zl-rounds={rounds}", "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     log = progress(root)
+    # the recordings of the operators its batch still holds are reused, none made again
+    assert [ln for ln in log if re.search(r" record: (ok|failed)", ln)] == recorded
+    left = 5 - len(complete)
+    again = f"recordings of {left} operator{'s' if left > 1 else ''} reused (--zl-resume)"
+    assert any(again in ln for ln in log), log
+    assert not any("measured last" in ln for ln in log), log  # cut in a round: kept in its batch
+    assert (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns == recording
+    assert lines(root)["gemm"].verdict == screening.IR_CHANGED
     for op in ("abs", "gemm", "steady", "relu", "cut"):
         reused = f"{op}: complete, reused (--zl-resume)"
         finished = cut_round - 1 if op == "cut" else cut_round  # the rounds kept
@@ -1029,34 +1041,6 @@ def test_shared_inputs_are_refused_where_they_would_do_nothing(
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --zl-shared-inputs: {error}"])
-
-
-def test_a_resumed_batch_reuses_the_recordings_its_cut_run_made(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A batch cut after its recording pass recorded every operator again when resumed (its
-    tuning paid twice): the recordings of the operators it had recorded, and the recording
-    worker's home the sides replay, are kept."""
-    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
-    monkeypatch.setenv("CUT_ROUND", "1")
-    suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
-    killed, root, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
-    assert killed.ret != 0
-    recorded = [ln for ln in progress(root) if re.search(r" record: (ok|failed)", ln)]
-    assert len(recorded) == 5, recorded
-    kept = (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns
-
-    monkeypatch.setenv("CUT_ROUND", "0")
-    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "--zl-resume")
-    assert resumed.ret == 0, resumed.outlines + resumed.errlines
-    log = progress(root)
-    assert [ln for ln in log if re.search(r" record: (ok|failed)", ln)] == recorded
-    assert any("recordings of 4 operators reused (--zl-resume)" in ln for ln in log), log
-    assert not any("measured last" in ln for ln in log), log  # cut in a round: kept in its batch
-    assert (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns == kept
-    assert lines(root)["gemm"].verdict == screening.IR_CHANGED
-    assert lines(root)["cut"].verdict == screening.IR_CHANGED
-    assert run_dirs(root)["cut"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
 
 
 #: the suite's --dtypes option (FlagGems' conftest has one)
@@ -1291,13 +1275,17 @@ def test_a_resumed_batch_goes_on_from_the_rounds_its_operators_finished(
 ) -> None:
     """A batch runs round-major, so a screen cut before its last round finishes no operator of
     an A/A: a resume that measured them all again from round 1 never got further than the cut.
-    Each operator keeps its rounds measured on both sides and goes on from the next."""
+    Each operator keeps its rounds measured on both sides and goes on from the next. But an
+    operator whose recording is made again (the rounds it finished replayed the one it had)
+    starts from round 1 (lockstep: a copy of the cut root, its list of recordings gone)."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     monkeypatch.setenv("CUT_ROUND", "2")
     suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
     killed, root, _ = screen(suite, mode, "--zl-rounds=3")  # A/A: every round measured
     assert killed.ret != 0
     assert not list(root.glob("*/op.complete"))
+    if mode == "lockstep":
+        shutil.copytree(root, suite.path / "recorded_again")
     kept = {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in lines_of(root)}
     kept["abs", 2] = (root / "abs" / "r2_B" / "rows.jsonl").stat().st_mtime_ns
 
@@ -1320,21 +1308,12 @@ def test_a_resumed_batch_goes_on_from_the_rounds_its_operators_finished(
     rounds = [f"r{k}_{side}" for k in (1, 2, 3) for side in "AB"]
     assert all(run_dirs(root)[op] == [*rounds, "record"] for op in kept if isinstance(op, str))
     assert {line.rounds_run for line in lines(root).values()} == {"3"}
+    if mode != "lockstep":
+        return
 
-
-def test_a_resumed_operator_whose_recording_is_made_again_starts_from_round_1(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its finished rounds replayed the recording it had: they are measured again with the new."""
-    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
-    monkeypatch.setenv("CUT_ROUND", "2")
-    suite.makepyfile(test_ops=TESTS + CUT)
-    killed, root, _ = screen(suite, "lockstep", "--zl-rounds=3")
-    assert killed.ret != 0
+    root = suite.path / "recorded_again"
     (root / WORKERS_DIR / "batch0" / "record" / "recorded.txt").unlink()
-
-    monkeypatch.setenv("CUT_ROUND", "0")
-    resumed, _, _ = screen(suite, "lockstep", "--zl-rounds=3", "--zl-resume")
+    resumed, _, _ = screen(suite, mode, "--zl-rounds=3", "--zl-resume", root=root.name)
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     log = progress(root)
     assert "abs: incomplete, measured again (--zl-resume)" in log, log
