@@ -845,7 +845,8 @@ def test_tuning_leaves_a_database():
         seeds.add(identity.info["replay_seed"])
         db = out / "relu" / f"r1_{side}" / "flaggems_cache" / "config_cache"
         assert (db / "TunedConfig_sim_triton_3_6.db").read_text().startswith("configs tuned by")
-        assert "replay had to tune" not in (out / "relu" / f"r1_{side}" / "run.log").read_text()
+        log = out / "relu" / f"r1_{side}" / "run.log"  # none when nothing was printed
+        assert not log.exists() or "replay had to tune" not in log.read_text()
     assert len(seeds) == 1  # both sides replay the same recording
     assert child_steps(out, "relu") == ["r1 A", "r1 B"]
     steps = [  # each finished step (not a slow one's "running, 10s (pid N)" heartbeat)

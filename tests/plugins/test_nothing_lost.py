@@ -222,6 +222,27 @@ def test_a_run_directory_that_cannot_be_written_at_its_claim_is_one_line(
     ], text
 
 
+def test_a_recorded_run_that_cannot_write_its_results_is_one_error_line(
+    suite: pytest.Pytester,
+) -> None:
+    """A full disk at the end of a recorded run (``--zl-out``): its rows could not be written,
+    and pytest printed a traceback (INTERNALERROR)."""
+    suite.makepyfile(test_abs=ABS)
+    out = suite.path / "run"
+    # its claim (the kind marker, the lock record) fits in 200 bytes, its rows do not
+    done = _run_limited(suite, 200, "--zl-backend=cpu", "-p", "no:cacheprovider", f"--zl-out={out}")
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text, text
+    assert "INTERNALERROR" not in text, text
+    errors = [ln for ln in text.splitlines() if ln.startswith("ERROR:")]
+    assert len(errors) == 1, text
+    assert errors[0].startswith(f"ERROR: {out}/"), errors
+    assert errors[0].endswith(": not written (File too large)"), errors
+    assert f"zlbench: run INCOMPLETE (no .complete): {out}" in text, text
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, text
+    assert not (out / ".complete").exists()
+
+
 # --------------------------------------------------------------------------------------------
 # no limit on the length of a batch's node ids
 
@@ -396,16 +417,19 @@ records.write_atomic = _full
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not built yet: a side that cannot write its rows fails its operator (retried, "
-    "then failed) instead of one ERROR line and the status incomplete",
-)
+def _entry(root: Path, op: str) -> dict[str, object]:
+    doc = json.loads((root / "screen_result.json").read_text())
+    found = [e for e in doc["operators"] if e["op"] == op]
+    assert len(found) == 1, doc
+    return dict(found[0])
+
+
 def test_a_full_disk_mid_round_is_one_error_line_and_a_resume_completes(
     suite: pytest.Pytester,
 ) -> None:
     """ENOSPC writing a side's rows: its side worker died, the operator was measured again
-    alone, retried as deterministic and read failed, the cause inside its note."""
+    alone, retried as deterministic and read failed, the cause inside its note. Now the worker
+    tells the file it could not write (a typed fact), and the operator is cut."""
     mode = LOCKSTEP
     suite.makeconftest(SUITE_CONFTEST + FULL_DISK_CONFTEST)
     suite.makepyfile(test_abs=ABS, test_relu=RELU)
@@ -414,18 +438,31 @@ def test_a_full_disk_mid_round_is_one_error_line_and_a_resume_completes(
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text
     assert "Traceback" not in text, text
-    assert _statuses(root) == {"abs": "incomplete", "relu": "complete"}, text
-    notes = str(ab_json(root, "abs").get("notes"))
+    # cut, as a Ctrl-C leaves it: not failed, not complete, the screen incomplete
+    assert _statuses(root) == {"abs": "cut", "relu": "complete"}, text
+    assert _doc(root)["status"] == "incomplete"
+    assert not (root / "abs" / "op.complete").exists()
+    assert re.search(r"^abs +", text, re.M), text  # the table is shown
+    assert re.search(r"^relu +NO_TRITON", text, re.M), text
+    # neither measured again alone nor retried: a full disk is no failure of the operator
+    assert not any("measured again" in line for line in progress(root, "abs")), progress(root)
+    assert not any("retrying" in line for line in progress(root, "abs")), progress(root)
+    notes = str(_entry(root, "abs").get("notes"))
     assert "Traceback" not in notes, notes
     assert 'File "' not in notes, notes
+    assert "could not write" in notes, notes
+    assert "No space left on device" in notes, notes
     errors = [ln for ln in result.outlines if ln.startswith("ERROR:") and "rows.jsonl" in ln]
     assert len(errors) == 1, text
+    assert str(root / "abs" / "r1_B" / "rows.jsonl") in errors[0], errors
     assert "No space left on device" in errors[0], errors
     # once there is room, a resume measures it
     (suite.path / "disk_full").unlink()
     resumed, _ = screen(suite, SWITCH, mode, "--zl-resume")
     assert resumed.ret == 0, resumed.stdout.str()
     assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+    assert _doc(root)["status"] == "complete"
+    assert ab_json(root, "abs")["rounds"] == 1
 
 
 START_UP_FAILURE = """
@@ -451,3 +488,33 @@ def test_a_side_that_fails_before_any_test_runs_is_not_retried(suite: pytest.Pyt
     assert "before any test ran" in notes, notes
     assert "torch_musa_on_this_machine" in notes, notes
     assert _statuses(root) == {"abs": "failed"}
+
+
+def test_a_side_worker_that_fails_before_any_test_runs_is_not_retried(
+    suite: pytest.Pytester,
+) -> None:
+    """Side B's worker cannot start (its conftest imports a module this machine lacks):
+    it was started again for every operator of its batch, and each operator was then measured
+    once more alone, one process per side, to fail the same way."""
+    suite.makeconftest(SUITE_CONFTEST + START_UP_FAILURE)
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    result, root = screen(suite, SWITCH, LOCKSTEP, "--zl-rounds=2")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    assert _statuses(root) == {"abs": "failed", "relu": "failed"}, text
+    lines = progress(root)
+    assert not any("measured again" in line for line in lines), lines
+    assert not any("retrying" in line for line in lines), lines
+    assert not any(re.match(r"\w+ r\d [AB]: ", line) for line in lines), lines  # no child run
+    said = [line for line in lines if "before any test ran" in line and "side B" in line]
+    assert len(said) == 1, lines
+    assert "torch_musa_on_this_machine" in said[0], said
+    # side B's worker started once: its output holds one command line
+    out = (root / ".workers" / "batch0" / "B" / "r1.out").read_text()
+    assert out.count("\n$ ") + out.startswith("$ ") == 1, out
+    assert not (root / ".workers" / "batch0" / "B" / "r2.out").exists()  # no round 2
+    for op in ("abs", "relu"):
+        notes = str(ab_json(root, op).get("notes"))
+        assert "before any test ran" in notes, notes
+        assert "torch_musa_on_this_machine" in notes, notes
+        assert "not retried" in notes, notes

@@ -308,6 +308,38 @@ def test_lockstep_screen_starts_two_processes_per_round_and_matches_process_mode
     assert counted[-1].endswith("[100%]"), result.outlines
 
 
+#: what a side worker leaves in each side's run directory of a round: what the screen and a
+#: user read (rows, identity, IR, the end marker) and the kind marker; ``summary.tsv`` (the
+#: counts of ``rows.jsonl``, which nothing reads) only in a run of its own, ``run.log`` only
+#: where the tests printed something
+SIDE_RUN_FILES = [".complete", ".zl_kind", "ir.json", "rows.jsonl", "run_identity.json"]
+
+PRINTS = (
+    "\nimport pytest\n"
+    + BUSY
+    + ABS_TEST
+    + """
+
+@pytest.mark.zl_op("relu")
+def test_relu(zl_bench):
+    print("relu says hello")
+    zl_bench(lambda: busy(50), op="relu", dtype="int", shape="[50]")
+"""
+)
+
+
+def test_a_side_worker_writes_only_the_files_a_reader_needs(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_ops=PRINTS)
+    result, root, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
+    assert result.ret == 0, result.outlines + result.errlines
+    for op, printed in (("abs", False), ("relu", True)):
+        for run in ("r1_A", "r1_B", "r2_A", "r2_B"):
+            names = sorted(p.name for p in (root / op / run).iterdir())
+            assert names == sorted(SIDE_RUN_FILES + (["run.log"] if printed else [])), (op, run)
+        if printed:
+            assert "relu says hello" in (root / op / "r1_B" / "run.log").read_text()
+
+
 @pytest.mark.parametrize("layout", sorted(GEMS_LAYOUTS))
 def test_every_row_of_a_flaggems_test_says_how_its_own_shape_took_turns(
     suite: pytest.Pytester, layout: str

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from pytest_zlbench.core.sidework import Channel, ChannelClosed
+from pytest_zlbench.core.sidework import Channel, ChannelClosed, Unwritable
 
 
 @pytest.fixture
@@ -40,3 +43,23 @@ def test_a_stray_line_is_refused(pair: tuple[Channel, Channel]) -> None:
     a.sock.sendall(b"[1, 2]\n")
     with pytest.raises(ValueError, match="not a side-worker message"):
         b.recv(timeout=1)
+
+
+def test_a_file_a_worker_could_not_write_crosses_the_channel_as_a_typed_fact(
+    pair: tuple[Channel, Channel],
+) -> None:
+    a, b = pair
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/r/abs/r1_B/rows.jsonl")
+    fact = Unwritable.of(full, Path("/r/abs/r1_B"))
+    a.send("op", op="abs", unwritable=fact.to_json())
+    message = b.recv(timeout=1)
+    assert message is not None
+    assert Unwritable.from_json(message["unwritable"]) == fact
+    assert fact.text() == "could not write /r/abs/r1_B/rows.jsonl: No space left on device"
+    assert fact.error_line().startswith(
+        "ERROR: /r/abs/r1_B/rows.jsonl: not written (No space left on device); "
+    )
+    # an error that names no file names the folder written in
+    assert Unwritable.of(OSError(errno.EFBIG, "File too large"), Path("/r")).path == "/r"
+    for bad in (None, "rows.jsonl", {"path": "/r"}, {"path": 1, "cause": "x"}):
+        assert Unwritable.from_json(bad) is None

@@ -169,6 +169,8 @@ class FakeWorkers:
         self.settings, self.items = settings, items
         self.alone = {i.op: why for i, why in ((i, self.ALONE.get(i.op)) for i in items) if why}
         self.costs: dict[str, float] = {}
+        self.unwritable: dict[str, Any] = {}  # no full disk, no side that failed to start
+        self.start_failed: dict[str, str] = {}
 
     def run(self, after_round: Any) -> None:
         for k in range(1, self.settings.rounds + 1):

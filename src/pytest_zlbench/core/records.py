@@ -352,8 +352,19 @@ def umask() -> int:
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see either the old file or the whole new one."""
+    """Write ``text`` to ``path`` so that readers see either the old file or the whole new one.
+    An ``OSError`` (a full disk, a read-only file system) names ``path``, never the temporary
+    file or none (a failed write names no file)."""
     target = Path(path)
+    try:
+        _write_atomic(target, text)
+    except OSError as exc:
+        if exc.filename == str(target) or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+
+
+def _write_atomic(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:

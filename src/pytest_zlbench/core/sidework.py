@@ -13,7 +13,9 @@ worker → controller
     ``request`` it is ready to time a portion; ``turned`` that portion is timed;
     ``leave``  the measurement is done (it then waits for ``release``);
     ``item``   (``index``, ``outcome``: passed/failed/skipped, ``duration`` s) an item finished;
-    ``op``     (``op``, ``dir``, ``rows``) an operator's results are written in ``dir``;
+    ``op``     (``op``, ``dir``, ``rows``, ``failed``: why the operator failed or ``null``,
+               ``unwritable``: :class:`Unwritable` as JSON, or ``null``) an operator's results
+               are written in ``dir`` (or one of its files could not be: a full disk);
     ``bye``    the worker ends (after ``stop``).
 controller → worker
     ``run``    (``op``, ``items``: indices, ``dir``) run these items, write the results to ``dir``;
@@ -27,6 +29,7 @@ import json
 import select
 import socket
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,44 @@ FD_ENV = "ZLBENCH_WORKER_FD"
 
 WORKER_TYPES = frozenset({"hello", "enter", "request", "turned", "leave", "item", "op", "bye"})
 CONTROLLER_TYPES = frozenset({"run", "grant", "release", "stop"})
+
+
+@dataclass(frozen=True)
+class Unwritable:
+    """A file a side worker could not write (an ``OSError``: a full disk, a read-only file
+    system): ``path`` and the system's ``cause`` (``No space left on device``). Not a failure
+    of the operator: the screen cuts it, and ``--zl-resume`` measures it once there is room."""
+
+    path: str
+    cause: str
+
+    @classmethod
+    def of(cls, exc: OSError, where: Path) -> Unwritable:
+        """The file ``exc`` names (else ``where``, the folder written in) and its cause."""
+        return cls(str(exc.filename or where), str(exc.strerror or exc))
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "cause": self.cause}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Unwritable | None:
+        """The fact a message carries (``None``: none, or not one)."""
+        if not isinstance(data, Mapping):
+            return None
+        path, cause = data.get("path"), data.get("cause")
+        if not isinstance(path, str) or not isinstance(cause, str):
+            return None
+        return cls(path, cause)
+
+    def text(self) -> str:
+        return f"could not write {self.path}: {self.cause}"
+
+    def error_line(self) -> str:
+        """The one line that tells the user."""
+        return (
+            f"ERROR: {self.path}: not written ({self.cause}); its operator is cut: "
+            "--zl-resume measures it once there is room"
+        )
 
 
 class ChannelClosed(EOFError):

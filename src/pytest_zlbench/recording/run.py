@@ -141,6 +141,12 @@ class RunRecorder(WorkerRows):
         #: screen's switch (a test that sets a variable later does not change what compiled)
         self.started_environ = dict(os.environ)
         self.complete = False
+        #: whether :meth:`write` writes ``summary.tsv`` (the counts of ``rows.jsonl``, which
+        #: this run's summary on the terminal reads back): not in a side worker, whose runs
+        #: print no summary, so that a screen writes no file per side that nothing reads
+        self.summary_file = True
+        #: the one line of a file of the run that could not be written (``None``: none)
+        self.unwritten: str | None = None
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -268,20 +274,32 @@ class RunRecorder(WorkerRows):
         if self.tee is not None:
             sys.stdout = self.tee.inner
             self.tee = None
-        self.write(exitstatus)
+        try:
+            self.write(exitstatus)
+        except OSError as exc:  # a full disk, a read-only file system: the run is incomplete
+            self.unwritten = (
+                f"ERROR: {exc.filename or self.run_dir}: not written ({exc.strerror or exc})"
+            )
+            self.complete = False
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def write(self, exitstatus: int) -> bool:
-        """Write the run directory: rows, summary, log, autotune pins, IR, identity, and
-        ``.complete`` last when the run completed; returns whether it did."""
+        """Write the run directory: rows, summary (unless :attr:`summary_file` is off), log
+        (if the tests printed or failed), autotune pins, IR, identity, and ``.complete`` last
+        when the run completed; returns whether it did."""
         run_dir = self.run_dir
         from ..core import records, summary
         from ..core.autotune import tuned_keys
 
         records.write_atomic(run_dir / ROWS_FILE, records.rows_to_jsonl(self.rows))
-        lines = summary.summarize(self.rows)
-        records.write_atomic(run_dir / SUMMARY_FILE, summary.write_tsv(lines))
-        records.write_atomic(run_dir / LOG_FILE, self.log.getvalue())
-        self.tuned = tuned_keys(self.log.getvalue())
+        if self.summary_file:
+            lines = summary.summarize(self.rows)
+            records.write_atomic(run_dir / SUMMARY_FILE, summary.write_tsv(lines))
+        log = self.log.getvalue()
+        if log:  # none when the tests printed nothing and none failed
+            records.write_atomic(run_dir / LOG_FILE, log)
+        self.tuned = tuned_keys(log)
         if self.pins:
             from ..core.autotune import pins_to_json
 
@@ -311,6 +329,10 @@ class RunRecorder(WorkerRows):
         # read back through the same core code that wrote it
         from ..core import records, summary
 
+        if self.unwritten is not None:  # what was measured is in its partial rows, if any
+            terminalreporter.write_line(self.unwritten, red=True)
+            terminalreporter.write_line(f"zlbench: run INCOMPLETE (no .complete): {self.run_dir}")
+            return
         text = (self.run_dir / SUMMARY_FILE).read_text(encoding="utf-8")
         lines = summary.parse_tsv(text, str(self.run_dir / SUMMARY_FILE))
         complete = self.complete

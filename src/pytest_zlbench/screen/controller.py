@@ -20,6 +20,7 @@ from ..core import screening
 from ..core.caliber import PREFIX as CALIBER_PREFIX
 from ..core.caliber import refusing
 from ..core.result import RESULT_FILE
+from ..core.sidework import Unwritable
 from .batches import LAST_ROOT_KEY, workers
 from .children import Children
 from .collect import MARKS_KEY, op_items
@@ -53,6 +54,9 @@ class AbController:
         self.outputs: Any = None  # what the session wrote at its end (screen.outputs.Outputs)
         #: the operators whose items failed: unfinished, they read failed, not cut
         self.failed: set[str] = set()
+        #: the files of operators' runs that could not be written (a full disk): those
+        #: operators are cut, each file told in one ``ERROR:`` line at the end
+        self.unwritable: list[Unwritable] = []
         #: xdist: the unfinished operators' marks when the first worker started (resumed)
         self.marks: dict[str, list[str | None]] | None = None
         #: why --zl-floor-from's control was not applied at the end (its caliber differs)
@@ -121,6 +125,8 @@ class AbController:
                     self.progress(f"{line.op}: {verdict}; rows {line.rows or 0}")
             elif name == "zl_caliber" and isinstance(value, list):
                 self.caliber.update(dict.fromkeys(map(str, value)))
+            elif name == "zl_unwritable" and (fact := Unwritable.from_json(value)) is not None:
+                self.unwritable.append(fact)
 
     def refused(self) -> bool:
         """The caliber rule inside a screen: a caliber mismatch between the runs of an operator (its
@@ -164,6 +170,7 @@ class AbController:
         self.outputs = outputs.finish_screen(
             self.config, self.settings.root, cut, self.replot, failed=self.failed
         )
+        self.outputs.errors[:0] = [fact.error_line() for fact in self.unwritable]
         session.exitstatus = outputs.exit_status(int(session.exitstatus), self.outputs)
         self.progress(f"wrote {self.outputs.tsv} ({len(self.lines)} operators)", terminal=False)
 

@@ -125,6 +125,9 @@ class ScreenEngine:
                 self.progress(reused.line(op_dir).removeprefix("zlbench: "))
             return reused  # type: ignore[return-value]  # shown as a result, never judged
         self.round_runner.measure(item)
+        if item.unwritable is not None:  # cut by a full disk: no op.complete, resumed later
+            self.result_update(op=item.op)
+            return aggregate_op_dir(op_dir, allow=s.allow_caliber_mismatch, require_done=True)[0]
         completed = self.completed.pop(item.op, None)
         if completed is not None:  # its ab.json written and marked complete: nothing since
             result, problems = completed
@@ -377,6 +380,17 @@ class ScreenEngine:
             mine = self._side_workers(own, own_batch(name), place, done, own_dtypes=True)
             batches.append((mine, mine.run(after_round)))
         alone = {op: (fell, replay) for w, replay in batches for op, fell in w.alone.items()}
+        for workers, _ in batches:
+            for item in todo:
+                fact = workers.unwritable.get(item.op)
+                if fact is not None:  # cut, neither retried nor complete (``run_op``)
+                    item.unwritable = fact
+                    self._note(s.root / item.op, f"{fact.text()}; cut: --zl-resume measures "
+                               "it again once there is room")  # fmt: skip
+                note = workers.start_failed.get(item.op)
+                if note is not None and fact is None:  # failed, not retried
+                    add_note(s.root / item.op, note)
+                    self.complete(s.root / item.op)
         for item in todo:
             if item.op not in alone:
                 continue
@@ -395,7 +409,15 @@ class ScreenEngine:
         for item in todo:
             self.costs[item.op] = sum(w.costs.get(item.op, 0.0) for w, _ in batches)
             alone_s = self.children.seconds.get(item.op, 0.0)
-            self.write_cost(s.root / item.op, self.costs[item.op] + alone_s)
+            if item.unwritable is None:  # a full disk: measured again, its cost then
+                self.write_cost(s.root / item.op, self.costs[item.op] + alone_s)
+
+    def _note(self, op_dir: Path, text: str) -> None:
+        """:func:`add_note`, where a full disk may refuse it (its ERROR line tells that)."""
+        try:
+            add_note(op_dir, text)
+        except OSError:
+            pass
 
     def write_cost(self, op_dir: Path, seconds: float) -> None:
         """The operator's cost record (``core.shard.cost_record``), which ``--zl-shard-from``

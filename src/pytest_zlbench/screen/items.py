@@ -42,6 +42,9 @@ class OpItem(pytest.Item):
 
     def runtest(self) -> None:
         result = self.engine.run_op(self.operator)
+        if self.operator.unwritable is not None:  # cut: the session's end tells, in one line
+            self.user_properties.append(("zl_unwritable", self.operator.unwritable.to_json()))
+            return
         self.user_properties.append(("zl_screen", result.to_line().to_json()))
         if self.operator.caliber_lines:
             self.user_properties.append(("zl_caliber", list(self.operator.caliber_lines)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.lockstep import Grant, Lockstep
-from ..core.sidework import ChannelClosed
+from ..core.sidework import ChannelClosed, Unwritable
 from .side_process import SideProcess
 
 #: the sides still running the operator: each its worker and when the operator was sent to it
@@ -16,12 +16,17 @@ Running = dict[str, tuple[SideProcess, float]]
 
 
 def read(
-    side: str, running: Running, results: dict[str, str | None], lock: Lockstep | None
+    side: str,
+    running: Running,
+    results: dict[str, str | None],
+    lock: Lockstep | None,
+    unwritable: dict[str, Unwritable] | None = None,
 ) -> float:
     """Read every message ``side``'s worker has sent so far. Its end of the operator (or its
     death) puts the side's failure in ``results`` (``None``: measured) and takes it out of
-    ``running``; in lockstep its turns' actions go to the other side. Returns the seconds the
-    worker reported spending inside timed turns."""
+    ``running``, and a file it could not write in ``unwritable``; in lockstep its turns'
+    actions go to the other side. Returns the seconds the worker reported spending inside
+    timed turns."""
     worker = running[side][0]
     timed = 0.0
     while True:
@@ -41,6 +46,9 @@ def read(
             timed += float(message.get("timed_s") or 0.0)
             failed = message.get("failed")
             results[side] = str(failed) if failed else None
+            fact = Unwritable.from_json(message.get("unwritable"))
+            if fact is not None and unwritable is not None:
+                unwritable[side] = fact
             del running[side]
             if lock is not None:
                 send(lock.finished(side), running)

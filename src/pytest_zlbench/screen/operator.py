@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.rounds import RoundView
+from ..core.sidework import Unwritable
 
 
 @dataclass
@@ -27,6 +28,8 @@ class Operator:
     kept: int = 0
     #: the caliber mismatches between its runs, found when it was aggregated
     caliber_lines: list[str] = field(default_factory=list)
+    #: a file of its runs that could not be written (a full disk): the session cut it
+    unwritable: Unwritable | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,12 @@ STOP_GRACE_S = 60.0
 
 
 class WorkerDied(Exception):
-    """A side worker ended before it said hello."""
+    """A side worker ended before it said hello; ``exit_status``: its process's (``None``:
+    killed by the screen, or by a signal)."""
+
+    def __init__(self, cause: str, exit_status: int | None = None) -> None:
+        super().__init__(cause)
+        self.exit_status = exit_status
 
 
 @dataclass
@@ -77,7 +82,9 @@ class SideProcess:
                 self.proc.wait(timeout=5)  # it closed its end: let it finish dying first
             except subprocess.TimeoutExpired:
                 kill_group(self.proc)
-            raise WorkerDied(self.death())
+            cause = self.death()
+            rc = self.proc.returncode
+            raise WorkerDied(cause, rc if rc is not None and rc >= 0 else None)
         self.index = {}
         for i, nodeid in enumerate(message.get("nodeids") or []):
             self.index.setdefault(str(nodeid), i)

@@ -43,9 +43,9 @@ from ..contract import BOTH_SIDES, RECORD_DIR, RECORD_SIDE, WORKERS_DIR, round_d
 from ..core.kept_recordings import recording_left
 from ..core.lockstep import Lockstep, first_of, order_for
 from ..core.rounds import passes_left
-from ..core.sidework import ChannelClosed
+from ..core.sidework import ChannelClosed, Unwritable
 from .apart import side_against_itself
-from .children import kill_group
+from .children import NOTHING_RAN, kill_group
 from .kept import Keeper, KeptRecordings, recording_cost, replay_kept
 from .messages import Running, read, send
 from .recording_home import clear_workdir, command_key, merge_pins, note_recorded
@@ -116,6 +116,15 @@ class SideWorkers:
         self.sessions_before: list[dict[str, float]] = []
         #: operators that left the batch: (the round to measure alone from, why)
         self.alone: dict[str, tuple[int, str]] = {}
+        #: operators cut because a side could not write a file of its run (a full disk):
+        #: neither retried nor complete, ``--zl-resume`` measures them again
+        self.unwritable: dict[str, Unwritable] = {}
+        #: the sides whose worker failed before any test ran (pytest's usage error: a
+        #: conftest that cannot be imported), and why: the same start-up fails again, so it
+        #: is started no more, and the operators it was to measure fail, not retried
+        self.never_started: dict[str, str] = {}
+        #: those operators, with the note each gets
+        self.start_failed: dict[str, str] = {}
         self.stopped: set[str] = set()
         #: seconds each operator kept the workers busy (the next screen's cards split)
         self.costs: dict[str, float] = {}
@@ -143,9 +152,17 @@ class SideWorkers:
     def _greet(self, worker: SideProcess) -> None:
         try:
             worker.hello(self.settings.timeout)
-        except WorkerDied:
+        except WorkerDied as exc:
             self.workers.pop(worker.side, None)
             worker.channel.close()
+            if exc.exit_status in NOTHING_RAN and worker.side not in self.never_started:
+                self.never_started[worker.side] = str(exc)
+                recording = worker.side == RECORD_SIDE
+                which = "the recording worker" if recording else f"side {worker.side}'s worker"
+                self.progress(
+                    f"{self.name}: {which} failed before any test ran ({exc}); not started "
+                    "again: the operators it was to measure fail, not retried"
+                )
             raise
 
     def worker(self, side: str, rnd: int, nodeids: list[str], replay: Path | None) -> SideProcess:
@@ -183,7 +200,10 @@ class SideWorkers:
     ) -> None:
         """Start the workers of ``sides`` in this order, then greet them: their start-up
         (imports, collection) overlaps, and the process started first alternates by round."""
-        fresh = [self._spawn(side, rnd, nodeids, replay) for side in sides]
+        fresh = [
+            self._spawn(side, rnd, nodeids, replay) for side in sides
+            if side not in self.never_started
+        ]  # fmt: skip
         for worker in fresh:
             try:
                 self._greet(worker)
@@ -236,11 +256,24 @@ class SideWorkers:
             self._renew_pair(sides, rnd)
         results: dict[str, str | None] = {}
         running: Running = {}
+        unwritable: dict[str, Unwritable] = {}
         for side in sides:
-            try:
-                worker = self.worker(side, rnd, nodeids, replay)
-            except WorkerDied as exc:
-                results[side] = f"its side worker died before it started ({exc})"
+            started = self.never_started.get(side)
+            if started is None:
+                try:
+                    worker = self.worker(side, rnd, nodeids, replay)
+                except WorkerDied as exc:
+                    results[side] = f"its side worker died before it started ({exc})"
+                    started = self.never_started.get(side)
+            if started is not None:  # the same start-up fails again: not started again
+                results[side] = f"its side worker failed before any test ran ({started})"
+                label = "the recording pass" if side == RECORD_SIDE else pass_name(rnd)
+                what = label if side in (RECORD_SIDE, BOTH_SIDES) else f"side {side} of {label}"
+                self.start_failed.setdefault(
+                    item.op, f"{what} failed before any test ran ({started}); not retried"
+                )
+                continue
+            if side in results:
                 continue
             # its worker greeted: left for a resumed screen, should this pass be cut
             pass_started(self.settings.root / item.op, pass_name(rnd))
@@ -279,7 +312,7 @@ class SideWorkers:
             for fd in ready:
                 side = channels[fd]
                 if side in running:
-                    self.timed_s += read(side, running, results, lock)
+                    self.timed_s += read(side, running, results, lock, unwritable)
             now = time.monotonic()
             for side, (worker, t0) in list(running.items()):
                 timeout = limit[side]
@@ -296,6 +329,8 @@ class SideWorkers:
                 last_beat = now
                 busy = ", ".join(f"{s} {now - t0:.0f}s" for s, (_, t0) in running.items())
                 self.progress(f"{item.op} {self._label(rnd)}: still running ({busy})")
+        if unwritable:
+            self.unwritable.setdefault(item.op, next(iter(unwritable.values())))
         return results
 
     # -- the batch ---------------------------------------------------------------------------
@@ -392,7 +427,8 @@ class SideWorkers:
             else:
                 self.pace.add(elapsed)
             self.costs[item.op] = self.costs.get(item.op, 0.0) + elapsed
-            if causes:
+            ended = self._ended(item, run_dirs, causes)
+            if causes and ended is None:
                 self._leave_batch(item, rnd, run_dirs, causes)
             state = ", ".join(
                 ("" if side == RECORD_SIDE else f"{side} ")
@@ -414,12 +450,33 @@ class SideWorkers:
             cost = recording_cost(run_dirs[RECORD_SIDE]) if rnd == 0 and not causes else None
             if cost is not None and cost.compile_s is not None:  # Triton was loaded
                 self.progress(f"{item.op} record: {cost.line()}", terminal=False)
-            if causes:
+            if ended is not None:
+                self.progress(f"{item.op}: {ended}")
+            elif causes:
                 text = "; ".join(f"{s}: {c}" for s, c in causes.items())
                 retry = self._retry_plan(item.op, text)
                 self.progress(f"{item.op}: {text}; measured again {retry}")
             elif after_round is not None and after_round(item, rnd) is not None:
                 self.stopped.add(item.op)
+
+    def _ended(
+        self, item: Operator, run_dirs: dict[str, Path], causes: dict[str, str]
+    ) -> str | None:
+        """Why ``item`` is measured no more in this session, though not as a failure of its
+        own that a retry alone could tell (``None``: it goes on, or leaves the batch): a side
+        could not write a file of its run (a full disk: it is cut, ``--zl-resume`` measures it
+        again), or a side's worker failed before any test ran (it fails, not retried)."""
+        fact = self.unwritable.get(item.op)
+        if fact is not None:
+            self.stopped.add(item.op)
+            return f"{fact.text()}; cut (--zl-resume measures it once there is room)"
+        note = self.start_failed.get(item.op)
+        if note is None:
+            return None
+        self.stopped.add(item.op)
+        for side, cause in causes.items():
+            mark_failed(run_dirs[side], cause)
+        return "its side worker did not start; failed, not retried"
 
     def _retry_plan(self, op: str, cause: str) -> str:
         """How an operator that left the batch for ``cause`` is measured after it. A refusal of

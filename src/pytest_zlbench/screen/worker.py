@@ -36,7 +36,7 @@ from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV, WORKER_FD_ENV, timing
 from ..adapters.gates import ChannelGate
 from ..adapters.turns import CountingGate
 from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, RECORD_SIDE, SIDE_ENV
-from ..core.sidework import Channel
+from ..core.sidework import Channel, Unwritable
 
 #: exit status of a side worker that left after its process lost its device context
 LOST_CONTEXT_EXIT = 70
@@ -150,22 +150,55 @@ class SideWorker:
             timer.gate = gate if gate is not None else self.alone
 
     def run_op(self, session: pytest.Session, message: dict[str, Any]) -> None:
+        """Run one operator into its run directory (and side B's, one-process) and answer
+        ``op``; a file that cannot be written (a full disk) is told as a typed fact
+        (``core.sidework.Unwritable``), and the worker goes on."""
+        run_dir = Path(message["dir"])
+        unwritable = None
+        rows = 0
+        timed = 0.0
+        failure: str | None = None
+        try:
+            self._claim(message)
+        except OSError as exc:  # nothing ran: what the full disk left is cleared on resume
+            unwritable = Unwritable.of(exc, run_dir)
+        else:
+            rows, failure, unwritable = self._measure(session, message)
+            timed = self.gate.timed_s if self.gate is not None else self.alone.timed_s
+        self.channel.send(
+            "op",
+            op=message["op"],
+            dir=str(run_dir),
+            rows=rows,
+            failed=failure if unwritable is None else unwritable.text(),
+            unwritable=unwritable.to_json() if unwritable is not None else None,
+            timed_s=round(timed, 6),
+        )
+
+    def _claim(self, message: dict[str, Any]) -> None:
+        """The operator's run directories, each a run, as one a child run claims (the
+        screen's lock covers its root)."""
+        from ..core import records, rundir
+        from ..recording.run import now
+
+        for key in ("dir", "dir_b") if self.both is not None else ("dir",):
+            run_dir = Path(message[key])
+            run_dir.mkdir(parents=True, exist_ok=True)
+            records.write_atomic(run_dir / rundir.KIND_FILE, rundir.kind_marker(rundir.RUN, now()))
+
+    def _measure(
+        self, session: pytest.Session, message: dict[str, Any]
+    ) -> tuple[int, str | None, Unwritable | None]:
+        """Run the operator's items and write its run directories: how many rows, why it
+        failed (``None``: it did not), and the file that could not be written, if one."""
         from ..recording.run import RunRecorder
 
         indices: list[int] = [int(i) for i in message["items"]]
         after = message.get("next")
         run_dir = Path(message["dir"])
-        run_dir.mkdir(parents=True, exist_ok=True)
-        from ..core import records, rundir
-        from ..recording.run import now
-
-        # the directory is a run, as one a child run claims (the screen's lock covers its root)
-        records.write_atomic(run_dir / rundir.KIND_FILE, rundir.kind_marker(rundir.RUN, now()))
         both = self.both
+        dir_b = Path(message["dir_b"]) if both is not None else run_dir
         if both is not None:
-            dir_b = Path(message["dir_b"])
-            dir_b.mkdir(parents=True, exist_ok=True)
-            records.write_atomic(dir_b / rundir.KIND_FILE, rundir.kind_marker(rundir.RUN, now()))
             both.first = str(message.get("first") or "A")
         self.gate = ChannelGate(self.channel) if message.get("gate") == "lockstep" else None
         if self.gate is not None and self.pool is not None:
@@ -175,9 +208,11 @@ class SideWorker:
         if rows is not None:
             rows.retarget(run_dir)
         recorder = RunRecorder(self.config, run_dir, self.replay, self.seeded, self.seed)
+        recorder.summary_file = False  # rows.jsonl holds its rows; no summary is printed
         self._begin(recorder)
         if both is not None:
             other = RunRecorder(self.config, dir_b, self.replay, self.seeded, self.seed)
+            other.summary_file = False
             self.failure = both.install()  # imports Triton: each side's launch recorder joins
             both.begin(str(message["op"]), recorder, other, dir_b)  # its hooks from the start
             if self.failure is not None:
@@ -190,30 +225,26 @@ class SideWorker:
             self._clock_start()
         started = time.monotonic()
         self._run_items(session, indices, after)  # one-process: untimed kernels of their own
-        if recording:
-            self._clock_write(str(message["op"]), run_dir, time.monotonic() - started)
         session.shouldstop = session.shouldfail = False  # -x and --maxfail act per operator
         if rows is not None:
             rows.close_partial()
-        complete = recorder.write(1 if self.failure else 0)
         self.recorder = None
         failure = self.failure
-        if both is not None:
-            errors_b = both.write(1 if self.failure else 0)
-            if failure is None and errors_b is not None:
-                failure = "side B's run directory is incomplete: " + "; ".join(errors_b)
+        try:
+            if recording:
+                self._clock_write(str(message["op"]), run_dir, time.monotonic() - started)
+            complete = recorder.write(1 if self.failure else 0)
+            if both is not None:
+                errors_b = both.write(1 if self.failure else 0)
+                if failure is None and errors_b is not None:
+                    failure = "side B's run directory is incomplete: " + "; ".join(errors_b)
+        except OSError as exc:
+            return len(recorder.rows), failure, Unwritable.of(exc, run_dir)
+        finally:
+            self._tell_shared(str(message["op"]))
         if failure is None and not complete:
             failure = "the run directory is incomplete: " + "; ".join(recorder.errors)
-        self._tell_shared(str(message["op"]))
-        timed = self.gate.timed_s if self.gate is not None else self.alone.timed_s
-        self.channel.send(
-            "op",
-            op=message["op"],
-            dir=str(run_dir),
-            rows=len(recorder.rows),
-            failed=failure,
-            timed_s=round(timed, 6),
-        )
+        return len(recorder.rows), failure, None
 
     def _run_items(self, session: pytest.Session, indices: list[int], after: Any) -> None:
         items = session.items
