@@ -11,6 +11,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,36 +58,41 @@ def _statuses(root: Path) -> dict[str, str]:
     return {e["op"]: e["status"] for e in doc["operators"]}
 
 
-@pytest.mark.parametrize("damaged", ["r2_A/rows.jsonl", "r2_B/run_identity.json"])
 def test_a_damaged_file_of_a_finished_operator_never_makes_it_failed(
-    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str], damaged: str
+    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Each file damaged in a copy of one finished screen's root."""
     suite.makepyfile(test_abs=ABS, test_relu=RELU)
-    result, root = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP)
+    result, screened = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP)
     assert result.ret == 0, result.stdout.str()
-    before = ab_json(root, "abs")
+    before = ab_json(screened, "abs")
     assert before["status"] == "complete"
-    _tear(root / "abs" / damaged)
-    # zlbench report: the result is kept, and one line names the damaged file
-    assert cli.main(["report", str(root)]) == 0
-    out = capsys.readouterr().out
-    assert ab_json(root, "abs") == before
-    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
-    named = [line for line in out.splitlines() if damaged in line]
-    assert len(named) == 1, out
-    assert "kept" in named[0], out
-    # --zl-resume reuses it as it is
-    resumed, _ = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP, "--zl-resume", root=root.name)
-    assert resumed.ret == 0, resumed.stdout.str()
-    assert ab_json(root, "abs") == before
-    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
-    # without its op.complete, resume measures again exactly from the damaged round, and says so
-    (root / "abs" / "op.complete").unlink()
-    resumed, _ = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP, "--zl-resume", root=root.name)
-    assert resumed.ret == 0, resumed.stdout.str()
-    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
-    assert ab_json(root, "abs")["rounds"] == 2
-    assert any("round 1 kept, measured from round 2" in line for line in progress(root, "abs"))
+    for n, damaged in enumerate(["r2_A/rows.jsonl", "r2_B/run_identity.json"]):
+        root = suite.path / f"damaged{n}"
+        shutil.copytree(screened, root)
+        _tear(root / "abs" / damaged)
+        # zlbench report: the result is kept, and one line names the damaged file
+        assert cli.main(["report", str(root)]) == 0
+        out = capsys.readouterr().out
+        assert ab_json(root, "abs") == before
+        assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+        named = [line for line in out.splitlines() if damaged in line]
+        assert len(named) == 1, out
+        assert "kept" in named[0], out
+        # --zl-resume reuses it as it is
+        args = (SWITCH, "--zl-rounds=2", LOCKSTEP, "--zl-resume")
+        resumed, _ = screen(suite, *args, root=root.name)
+        assert resumed.ret == 0, resumed.stdout.str()
+        assert ab_json(root, "abs") == before
+        assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+        # without its op.complete, resume measures again exactly from the damaged round, and
+        # says so
+        (root / "abs" / "op.complete").unlink()
+        resumed, _ = screen(suite, *args, root=root.name)
+        assert resumed.ret == 0, resumed.stdout.str()
+        assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+        assert ab_json(root, "abs")["rounds"] == 2
+        assert any("round 1 kept, measured from round 2" in ln for ln in progress(root, "abs"))
 
 
 # --------------------------------------------------------------------------------------------
