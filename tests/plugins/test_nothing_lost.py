@@ -11,6 +11,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,36 +58,41 @@ def _statuses(root: Path) -> dict[str, str]:
     return {e["op"]: e["status"] for e in doc["operators"]}
 
 
-@pytest.mark.parametrize("damaged", ["r2_A/rows.jsonl", "r2_B/run_identity.json"])
 def test_a_damaged_file_of_a_finished_operator_never_makes_it_failed(
-    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str], damaged: str
+    suite: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Each file damaged in a copy of one finished screen's root."""
     suite.makepyfile(test_abs=ABS, test_relu=RELU)
-    result, root = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP)
+    result, screened = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP)
     assert result.ret == 0, result.stdout.str()
-    before = ab_json(root, "abs")
+    before = ab_json(screened, "abs")
     assert before["status"] == "complete"
-    _tear(root / "abs" / damaged)
-    # zlbench report: the result is kept, and one line names the damaged file
-    assert cli.main(["report", str(root)]) == 0
-    out = capsys.readouterr().out
-    assert ab_json(root, "abs") == before
-    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
-    named = [line for line in out.splitlines() if damaged in line]
-    assert len(named) == 1, out
-    assert "kept" in named[0], out
-    # --zl-resume reuses it as it is
-    resumed, _ = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP, "--zl-resume", root=root.name)
-    assert resumed.ret == 0, resumed.stdout.str()
-    assert ab_json(root, "abs") == before
-    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
-    # without its op.complete, resume measures again exactly from the damaged round, and says so
-    (root / "abs" / "op.complete").unlink()
-    resumed, _ = screen(suite, SWITCH, "--zl-rounds=2", LOCKSTEP, "--zl-resume", root=root.name)
-    assert resumed.ret == 0, resumed.stdout.str()
-    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
-    assert ab_json(root, "abs")["rounds"] == 2
-    assert any("round 1 kept, measured from round 2" in line for line in progress(root, "abs"))
+    for n, damaged in enumerate(["r2_A/rows.jsonl", "r2_B/run_identity.json"]):
+        root = suite.path / f"damaged{n}"
+        shutil.copytree(screened, root)
+        _tear(root / "abs" / damaged)
+        # zlbench report: the result is kept, and one line names the damaged file
+        assert cli.main(["report", str(root)]) == 0
+        out = capsys.readouterr().out
+        assert ab_json(root, "abs") == before
+        assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+        named = [line for line in out.splitlines() if damaged in line]
+        assert len(named) == 1, out
+        assert "kept" in named[0], out
+        # --zl-resume reuses it as it is
+        args = (SWITCH, "--zl-rounds=2", LOCKSTEP, "--zl-resume")
+        resumed, _ = screen(suite, *args, root=root.name)
+        assert resumed.ret == 0, resumed.stdout.str()
+        assert ab_json(root, "abs") == before
+        assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+        # without its op.complete, resume measures again exactly from the damaged round, and
+        # says so
+        (root / "abs" / "op.complete").unlink()
+        resumed, _ = screen(suite, *args, root=root.name)
+        assert resumed.ret == 0, resumed.stdout.str()
+        assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+        assert ab_json(root, "abs")["rounds"] == 2
+        assert any("round 1 kept, measured from round 2" in ln for ln in progress(root, "abs"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,6 +463,93 @@ def test_a_full_disk_mid_round_is_one_error_line_and_a_resume_completes(
     assert _statuses(root) == {"abs": "complete", "relu": "complete"}
     assert _doc(root)["status"] == "complete"
     assert ab_json(root, "abs")["rounds"] == 1
+
+
+#: the controller cannot write one named file of abs (``{name}``) while the flag file exists
+CONTROLLER_FULL_DISK_CONFTEST = """
+import errno
+import os
+from pathlib import Path
+
+from pytest_zlbench.core import records
+
+_write = records.write_atomic
+FLAG = Path(__file__).with_name("disk_full")
+
+
+def _full(path, *args, **kwargs):
+    if (
+        FLAG.exists() and Path(path).name == {name!r} and Path(path).parent.name == "abs"
+        and "ZLBENCH_SIDE" not in os.environ
+    ):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return _write(path, *args, **kwargs)
+
+
+records.write_atomic = _full
+"""
+
+
+@pytest.mark.parametrize("name", ["running.txt", "ab.json", "op.complete", "cost.json"])
+def test_a_full_disk_in_the_controller_mid_screen_is_one_error_line_and_a_resume_completes(
+    suite: pytest.Pytester, name: str
+) -> None:
+    """ENOSPC writing one of the screen's own files of an operator (the controller writes them
+    during a batch): a traceback, the table never printed, the screen left ``running``."""
+    suite.makeconftest(SUITE_CONFTEST + CONTROLLER_FULL_DISK_CONFTEST.format(name=name))
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    (suite.path / "disk_full").write_text("")
+    result, root = screen(suite, SWITCH, LOCKSTEP)
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text, text
+    assert "INTERNALERROR" not in text, text
+    # the screen stops (interrupted, with the hint to resume), its table shown
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    errors = [ln for ln in result.outlines if ln.startswith("ERROR:")]
+    assert len(errors) == 1, text
+    assert errors[0].startswith(f"ERROR: {root / 'abs' / name}: not written (No space left"), errors
+    assert re.search(r"^abs +", text, re.M), text
+    assert "--zl-resume" in text
+    if name == "cost.json":  # its result written already: kept, finished means finished
+        assert _statuses(root)["abs"] == "complete", text
+    else:
+        assert _statuses(root)["abs"] == "cut", text
+        assert _doc(root)["status"] == "incomplete"
+        assert not (root / "abs" / "op.complete").exists()
+    # once there is room, a resume completes
+    (suite.path / "disk_full").unlink()
+    resumed, _ = screen(suite, SWITCH, LOCKSTEP, "--zl-resume")
+    assert resumed.ret == 0, resumed.stdout.str()
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+    assert _doc(root)["status"] == "complete"
+
+
+def test_a_child_that_cannot_write_its_run_directory_is_one_error_line_and_a_resume_completes(
+    suite: pytest.Pytester,
+) -> None:
+    """One process per side: ENOSPC writing side B's rows in its child. The side failed, was
+    retried once and counted as deterministic: the operator read failed, and a resume kept it."""
+    suite.makeconftest(SUITE_CONFTEST + FULL_DISK_CONFTEST)
+    suite.makepyfile(test_abs=ABS, test_relu=RELU)
+    (suite.path / "disk_full").write_text("")
+    result, root = screen(suite, SWITCH)  # BASE: --zl-screen-mode=process
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text, text
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    assert not any("retrying" in line for line in progress(root, "abs")), progress(root)
+    errors = [ln for ln in result.outlines if ln.startswith("ERROR:")]
+    assert len(errors) == 1, text
+    assert errors[0].startswith(
+        f"ERROR: {root / 'abs' / 'r1_B' / 'rows.jsonl'}: not written (No space left on device)"
+    ), errors
+    assert re.search(r"^abs +", text, re.M), text  # the table is shown
+    assert _statuses(root)["abs"] == "cut", text
+    assert _doc(root)["status"] == "incomplete"
+    (suite.path / "disk_full").unlink()
+    resumed, _ = screen(suite, SWITCH, "--zl-resume")
+    assert resumed.ret == 0, resumed.stdout.str()
+    assert _statuses(root) == {"abs": "complete", "relu": "complete"}
+    assert _doc(root)["status"] == "complete"
 
 
 START_UP_FAILURE = """

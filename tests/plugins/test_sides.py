@@ -34,6 +34,14 @@ from zl_testing import (
 
 SWITCH = "--zl-ab=OMP_NUM_THREADS=1"
 
+
+def three_operators(op: str) -> tuple[str, ...]:
+    """The -k that has a process-mode screen measure ``op`` and two other operators: it starts
+    a process per side, operator and round, so each operator more is several processes more in
+    every session (lockstep's workers take the whole batch whatever its size)."""
+    return ("-k", f"{op} or abs or relu")
+
+
 CONFTEST = (
     FAST_CPU_TIMER_CONFTEST
     + """
@@ -627,20 +635,22 @@ def test_the_operator_a_cut_interrupted_runs_after_the_others_when_resumed(
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     monkeypatch.setenv("KILL_SCREEN", "1")
     suite.makepyfile(test_a=PROBE_FIRST, test_ops=TESTS)  # one batch: probe abs gemm steady relu
-    killed, root, _ = screen(suite, mode, SWITCH)
+    ops = () if mode == "lockstep" else three_operators("probe")
+    killed, root, _ = screen(suite, mode, SWITCH, *ops)
     assert killed.ret != 0
     assert not list(root.glob("*/op.complete"))
     assert (root / "probe" / "running.txt").read_text() == "recording pass\n"
 
     monkeypatch.delenv("KILL_SCREEN")
-    resumed, _, _ = screen(suite, mode, SWITCH, "--zl-resume")
+    resumed, _, _ = screen(suite, mode, SWITCH, *ops, "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
-    resumed.assert_outcomes(passed=5)
+    others = ["abs", "gemm", "relu", "steady"] if mode == "lockstep" else ["abs", "relu"]
+    resumed.assert_outcomes(passed=len(others) + 1)
     log = progress(root)
     cut = "probe: the earlier session was cut in its recording pass; measured last (--zl-resume)"
     assert cut in log, log
     probed = (suite.path / f"{mode}.probe").read_text().splitlines()
-    assert probed[-1] == "abs gemm relu steady"  # measured after every other operator
+    assert probed[-1] == " ".join(others)  # measured after every other operator
     own = ", in a batch of its own" if mode == "lockstep" else ""
     assert f"an earlier session was cut in its recording pass; measured last{own}" in (
         lines(root)["probe"].note
@@ -688,23 +698,20 @@ def test_stuck(zl_bench):
 )
 
 
-@pytest.mark.parametrize(
-    ("mode", "third"),
-    [("lockstep", ()), ("lockstep", ("--zl-batch-size=1",)), ("process", ())],
-    ids=["lockstep", "lockstep-other-batch-size", "process"],
-)
+@pytest.mark.parametrize("mode", ["lockstep", "process"])
 def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_complete(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str, third: tuple[str, ...]
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     """stuck is cut in its recording pass, then (put last, in a batch of its own, and recorded
     there) in its round 1: the third session measures it in that batch again, replaying the
     recording listed there, not in its first batch, whose recording worker never recorded it;
     with another --zl-batch-size too (the batch of its own is named after it, not numbered
-    after the others, which that option renumbers). One process per side measures an operator
-    cut short from its start each time."""
+    after the others, which that option renumbers: a third session on a copy of the root).
+    One process per side measures an operator cut short from its start each time."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     suite.makepyfile(test_a=STUCK_FIRST, test_ops=TESTS)  # one batch: stuck abs gemm steady relu
-    args = (mode, SWITCH, "--zl-rounds=2")
+    ops = () if mode == "lockstep" else three_operators("stuck")
+    args = (mode, SWITCH, "--zl-rounds=2", *ops)
     monkeypatch.setenv("KILL_SIDE", "record")
     killed, root, _ = screen(suite, *args)
     assert killed.ret != 0
@@ -712,32 +719,40 @@ def test_an_operator_put_last_stays_last_on_every_later_resume_until_it_is_compl
     killed, _, _ = screen(suite, *args, "--zl-resume")
     assert killed.ret != 0
     assert (root / "stuck" / "running.txt").read_text() == "round 1\n"
-    others = ["abs", "gemm", "relu", "steady"]
+    others = ["abs", "gemm", "relu", "steady"] if mode == "lockstep" else ["abs", "relu"]
     assert sorted(p.parent.name for p in root.glob("*/op.complete")) == others
     before = len(progress(root))
-
     monkeypatch.delenv("KILL_SIDE")
-    resumed, _, _ = screen(suite, *args, *third, "--zl-resume")
-    assert resumed.ret == 0, resumed.outlines + resumed.errlines
-    resumed.assert_outcomes(passed=5)
-    log = progress(root)[before:]
-    assert "stuck: the earlier session was cut in its round 1; measured last (--zl-resume)" in log
-    recorded = (suite.path / f"{mode}.stuck").read_text().splitlines()
-    assert len(recorded) == (2 if mode == "lockstep" else 3), log
-    if mode == "lockstep":
-        assert "batch_stuck_last: the recordings of 1 operator reused (--zl-resume)" in log, log
-        place = "5 of 5" if third else "2 of 2"  # batch size 1: abs, gemm, relu, steady, stuck
-        assert (
-            f"batch_stuck_last ({place}): 1 operator, lockstep side workers, at most 2 rounds"
-            in log
+    thirds = {mode: ()}
+    if mode == "lockstep":  # the same two sessions' root, resumed with another batch size
+        thirds["lockstep-batch-size-1"] = ("--zl-batch-size=1",)
+        shutil.copytree(root, suite.path / "lockstep-batch-size-1")
+        shutil.copy(suite.path / "lockstep.stuck", suite.path / "lockstep-batch-size-1.stuck")
+
+    for name, third in thirds.items():
+        monkeypatch.setenv("PROBE_ROOT", str(suite.path / name))
+        resumed, root, _ = screen(suite, *args, *third, "--zl-resume", root=name)
+        assert resumed.ret == 0, resumed.outlines + resumed.errlines
+        resumed.assert_outcomes(passed=len(others) + 1)
+        log = progress(root)[before:]
+        cut = "stuck: the earlier session was cut in its round 1; measured last (--zl-resume)"
+        assert cut in log, log
+        recorded = (suite.path / f"{name}.stuck").read_text().splitlines()
+        assert len(recorded) == (2 if mode == "lockstep" else 3), log
+        if mode == "lockstep":
+            assert "batch_stuck_last: the recordings of 1 operator reused (--zl-resume)" in log
+            place = "5 of 5" if third else "2 of 2"  # batch size 1: abs gemm relu steady stuck
+            assert (
+                f"batch_stuck_last ({place}): 1 operator, lockstep side workers, at most 2 rounds"
+                in log
+            )
+        own = ", in a batch of its own" if mode == "lockstep" else ""
+        assert f"an earlier session was cut in its round 1; measured last{own}" in (
+            lines(root)["stuck"].note
         )
-    own = ", in a batch of its own" if mode == "lockstep" else ""
-    assert f"an earlier session was cut in its round 1; measured last{own}" in (
-        lines(root)["stuck"].note
-    )
-    assert lines(root)["stuck"].verdict == screening.IR_CHANGED
-    assert run_dirs(root)["stuck"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
-    assert not list(root.glob("*/running.txt"))
+        assert lines(root)["stuck"].verdict == screening.IR_CHANGED
+        assert run_dirs(root)["stuck"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
+        assert not list(root.glob("*/running.txt"))
 
 
 def test_an_xdist_worker_that_replaces_one_killed_in_a_recording_pass_collects_as_the_others(
@@ -814,13 +829,14 @@ def test_cut(zl_bench):
 """
 
 
+# mode-independent (the engine judges an operator as its pass ends): lockstep only, no line of
+# src left out that sequential mode covered here
 @pytest.mark.parametrize(
     ("mode", "rounds", "cut_round", "complete"),
     [
         ("lockstep", 2, 1, ["steady"]),
         # cut in round 2: the operators before it ran their last round by then
         ("lockstep", 2, 2, ["abs", "gemm", "relu", "steady"]),
-        ("sequential", 2, 1, ["steady"]),
         # every operator before the cut ran its last round: none can change any more
         ("lockstep", 1, 1, ["abs", "gemm", "relu", "steady"]),
     ],
@@ -836,7 +852,8 @@ def test_an_operator_whose_verdict_is_settled_is_complete_before_its_batch_ends(
     """An operator is complete as soon as its own pass of a round leaves its verdict settled
     (steady: IR identical after round 1) or that round was its last, so a screen cut later in
     the batch (in the same round by an operator after it, or in a later round) keeps it for
-    --zl-resume."""
+    --zl-resume. The batch, cut after its recording pass, keeps the recordings it made when
+    resumed (a resume once recorded every operator again: its tuning paid twice)."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     monkeypatch.setenv("CUT_ROUND", str(cut_round))
     suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
@@ -847,11 +864,22 @@ def test_an_operator_whose_verdict_is_settled_is_complete_before_its_batch_ends(
     # each has its result already, so screen_result.json need not aggregate it again
     assert all((root / op / "ab.json").is_file() for op in complete)
     kept = {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in complete}
+    recorded = [ln for ln in progress(root) if re.search(r" record: (ok|failed)", ln)]
+    assert len(recorded) == 5, recorded
+    recording = (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns
 
     monkeypatch.setenv("CUT_ROUND", "0")  # no second cut
     resumed, _, _ = screen(suite, mode, SWITCH, f"--zl-rounds={rounds}", "--zl-resume")
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     log = progress(root)
+    # the recordings of the operators its batch still holds are reused, none made again
+    assert [ln for ln in log if re.search(r" record: (ok|failed)", ln)] == recorded
+    left = 5 - len(complete)
+    again = f"recordings of {left} operator{'s' if left > 1 else ''} reused (--zl-resume)"
+    assert any(again in ln for ln in log), log
+    assert not any("measured last" in ln for ln in log), log  # cut in a round: kept in its batch
+    assert (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns == recording
+    assert lines(root)["gemm"].verdict == screening.IR_CHANGED
     for op in ("abs", "gemm", "steady", "relu", "cut"):
         reused = f"{op}: complete, reused (--zl-resume)"
         finished = cut_round - 1 if op == "cut" else cut_round  # the rounds kept
@@ -1051,34 +1079,6 @@ def test_shared_inputs_are_refused_where_they_would_do_nothing(
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --zl-shared-inputs: {error}"])
-
-
-def test_a_resumed_batch_reuses_the_recordings_its_cut_run_made(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A batch cut after its recording pass recorded every operator again when resumed (its
-    tuning paid twice): the recordings of the operators it had recorded, and the recording
-    worker's home the sides replay, are kept."""
-    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
-    monkeypatch.setenv("CUT_ROUND", "1")
-    suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
-    killed, root, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2")
-    assert killed.ret != 0
-    recorded = [ln for ln in progress(root) if re.search(r" record: (ok|failed)", ln)]
-    assert len(recorded) == 5, recorded
-    kept = (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns
-
-    monkeypatch.setenv("CUT_ROUND", "0")
-    resumed, _, _ = screen(suite, "lockstep", SWITCH, "--zl-rounds=2", "--zl-resume")
-    assert resumed.ret == 0, resumed.outlines + resumed.errlines
-    log = progress(root)
-    assert [ln for ln in log if re.search(r" record: (ok|failed)", ln)] == recorded
-    assert any("recordings of 4 operators reused (--zl-resume)" in ln for ln in log), log
-    assert not any("measured last" in ln for ln in log), log  # cut in a round: kept in its batch
-    assert (root / "gemm" / "record" / "rows.jsonl").stat().st_mtime_ns == kept
-    assert lines(root)["gemm"].verdict == screening.IR_CHANGED
-    assert lines(root)["cut"].verdict == screening.IR_CHANGED
-    assert run_dirs(root)["cut"] == ["r1_A", "r1_B", "r2_A", "r2_B", "record"]
 
 
 #: the suite's --dtypes option (FlagGems' conftest has one)
@@ -1305,19 +1305,25 @@ def test_a_resumed_batch_replays_the_choices_its_finished_operators_recorded(
     assert "replay had to tune" not in lines(root)["second"].note
 
 
-@pytest.mark.parametrize("mode", ["lockstep", "sequential", "one-process"])
+# sequential mode runs the same rounds as lockstep, the sides in turn (its resume: no line of
+# src that these two modes leave out)
+@pytest.mark.parametrize("mode", ["lockstep", "one-process"])
 def test_a_resumed_batch_goes_on_from_the_rounds_its_operators_finished(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     """A batch runs round-major, so a screen cut before its last round finishes no operator of
     an A/A: a resume that measured them all again from round 1 never got further than the cut.
-    Each operator keeps its rounds measured on both sides and goes on from the next."""
+    Each operator keeps its rounds measured on both sides and goes on from the next. But an
+    operator whose recording is made again (the rounds it finished replayed the one it had)
+    starts from round 1 (lockstep: a copy of the cut root, its list of recordings gone)."""
     monkeypatch.setenv("PROBE_ROOT", str(suite.path / mode))
     monkeypatch.setenv("CUT_ROUND", "2")
     suite.makepyfile(test_ops=TESTS + CUT)  # one batch: abs gemm steady relu cut
     killed, root, _ = screen(suite, mode, "--zl-rounds=3")  # A/A: every round measured
     assert killed.ret != 0
     assert not list(root.glob("*/op.complete"))
+    if mode == "lockstep":
+        shutil.copytree(root, suite.path / "recorded_again")
     kept = {op: (root / op / "r1_A" / "rows.jsonl").stat().st_mtime_ns for op in lines_of(root)}
     kept["abs", 2] = (root / "abs" / "r2_B" / "rows.jsonl").stat().st_mtime_ns
 
@@ -1340,21 +1346,12 @@ def test_a_resumed_batch_goes_on_from_the_rounds_its_operators_finished(
     rounds = [f"r{k}_{side}" for k in (1, 2, 3) for side in "AB"]
     assert all(run_dirs(root)[op] == [*rounds, "record"] for op in kept if isinstance(op, str))
     assert {line.rounds_run for line in lines(root).values()} == {"3"}
+    if mode != "lockstep":
+        return
 
-
-def test_a_resumed_operator_whose_recording_is_made_again_starts_from_round_1(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its finished rounds replayed the recording it had: they are measured again with the new."""
-    monkeypatch.setenv("PROBE_ROOT", str(suite.path / "lockstep"))
-    monkeypatch.setenv("CUT_ROUND", "2")
-    suite.makepyfile(test_ops=TESTS + CUT)
-    killed, root, _ = screen(suite, "lockstep", "--zl-rounds=3")
-    assert killed.ret != 0
+    root = suite.path / "recorded_again"
     (root / WORKERS_DIR / "batch0" / "record" / "recorded.txt").unlink()
-
-    monkeypatch.setenv("CUT_ROUND", "0")
-    resumed, _, _ = screen(suite, "lockstep", "--zl-rounds=3", "--zl-resume")
+    resumed, _, _ = screen(suite, mode, "--zl-rounds=3", "--zl-resume", root=root.name)
     assert resumed.ret == 0, resumed.outlines + resumed.errlines
     log = progress(root)
     assert "abs: incomplete, measured again (--zl-resume)" in log, log

@@ -63,3 +63,17 @@ def test_a_file_a_worker_could_not_write_crosses_the_channel_as_a_typed_fact(
     assert Unwritable.of(OSError(errno.EFBIG, "File too large"), Path("/r")).path == "/r"
     for bad in (None, "rows.jsonl", {"path": "/r"}, {"path": 1, "cause": "x"}):
         assert Unwritable.from_json(bad) is None
+    # the process that reads it raises the same OSError again (``own_write_failed`` reads its
+    # errno); a fact of the screen's own file says the screen stopped
+    again = fact.error()
+    assert (again.errno, again.strerror, again.filename) == (
+        errno.ENOSPC,
+        "No space left on device",
+        "/r/abs/r1_B/rows.jsonl",
+    )
+    stopped = Unwritable.of(full, Path("/r"), stopped=True)
+    assert Unwritable.from_json(stopped.to_json()) == stopped
+    assert "the screen stopped" in stopped.error_line()
+    assert Unwritable.from_json({"path": "/r", "cause": "x", "errno": "28"}) == Unwritable(
+        "/r", "x"
+    )

@@ -36,6 +36,9 @@ from typing import Any
 from .records import write_atomic
 
 FD_ENV = "ZLBENCH_WORKER_FD"
+#: a screen's child of one process per side: the pipe it writes an :class:`Unwritable` to,
+#: as JSON, when it cannot write its run directory
+UNWRITABLE_FD_ENV = "ZLBENCH_UNWRITABLE_FD"
 
 WORKER_TYPES = frozenset({"hello", "enter", "request", "turned", "leave", "item", "op", "bye"})
 CONTROLLER_TYPES = frozenset({"run", "grant", "release", "stop"})
@@ -49,14 +52,28 @@ class Unwritable:
 
     path: str
     cause: str
+    #: the screen's own file of the operator (written by the controller: ``ab.json``,
+    #: ``op.complete``, ``running.txt``, …): the screen stops, its unfinished operators cut
+    stopped: bool = False
+    #: the ``OSError``'s errno (``None``: not known)
+    errno: int | None = None
 
     @classmethod
-    def of(cls, exc: OSError, where: Path) -> Unwritable:
+    def of(cls, exc: OSError, where: Path, stopped: bool = False) -> Unwritable:
         """The file ``exc`` names (else ``where``, the folder written in) and its cause."""
-        return cls(str(exc.filename or where), str(exc.strerror or exc))
+        return cls(str(exc.filename or where), str(exc.strerror or exc), stopped, exc.errno)
 
-    def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "cause": self.cause}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "cause": self.cause,
+            "stopped": self.stopped,
+            "errno": self.errno,
+        }
+
+    def error(self) -> OSError:
+        """The ``OSError`` again (in the process that reads the fact)."""
+        return OSError(self.errno, self.cause, self.path)
 
     @classmethod
     def from_json(cls, data: Any) -> Unwritable | None:
@@ -66,13 +83,19 @@ class Unwritable:
         path, cause = data.get("path"), data.get("cause")
         if not isinstance(path, str) or not isinstance(cause, str):
             return None
-        return cls(path, cause)
+        code = data.get("errno")
+        return cls(path, cause, data.get("stopped") is True, code if type(code) is int else None)
 
     def text(self) -> str:
         return f"could not write {self.path}: {self.cause}"
 
     def error_line(self) -> str:
         """The one line that tells the user."""
+        if self.stopped:
+            return (
+                f"ERROR: {self.path}: not written ({self.cause}); the screen stopped, its "
+                "unfinished operators cut: --zl-resume goes on once there is room"
+            )
         return (
             f"ERROR: {self.path}: not written ({self.cause}); its operator is cut: "
             "--zl-resume measures it once there is room"

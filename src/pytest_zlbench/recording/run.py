@@ -280,6 +280,7 @@ class RunRecorder(WorkerRows):
             self.unwritten = (
                 f"ERROR: {exc.filename or self.run_dir}: not written ({exc.strerror or exc})"
             )
+            tell_unwritable(exc, self.run_dir)  # a screen's child: to its screen
             self.complete = False
             if session.exitstatus == 0:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -383,3 +384,20 @@ class RunRecorder(WorkerRows):
             sys.stdout = self.tee.inner
             self.tee = None
         super().pytest_unconfigure(config)
+
+
+def tell_unwritable(exc: OSError, run_dir: Path) -> None:
+    """A screen's child of one process per side tells its screen the file it could not write
+    (``core.sidework.Unwritable``, over the pipe the screen gave it), so that the screen cuts
+    the operator rather than retrying the side."""
+    import json
+
+    from ..core.sidework import UNWRITABLE_FD_ENV, Unwritable
+
+    fd = os.environ.get(UNWRITABLE_FD_ENV, "")
+    if not fd.isdigit():
+        return
+    try:
+        os.write(int(fd), json.dumps(Unwritable.of(exc, run_dir).to_json()).encode())
+    except OSError:
+        pass  # the screen is gone: it retries the side as any failure

@@ -4,6 +4,7 @@ or when the screen dies, retried once when it fails."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -29,7 +30,7 @@ from ..contract import (
 )
 from ..core import records
 from ..core.parsing import repeated_failure
-from ..core.sidework import tests_in_file
+from ..core.sidework import UNWRITABLE_FD_ENV, Unwritable, tests_in_file
 from .options import dtypes_args, passthrough_args, reset_inis
 from .results import add_note, mark_failed
 from .settings import AbSettings
@@ -180,23 +181,39 @@ class Children:
         t0 = time.monotonic()
         cause = None
         rc: int | None = None
-        with open(out_path, "w", encoding="utf-8") as out:
-            out.write("$ " + shlex.join(cmd) + "\n")
-            out.flush()
-            proc = subprocess.Popen(
-                cmd,
-                cwd=self.config.invocation_params.dir,
-                env=self.env(side, rnd, op),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=lifeline.preexec(),  # dies with this process (kill -9 of the screen)
-            )
-            try:
-                rc, cause = self.wait(proc, f"{op} {label}", t0, self.settings.limit(side))
-            finally:
-                kill_group(proc)  # a timeout, an interrupt, or grandchildren left behind
+        told, tell = os.pipe()  # the child tells a file it could not write (Unwritable)
+        env = {**self.env(side, rnd, op), UNWRITABLE_FD_ENV: str(tell)}
+        try:
+            with open(out_path, "w", encoding="utf-8") as out:
+                out.write("$ " + shlex.join(cmd) + "\n")
+                out.flush()
+                proc = subprocess.Popen(
+                    cmd,
+                    cwd=self.config.invocation_params.dir,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    pass_fds=(tell,),
+                    preexec_fn=lifeline.preexec(),  # dies with this process (kill -9 of the screen)
+                )
+                os.close(tell)
+                tell = -1
+                try:
+                    rc, cause = self.wait(proc, f"{op} {label}", t0, self.settings.limit(side))
+                finally:
+                    kill_group(proc)  # a timeout, an interrupt, or grandchildren left behind
+            fact = _told(told)
+        finally:
+            os.close(told)
+            if tell >= 0:
+                os.close(tell)
+        if fact is not None:  # a full disk: the engine cuts the operator (never retried)
+            elapsed = time.monotonic() - t0
+            self.seconds[op] = self.seconds.get(op, 0.0) + elapsed
+            self.progress(f"{op} {label}: {fact.text()} ({elapsed:.1f}s)")
+            raise fact.error()
         if cause is None:
             if rc is not None and rc < 0:
                 cause = f"killed by signal {signal_name(-rc)}"
@@ -344,3 +361,16 @@ def last_error(path: Path) -> str:
         if line.strip():
             return line.strip()[:200]
     return "no output"
+
+
+def _told(fd: int) -> Unwritable | None:
+    """The :class:`Unwritable` a child wrote to the pipe ``fd`` before it ended, if any."""
+    os.set_blocking(fd, False)
+    try:
+        data = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return None
+    try:
+        return Unwritable.from_json(json.loads(data))
+    except ValueError:
+        return None

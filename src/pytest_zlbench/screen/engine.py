@@ -26,6 +26,7 @@ the rounds it finished: :meth:`ScreenEngine.rounds_kept`).
 
 from __future__ import annotations
 
+import errno
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,7 @@ from ..core.kept_recordings import expected_recording, recording_left
 from ..core.lockstep import first_of
 from ..core.rounds import RoundView, batch_passes, cut_by_recording, stop_reason
 from ..core.shard import COST_FILE, cost_record
+from ..core.sidework import Unwritable
 from . import result_file
 from .batches import BATCH, own_batch, read_plan, write_plan
 from .children import Deterministic, DtypeFallback, same_failure
@@ -121,7 +123,23 @@ class ScreenEngine:
 
     def run_op(self, item: Operator) -> screening.OpResult:
         """Measure ``item`` (its whole batch first, when it is the first of its batch), then
-        aggregate it; its caliber problems go to ``item.caliber_lines``."""
+        aggregate it; its caliber problems go to ``item.caliber_lines``. A file of the screen
+        that cannot be written (a full disk, a read-only file system: ``own_write_failed``)
+        becomes ``item.unwritable``, which stops the screen (``screen.items``)."""
+        try:
+            return self._run_op(item)
+        except OSError as exc:
+            if not own_write_failed(exc, self.settings.root):
+                raise
+            item.unwritable = Unwritable.of(exc, self.settings.root / item.op, stopped=True)
+            done = is_done(self.settings.root / item.op)
+            return aggregate_op_dir(
+                self.settings.root / item.op,
+                allow=self.settings.allow_caliber_mismatch,
+                require_done=not done,
+            )[0]
+
+    def _run_op(self, item: Operator) -> screening.OpResult:
         s = self.settings
         op_dir = s.root / item.op
         if s.resume and is_done(op_dir) and item.op not in self.measured:
@@ -733,3 +751,17 @@ def _resumed_from(kept: int) -> str:
         return ", measured again (--zl-resume)"
     which = "round 1" if kept == 1 else f"rounds 1-{kept}"
     return f"; {which} kept, measured from round {kept + 1} (--zl-resume)"
+
+
+#: the causes of a write that fails for want of room or permission, not for a fault of ours
+UNWRITABLE = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+)
+
+
+def own_write_failed(exc: OSError, root: Path) -> bool:
+    """``exc`` is a write of a file of the screen under ``root`` that the file system refused
+    (its room, its permissions), not a fault of the code or of a process started."""
+    if exc.errno not in UNWRITABLE or not exc.filename:
+        return False
+    return Path(str(exc.filename)).is_relative_to(root)

@@ -42,8 +42,11 @@ class OpItem(pytest.Item):
 
     def runtest(self) -> None:
         result = self.engine.run_op(self.operator)
-        if self.operator.unwritable is not None:  # cut: the session's end tells, in one line
-            self.user_properties.append(("zl_unwritable", self.operator.unwritable.to_json()))
+        fact = self.operator.unwritable
+        if fact is not None:  # cut: the session's end tells, in one line
+            self.user_properties.append(("zl_unwritable", fact.to_json()))
+            if fact.stopped:  # the screen's own file: no operator after it can be kept
+                self.session.shouldstop = fact.text()
             return
         self.user_properties.append(("zl_screen", result.to_line().to_json()))
         if self.operator.caliber_lines:
