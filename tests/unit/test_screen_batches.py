@@ -550,3 +550,50 @@ def test_no_cut_again_under_xdist_or_without_a_kept_cut(tmp_path: Path) -> None:
     made.to_record = dict.fromkeys("abc", None)
     made.recut()  # no kept cut (a resumed session could not follow another)
     assert list(made.batches) == list(cut)
+
+
+def test_a_resumed_session_of_fewer_operators_cuts_nothing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed session that measures some of the kept cut's operators (``-k``): the batch it
+    lacks keeps its number, its folder (its operator's recording) and its place in the kept cut:
+    nothing is cut again, whose new batch would take that number and clear that folder."""
+    monkeypatch.setattr(rounds, "FIRST_BATCH_S", 60.0)
+    from pytest_zlbench.screen.batches import read_plan, write_plan
+
+    write_plan(tmp_path, 50, [["a"], ["x"], ["b", "c", "d"]])
+    (tmp_path / ".workers" / "batch1").mkdir()  # x's batch, started by the earlier session
+    here = {"batch0": ["a"], "batch2": ["b", "c", "d"]}  # x is not in this session
+    made = screen(tmp_path, here, ("batch0",))
+    made.settings = dataclasses.replace(made.settings, batch_size=50, resume=True)
+    made.to_record = dict.fromkeys("abcd", None)
+    made.pace.recorded(100.0)
+    made.recut()
+    assert {b: [i.op for i in items] for b, items in made.batches.items()} == here
+    assert read_plan(tmp_path, 50) == [["a"], ["x"], ["b", "c", "d"]]
+
+
+def test_a_cut_that_cannot_be_kept_is_not_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batches are cut again only where the root keeps the new cut (a resumed session
+    follows it); a full disk leaves them as they were."""
+    import errno
+
+    from pytest_zlbench.core import records
+    from pytest_zlbench.screen.batches import write_plan
+
+    monkeypatch.setattr(rounds, "FIRST_BATCH_S", 60.0)
+    cut = {"batch0": ["a"], "batch1": ["b", "c"], "batch2": ["d", "e", "f", "g"]}
+    write_plan(tmp_path, 50, list(cut.values()))
+    made = screen(tmp_path, cut, ("batch0",))
+    made.settings = dataclasses.replace(made.settings, batch_size=50)
+    made.to_record = dict.fromkeys("abcdefg", None)
+    made.pace.recorded(5.0)
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", "plan")
+
+    monkeypatch.setattr(records, "write_json", full)
+    made.recut()
+    assert {b: [i.op for i in items] for b, items in made.batches.items()} == cut

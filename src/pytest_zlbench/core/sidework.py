@@ -25,6 +25,7 @@ controller → worker
 
 from __future__ import annotations
 
+import errno
 import json
 import select
 import socket
@@ -42,6 +43,27 @@ UNWRITABLE_FD_ENV = "ZLBENCH_UNWRITABLE_FD"
 
 WORKER_TYPES = frozenset({"hello", "enter", "request", "turned", "leave", "item", "op", "bye"})
 CONTROLLER_TYPES = frozenset({"run", "grant", "release", "stop"})
+
+
+#: the errors by which a file system refuses a write: its room, its quota, a file too large, a
+#: read-only or failing device, its permissions
+UNWRITABLE = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+)
+
+
+def unwritable(exc: OSError) -> bool:
+    """Whether ``exc`` is a file system refusing a write (:data:`UNWRITABLE`): a fact to tell
+    (:class:`Unwritable`), not a fault of the code, which is raised as it is."""
+    return exc.errno in UNWRITABLE
+
+
+def naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming ``path`` where it names no file (a write to an open file on a full disk
+    names none)."""
+    if exc.filename or exc.errno is None:
+        return exc
+    return OSError(exc.errno, exc.strerror or str(exc), str(path))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pytest
 from .. import _common
 from ..contract import WORKERS_DIR
 from ..core import records
+from ..core.sidework import unwritable
 from .shard import operator_costs
 
 #: the pytest cache key of the last screen root whose side workers measured operators: the
@@ -129,18 +130,22 @@ def read_plan(root: Path, size: int) -> list[list[str]] | None:
     return batches
 
 
-def write_plan(root: Path, size: int, batches: list[list[str]]) -> None:
+def write_plan(root: Path, size: int, batches: list[list[str]]) -> bool:
     """Keep the cut ``batches`` (by number) of a screen at ``root``, for its resumed sessions;
-    where it cannot be written (a full disk), a resumed session cuts afresh, as with another
-    ``--zl-batch-size``: an operator whose batch's folder does not list its recording records
-    again, never replays another."""
+    whether it was kept. Where the file system refuses it (a full disk: ``core.sidework``'s
+    ``unwritable``), a resumed session cuts afresh, as with another ``--zl-batch-size``: an
+    operator whose batch's folder does not list its recording records again, never replays
+    another."""
     folder = root / WORKERS_DIR
     try:
         folder.mkdir(parents=True, exist_ok=True)
         records.write_json(folder / PLAN_FILE, {"schema": PLAN_SCHEMA, "size": size,
                                                 "batches": batches})  # fmt: skip
-    except OSError:
-        pass
+    except OSError as exc:
+        if not unwritable(exc):
+            raise
+        return False
+    return True
 
 
 def last_costs(config: pytest.Config) -> dict[str, float]:

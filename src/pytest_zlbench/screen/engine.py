@@ -26,7 +26,6 @@ the rounds it finished: :meth:`ScreenEngine.rounds_kept`).
 
 from __future__ import annotations
 
-import errno
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -38,7 +37,7 @@ from ..core.kept_recordings import expected_recording, recording_left
 from ..core.lockstep import first_of
 from ..core.rounds import RoundView, batch_passes, cut_by_recording, stop_reason
 from ..core.shard import COST_FILE, cost_record
-from ..core.sidework import Unwritable
+from ..core.sidework import Unwritable, unwritable
 from . import result_file
 from .batches import BATCH, own_batch, read_plan, write_plan
 from .children import Deterministic, DtypeFallback, same_failure
@@ -292,6 +291,9 @@ class ScreenEngine:
         plan = read_plan(s.root, s.batch_size)
         if plan is None:
             return
+        here = {item.op for items in self.batches.values() for item in items}
+        if any(op not in here for batch in plan for op in batch):
+            return  # a narrower selection: the kept cut stays whole, its folders their own
         numbered = sorted(
             (int(name.removeprefix(BATCH)), name)
             for name in self.batches
@@ -299,8 +301,8 @@ class ScreenEngine:
         )
         started = [
             j
-            for j, name in numbered
-            if name in self.batches_run or (s.root / WORKERS_DIR / name).exists()
+            for j in range(len(plan))
+            if f"{BATCH}{j}" in self.batches_run or (s.root / WORKERS_DIR / f"{BATCH}{j}").exists()
         ]
         first = max(started, default=-1) + 1
         tail = [name for j, name in numbered if j >= first]
@@ -315,13 +317,15 @@ class ScreenEngine:
         groups = [[items[i] for i in b] for b in cut_by_recording(costs, s.batch_size, budget)]
         if [[i.op for i in g] for g in groups] == [[i.op for i in self.batches[n]] for n in tail]:
             return
+        kept = [*plan[:first], *([i.op for i in g] for g in groups)]
+        if not write_plan(s.root, s.batch_size, kept):
+            return  # not kept: the cut a resumed session finds stays the one that runs
         for name in tail:
             del self.batches[name]
         for j, group in enumerate(groups, start=first):
             for item in group:
                 item.batch = f"{BATCH}{j}"
             self.batches[f"{BATCH}{j}"] = group
-        write_plan(s.root, s.batch_size, [*plan[:first], *([i.op for i in g] for g in groups)])
         self.progress(
             f"the {len(tail)} batch{'es' if len(tail) > 1 else ''} left cut again into "
             f"{len(groups)} by the recording passes so far ({sum(made) / len(made):.0f}s each)",
@@ -754,14 +758,9 @@ def _resumed_from(kept: int) -> str:
 
 
 #: the causes of a write that fails for want of room or permission, not for a fault of ours
-UNWRITABLE = frozenset(
-    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
-)
-
-
 def own_write_failed(exc: OSError, root: Path) -> bool:
     """``exc`` is a write of a file of the screen under ``root`` that the file system refused
     (its room, its permissions), not a fault of the code or of a process started."""
-    if exc.errno not in UNWRITABLE or not exc.filename:
+    if not unwritable(exc) or not exc.filename:
         return False
     return Path(str(exc.filename)).is_relative_to(root)
