@@ -77,3 +77,34 @@ def test_a_file_a_worker_could_not_write_crosses_the_channel_as_a_typed_fact(
     assert Unwritable.from_json({"path": "/r", "cause": "x", "errno": "28"}) == Unwritable(
         "/r", "x"
     )
+
+
+def test_only_a_refused_write_is_a_fact_to_tell() -> None:
+    """A full disk, a quota, a read-only file system, permissions: told as :class:`Unwritable`;
+    any other ``OSError`` (a missing file, an invalid argument) is a fault, raised as it is."""
+    from pytest_zlbench.core.sidework import unwritable
+
+    for code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES):
+        assert unwritable(OSError(code, os.strerror(code), "f"))
+    for code in (errno.ENOENT, errno.EINVAL, errno.EISDIR):
+        assert not unwritable(OSError(code, os.strerror(code), "f"))
+    assert not unwritable(OSError("no errno"))
+
+
+def test_a_write_to_an_open_file_on_a_full_disk_is_named(tmp_path: Path) -> None:
+    """A write to an open file on a full disk names no file (``/dev/full``): the error line
+    would name none; :func:`naming` gives it the file written."""
+    from pytest_zlbench.core.sidework import naming
+
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        with pytest.raises(OSError) as caught:
+            os.write(full, b"x")
+    finally:
+        os.close(full)
+    assert caught.value.errno == errno.ENOSPC
+    assert not caught.value.filename
+    named = naming(caught.value, tmp_path / "r1.out")
+    assert (named.errno, named.filename) == (errno.ENOSPC, str(tmp_path / "r1.out"))
+    kept = OSError(errno.ENOSPC, "No space left on device", "other")
+    assert naming(kept, tmp_path / "r1.out") is kept

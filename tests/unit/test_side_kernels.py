@@ -431,3 +431,21 @@ def test_the_ttgir_of_a_side_is_read_from_caches_laid_out_as_tritons(tmp_path: P
     (digest,) = _ttgir(caches)
     assert digest == hashlib.sha256(str(kernel.asm["ttgir"]).encode()).hexdigest()[:16]
     assert _ttgir({0: ({}, {}, target, object(), print)}) == set()
+
+
+def test_side_b_left_unwritten_closes_its_partial_rows(tmp_path: Path) -> None:
+    """Side A's run directory could not be written (a full disk): side B's is left unwritten,
+    its partial rows file closed, not held open for every operator cut so."""
+    from types import SimpleNamespace
+
+    from pytest_zlbench.screen.both_sides import BothSides
+
+    both = BothSides(tmp_path)
+    partial = open(tmp_path / "rows.partial", "w")  # noqa: SIM115 - what the recorder holds
+    recorder = SimpleNamespace(partial=partial)
+    recorder.close_partial = lambda: partial.close()
+    both.recorder = recorder
+    both.drop()
+    assert partial.closed
+    assert both.recorder is None
+    both.drop()  # nothing left: nothing to close

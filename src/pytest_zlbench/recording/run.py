@@ -277,6 +277,10 @@ class RunRecorder(WorkerRows):
         try:
             self.write(exitstatus)
         except OSError as exc:  # a full disk, a read-only file system: the run is incomplete
+            from ..core.sidework import unwritable
+
+            if not unwritable(exc):
+                raise
             self.unwritten = (
                 f"ERROR: {exc.filename or self.run_dir}: not written ({exc.strerror or exc})"
             )

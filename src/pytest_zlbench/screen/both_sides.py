@@ -156,9 +156,18 @@ class BothSides:
     def write(self, exitstatus: int) -> list[str] | None:
         """Write side B's run directory; ``None`` when it is complete, else its errors."""
         recorder, self.recorder = self.recorder, None
-        complete = recorder.write(exitstatus)
-        recorder.close_partial()
+        try:
+            complete = recorder.write(exitstatus)
+        finally:
+            recorder.close_partial()
         return None if complete else list(recorder.errors)
+
+    def drop(self) -> None:
+        """Side B's run directory of the current operator left unwritten (side A's could not
+        be written): its partial rows closed."""
+        recorder, self.recorder = self.recorder, None
+        if recorder is not None:
+            recorder.close_partial()
 
     def uninstall(self) -> None:
         for ir in self.ir.values():

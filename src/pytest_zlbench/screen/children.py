@@ -30,7 +30,7 @@ from ..contract import (
 )
 from ..core import records
 from ..core.parsing import repeated_failure
-from ..core.sidework import UNWRITABLE_FD_ENV, Unwritable, tests_in_file
+from ..core.sidework import UNWRITABLE_FD_ENV, Unwritable, naming, tests_in_file
 from .options import dtypes_args, passthrough_args, reset_inis
 from .results import add_note, mark_failed
 from .settings import AbSettings
@@ -185,8 +185,11 @@ class Children:
         env = {**self.env(side, rnd, op), UNWRITABLE_FD_ENV: str(tell)}
         try:
             with open(out_path, "w", encoding="utf-8") as out:
-                out.write("$ " + shlex.join(cmd) + "\n")
-                out.flush()
+                try:
+                    out.write("$ " + shlex.join(cmd) + "\n")
+                    out.flush()
+                except OSError as exc:  # a full disk: a write to an open file names none
+                    raise naming(exc, out_path) from None
                 proc = subprocess.Popen(
                     cmd,
                     cwd=self.config.invocation_params.dir,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import lifeline
 from ..contract import FLAGGEMS_CACHE_DIR, TRITON_CACHE_DIR
-from ..core.sidework import FD_ENV, Channel, ChannelClosed, tests_in_file
+from ..core.sidework import FD_ENV, Channel, ChannelClosed, naming, tests_in_file
 from .children import kill_group, last_error, signal_name
 
 #: how long a stopped worker may take to end its session before its group is killed
@@ -108,8 +108,11 @@ def start_side(
     cmd = tests_in_file(cmd, home / f"r{rnd}.tests")
     try:
         with open(out_path, "a", encoding="utf-8") as out:
-            out.write("$ " + " ".join(cmd) + "\n")
-            out.flush()
+            try:
+                out.write("$ " + " ".join(cmd) + "\n")
+                out.flush()
+            except OSError as exc:  # a full disk: a write to an open file names none
+                raise naming(exc, out_path) from None
             proc = subprocess.Popen(
                 cmd,
                 cwd=cwd,

@@ -36,7 +36,7 @@ from .._common import SHARED_INPUTS_ENV, SHARED_OWNER_ENV, WORKER_FD_ENV, timing
 from ..adapters.gates import ChannelGate
 from ..adapters.turns import CountingGate
 from ..contract import BOTH_SIDES, FLAGGEMS_CACHE_DIR, RECORD_SIDE, SIDE_ENV
-from ..core.sidework import Channel, Unwritable
+from ..core.sidework import Channel, Unwritable, unwritable
 
 #: exit status of a side worker that left after its process lost its device context
 LOST_CONTEXT_EXIT = 70
@@ -154,24 +154,26 @@ class SideWorker:
         ``op``; a file that cannot be written (a full disk) is told as a typed fact
         (``core.sidework.Unwritable``), and the worker goes on."""
         run_dir = Path(message["dir"])
-        unwritable = None
+        unwritten = None
         rows = 0
         timed = 0.0
         failure: str | None = None
         try:
             self._claim(message)
         except OSError as exc:  # nothing ran: what the full disk left is cleared on resume
-            unwritable = Unwritable.of(exc, run_dir)
+            if not unwritable(exc):
+                raise
+            unwritten = Unwritable.of(exc, run_dir)
         else:
-            rows, failure, unwritable = self._measure(session, message)
+            rows, failure, unwritten = self._measure(session, message)
             timed = self.gate.timed_s if self.gate is not None else self.alone.timed_s
         self.channel.send(
             "op",
             op=message["op"],
             dir=str(run_dir),
             rows=rows,
-            failed=failure if unwritable is None else unwritable.text(),
-            unwritable=unwritable.to_json() if unwritable is not None else None,
+            failed=failure if unwritten is None else unwritten.text(),
+            unwritable=unwritten.to_json() if unwritten is not None else None,
             timed_s=round(timed, 6),
         )
 
@@ -239,6 +241,10 @@ class SideWorker:
                 if failure is None and errors_b is not None:
                     failure = "side B's run directory is incomplete: " + "; ".join(errors_b)
         except OSError as exc:
+            if both is not None:
+                both.drop()  # side B's partial rows closed, unwritten
+            if not unwritable(exc):
+                raise
             return len(recorder.rows), failure, Unwritable.of(exc, run_dir)
         finally:
             self._tell_shared(str(message["op"]))
