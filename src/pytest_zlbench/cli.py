@@ -216,11 +216,17 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise Usage(f"zlbench plot: {root}: not an A/B root (no <op>/r<k>_A directories)")
     tw = Writer()
     floor = None  # the screen's one floor, as report judges
-    if args.floor_from:
+    from .screen.compare import command_words, kept_control
+
+    # without --floor-from, the separate A/A control the root was judged against, as report
+    aa_root = (
+        Path(args.floor_from) if args.floor_from else kept_control(root, tw, command_words("plot"))
+    )
+    if aa_root is not None:
         from .screen.control_floor import check_caliber, control_floor
         from .screen.results import caliber_line
 
-        where, aa_root = "zlbench plot: --floor-from", Path(args.floor_from)
+        where = "zlbench plot: --floor-from"
         floor = control_floor(aa_root, where)
         allow = args.allow_caliber_mismatch
         for text in check_caliber(root, aa_root, allow, where, "--allow-caliber-mismatch"):

@@ -105,6 +105,26 @@ def test_plot_takes_the_same_floor(tmp_path: Path, capsys: pytest.CaptureFixture
     assert error.startswith(f"--floor-from {aa}: its caliber differs from ")
 
 
+def test_plot_keeps_the_control_a_root_was_judged_against(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``zlbench plot ROOT`` without ``--floor-from`` draws each operator as ``report`` judged
+    it, against the separate A/A control the root was judged against (it judged the root
+    against its own floor: the pictures contradicted the report)."""
+    pytest.importorskip("matplotlib")
+    from pytest_zlbench.adapters import plot
+
+    root = synthetic_screen(tmp_path / "screen")
+    aa = control_screen(tmp_path / "aa")
+    assert zlbench(capsys, "report", root, "--floor-from", aa)[0] == 0
+    judged = json.loads((root / "mm" / "ab.json").read_text())
+    (root / "mm" / plot.PLOT_FILE).unlink(missing_ok=True)
+    rc, out, _ = zlbench(capsys, "plot", root)
+    assert rc == 0
+    assert any("judged against the separate A/A control it was judged against" in t for t in out)
+    assert plot.shows(root / "mm" / plot.PLOT_FILE, judged)
+
+
 def switch_screen(path: Path) -> Path:
     """A screen root of a switch: refused as a control."""
     return synthetic_screen(path)
