@@ -413,6 +413,9 @@ def test_ctrl_c_kills_the_children_and_leaves_nothing_that_reads_complete(
     assert (doc["counts"]["cut"], doc["counts"]["failed"]) == (1, 0)
     # the document does not read complete either: its session ended before the last operator
     assert doc["status"] == "incomplete"
+    # the progress log counts the table's operators, the cut and not started ones too
+    (wrote,) = [ln for ln in (root / "progress.log").read_text().splitlines() if " wrote " in ln]
+    assert wrote.endswith("screen.tsv (3 operators)"), wrote
     resume_and_compare(suite, root)
 
 

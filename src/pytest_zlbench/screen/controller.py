@@ -172,7 +172,8 @@ class AbController:
         )
         self.outputs.errors[:0] = [fact.error_line() for fact in self.unwritable]
         session.exitstatus = outputs.exit_status(int(session.exitstatus), self.outputs)
-        self.progress(f"wrote {self.outputs.tsv} ({len(self.lines)} operators)", terminal=False)
+        count = len(self.outputs.doc.get("operators") or ())  # the table's, cut ones too
+        self.progress(f"wrote {self.outputs.tsv} ({count} operators)", terminal=False)
 
     def judge(self) -> None:
         """Judge every screened operator's shapes against one noise floor for the whole screen
