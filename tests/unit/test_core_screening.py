@@ -865,3 +865,21 @@ def test_no_baseline_delta_between_unlike_timers() -> None:
     assert Pair(key, a, b).base_delta is None
     alike = Row("nonzero", "float16", "[64]", 0.01, 0.03, timer="direct", timer_base="graph")
     assert Pair(key, a, alike).base_delta == pytest.approx(0.5)
+
+
+def test_an_operator_of_one_round_says_why_it_is_not_judged() -> None:
+    """One round: no shape is judged, the note says why (identical IR stops an operator after
+    one round, which its own note says)."""
+    from pytest_zlbench.core.screening import ONE_ROUND_NOTE
+
+    a = [based("[64]", 1.0, 2.0)]
+    b = [based("[64]", 1.3, 2.0)]
+    changed = aggregate("mm", [rnd(1, a, b, ir(("mm_kernel", "h1")), ir(("mm_kernel", "h2")))])
+    assert ONE_ROUND_NOTE in changed.notes
+    two = aggregate(
+        "mm",
+        [rnd(k, a, b, ir(("mm_kernel", "h1")), ir(("mm_kernel", "h2"))) for k in (1, 2)],
+    )
+    assert ONE_ROUND_NOTE not in two.notes
+    kernel = ir(("mm_kernel", "h1"))
+    assert ONE_ROUND_NOTE not in aggregate("mm", [rnd(1, a, b, kernel, kernel)]).notes

@@ -190,6 +190,10 @@ def _flip_text(op: str, flips: Sequence[Key], limit: int = 3) -> str:
     return text
 
 
+#: the note of an operator measured in one round: no shape of it is judged
+ONE_ROUND_NOTE = "one round: not judged (a shape is judged over two rounds or more)"
+
+
 def result_notes(result: OpResult, ok: Sequence[RoundInput]) -> tuple[str, ...]:
     """The notes that read the numbers: the baseline's move, sign flips, an A/A floor."""
     if not result.has_range:
@@ -203,6 +207,8 @@ def result_notes(result: OpResult, ok: Sequence[RoundInput]) -> tuple[str, ...]:
             "may be the machine's"
         )
     rounds = len(ok)
+    if rounds == 1 and result.verdict != NO_IR_DIFF:  # identical IR: its skip note says why
+        out.append(ONE_ROUND_NOTE)
     if rounds > 1 and result.sign_flips and not result.control:
         out.append(_flip_text(result.op, result.sign_flips))
     if result.control and result.verdict != IR_CHANGED:
