@@ -1,10 +1,10 @@
 """zlbench.identity: ``--zl-out`` run recording, run identity, IR fingerprint, autotune pinning.
 
-One run directory per session: ``run_identity.json``, ``rows.jsonl``, ``run.log``,
-``summary.tsv``, ``ir.json``, the run's own ``triton_cache/`` and ``flaggems_cache/``, and
-``.complete`` written last. Under xdist the controller owns the directory; workers' rows travel
-to it on their test reports. The recording lives in ``pytest_zlbench.recording``, imported only
-when a run is recorded.
+One run directory per session: ``run_identity.json``, ``rows.jsonl``, ``ir.json``,
+``summary.tsv`` (not in a screen's side workers), ``run.log`` (where a test printed or failed),
+the run's own ``triton_cache/`` and ``flaggems_cache/``, and ``.complete`` written last. Under
+xdist the controller owns the directory; workers' rows travel to it on their test reports. The
+recording lives in ``pytest_zlbench.recording``, imported only when a run is recorded.
 """
 
 from __future__ import annotations

@@ -404,7 +404,7 @@ class ScreenEngine:
             place=place,
             earlier=earlier,
             kept=self.kept,
-            later_records=self.later_recordings(name) if place[1] else [],
+            later_recordings=self.later_recordings(name) if place[1] else [],
         )
 
     def _refused_dtypes(self, workers: SideWorkers) -> list[Operator]:

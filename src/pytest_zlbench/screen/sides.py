@@ -81,7 +81,7 @@ class SideWorkers:
         place: tuple[str, float] = ("", 0),
         earlier: Sequence[Operator] = (),
         kept: KeptRecordings | None = None,
-        later_records: Sequence[float | None] = (),
+        later_recordings: Sequence[float | None] = (),
     ) -> None:
         #: the store of kept recordings (``screen.kept``; ``None``: off)
         self.kept = kept
@@ -89,7 +89,7 @@ class SideWorkers:
         #: the operators to record: what their kept recordings of earlier screens took
         #: (``None``: unknown), for the estimate of what is left; those of later batches
         self.to_record: dict[str, float | None] = {}
-        self.later_records = list(later_records)
+        self.later_recordings = list(later_recordings)
         #: the batch's operators refused the requested --dtypes: its workers are not given them
         self.own_dtypes = own_dtypes
         #: "batch k of n, " and the operator passes of the later batches (``screen.batches``)
@@ -344,7 +344,7 @@ class SideWorkers:
         (``core.kept_recordings.recording_left``): a recording pass (tuning) takes many
         times a round's."""
         elapsed = time.monotonic() - self.started
-        kept = [self.to_record.get(op) for op in records_left] + self.later_records
+        kept = [self.to_record.get(op) for op in records_left] + self.later_recordings
         recording, _ = recording_left(kept, self.pace.recordings)
         left = self.pace.seconds_left(units_left)
         if left is None:
